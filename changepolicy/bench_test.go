@@ -1,0 +1,85 @@
+package changepolicy
+
+import (
+	"fmt"
+	"testing"
+)
+
+// benchPolicy has n globs of the shapes real policies use: directory
+// prefixes, exact files, extension globs and a few exclusions.
+func benchPolicy(b *testing.B, n int) *Policy {
+	b.Helper()
+	p := &Policy{Lanes: map[string]Lane{}}
+	for i := 0; len(p.Docs)+len(p.CI)+len(p.Code)+len(p.GPU.DeviceControl)+len(p.GPU.HostedOnly) < n; i++ {
+		switch i % 8 {
+		case 0:
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("docs/section%d/**", i)))
+		case 1:
+			p.CI = append(p.CI, Glob(fmt.Sprintf("scripts/ci/tool%d/**", i)))
+		case 2:
+			p.GPU.DeviceControl = append(p.GPU.DeviceControl, Glob(fmt.Sprintf("scripts/ci/device%d.sh", i)))
+		case 3:
+			p.GPU.HostedOnly = append(p.GPU.HostedOnly, Glob(fmt.Sprintf("scripts/ci/hosted%d_*.py", i)))
+		case 4:
+			p.Code = append(p.Code, Glob(fmt.Sprintf("docs/section%d/code/**", i-4)))
+		case 5:
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("**/*.ext%d", i)))
+		case 6:
+			p.CI = append(p.CI, Glob(fmt.Sprintf(".github/workflows/wf%d-*.yml", i)))
+		case 7:
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("!docs/section%d/private/**", i-7)))
+		}
+	}
+	p.Lanes["macos"] = Lane{Triggers: []Glob{".github/workflows/macos.yml"}}
+	p.Jobs = []JobSpec{{Name: "gate", RunsFor: []string{"gpu"}}, {Name: "mac", RunsFor: []string{"lane:macos"}}}
+	if err := p.Compile(); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func benchChanges(n int) []Change {
+	cs := make([]Change, n)
+	for i := range cs {
+		var path string
+		switch i % 5 {
+		case 0:
+			path = fmt.Sprintf("docs/section%d/page%d.md", (i/5%25)*8, i)
+		case 1:
+			path = fmt.Sprintf("scripts/ci/tool%d/helper%d.py", (i/5%25)*8+1, i)
+		case 2:
+			path = fmt.Sprintf("docs/section%d/code/ex%d.rs", (i/5%25)*8, i)
+		case 3:
+			path = fmt.Sprintf("assets/img%d.ext%d", i, (i/5%25)*8+5)
+		case 4:
+			path = fmt.Sprintf(".github/workflows/wf%d-%d.yml", (i/5%25)*8+6, i)
+		}
+		cs[i] = Change{Path: path, Status: Modified}
+	}
+	return cs
+}
+
+// BenchmarkClassify measures a realistic pull request (1,000 paths, 200 globs)
+// and the 100x case the issue sets a target for (100,000 paths, 200 globs).
+func BenchmarkClassify(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("paths=%d/globs=200", n), func(b *testing.B) {
+			p := benchPolicy(b, 200)
+			cs := benchChanges(n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Classify(p, cs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	for b.Loop() {
+		if _, err := Load(ExamplePolicy); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

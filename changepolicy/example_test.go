@@ -1,0 +1,68 @@
+package changepolicy_test
+
+import (
+	"fmt"
+
+	"github.com/gpugate/gpugate/changepolicy"
+)
+
+func Example() {
+	p, err := changepolicy.Load(changepolicy.ExamplePolicy)
+	if err != nil {
+		panic(err)
+	}
+	d, err := changepolicy.Classify(p, []changepolicy.Change{
+		{Path: "docs/guide.md", Status: changepolicy.Modified},
+		{Path: "scripts/ci/runpod_cost.py", Status: changepolicy.Modified},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Class, "docs:", d.Docs, "ci:", d.CI, "gpu:", d.GPU)
+	for _, j := range d.Jobs {
+		fmt.Printf("%-22s %s\n", j.Name, j.Outcome)
+	}
+	// Output:
+	// ci-only docs: true ci: true gpu: false
+	// Linux workspace tests  no-op
+	// Linux extension tests  no-op
+	// macOS workspace tests  no-op
+	// Documentation          run
+	// CI configuration       run
+	// CI GPU gate            no-op
+}
+
+func ExampleClassify_deviceControl() {
+	p, err := changepolicy.Load([]byte(`
+ci: ["scripts/ci/**"]
+gpu:
+  device_control: ["scripts/ci/*_partition.tsv"]
+jobs:
+  - {name: "CI GPU gate", runs_for: [gpu], profile: runpod}
+`))
+	if err != nil {
+		panic(err)
+	}
+	d, err := changepolicy.Classify(p, []changepolicy.Change{{Path: "scripts/ci/cuda_partition.tsv"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Class, d.GPU)
+	fmt.Println(d.Jobs[0].Reason)
+	// Output:
+	// ci-only true
+	// GPU validation required: device-control path scripts/ci/cuda_partition.tsv changed
+}
+
+func ExampleParseNameStatus() {
+	changes, err := changepolicy.ParseNameStatus([]byte("R090\tsrc/old.rs\tdocs/old.md\nM\tREADME.md\n"))
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range changes {
+		fmt.Printf("%s %s (from %q)\n", c.Status, c.Path, c.OldPath)
+	}
+	// Output:
+	// renamed docs/old.md (from "src/old.rs")
+	// modified README.md (from "")
+}

@@ -1,0 +1,110 @@
+package changepolicy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+func FuzzLoad(f *testing.F) {
+	f.Add(ExamplePolicy)
+	f.Add([]byte("docs: ['**/*.md', '!x/**']\nlanes: {m: {triggers: ['a']}}\njobs: [{name: j, runs_for: [lane:m]}]\n"))
+	f.Add([]byte("docs: ['[']"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Load(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidPolicy) {
+				t.Fatalf("Load error %v does not match ErrInvalidPolicy", err)
+			}
+			return
+		}
+		// A loaded policy always classifies: an empty diff is code.
+		d, err := Classify(p, nil)
+		if err != nil || d.Class != Code || len(d.Jobs) != len(p.Jobs) {
+			t.Fatalf("Classify(nil) = %v, %v", d.Class, err)
+		}
+	})
+}
+
+func FuzzClassify(f *testing.F) {
+	p, err := Load(ExamplePolicy)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("README.md", "", "modified")
+	f.Add("docs/new.md", "src/lib.rs", "renamed")
+	f.Add("scripts/ci/cuda_test_partition.tsv", "", "removed")
+	f.Add("../etc", "", "")
+	f.Fuzz(func(t *testing.T, path, old, status string) {
+		d, err := Classify(p, []Change{{Path: path, OldPath: old, Status: Status(status)}})
+		if err != nil {
+			if !errors.Is(err, ErrInvalidChange) {
+				t.Fatalf("error %v does not match ErrInvalidChange", err)
+			}
+			return
+		}
+		if len(d.Jobs) != len(p.Jobs) {
+			t.Fatalf("%d jobs, want %d", len(d.Jobs), len(p.Jobs))
+		}
+		// Fail safe: a path under src/ (or a path no rule knows) is never cheap.
+		for _, fd := range d.Files {
+			if (fd.Rule == RuleUnknown || strings.HasPrefix(fd.Path, "src/")) && d.Class != Code {
+				t.Fatalf("%s (%s) classified %s", fd.Path, fd.Rule, d.Class)
+			}
+		}
+		if d.Class == Code && !(d.GPU && d.Docs && d.CI) {
+			t.Fatalf("a code change must run every lane: %+v", d)
+		}
+	})
+}
+
+func FuzzParseNameStatus(f *testing.F) {
+	f.Add([]byte("M\x00a.go\x00R087\x00old.md\x00new.md\x00"))
+	f.Add([]byte("A\tdocs/a.md\nC100\tsrc/a.rs\tsrc/b.rs\n"))
+	f.Add([]byte("M\t\"a\\tb\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		changes, err := ParseNameStatus(data)
+		if err != nil {
+			if !errors.Is(err, ErrNameStatus) {
+				t.Fatalf("error %v does not match ErrNameStatus", err)
+			}
+			return
+		}
+		for _, c := range changes {
+			if c.Path == "" || ((c.Status == Renamed || c.Status == Copied) && c.OldPath == "") {
+				t.Fatalf("%+v: every change has a path, and a rename or copy its old path", c)
+			}
+		}
+	})
+}
+
+// FuzzIndexAgreesWithDoublestar checks that the prefix/suffix index never
+// changes what a glob matches: it must agree with doublestar.Match.
+func FuzzIndexAgreesWithDoublestar(f *testing.F) {
+	for _, s := range [][2]string{
+		{"docs/**", "docs"}, {"docs/**", "docs/a/b.md"}, {"**/*.md", "README.md"},
+		{"a/**/b", "a/b"}, {"{a,b}/*.go", "b/x.go"}, {"x/[ab]c", "x/bc"},
+		{"scripts/ci/*_partition.tsv", "scripts/ci/cuda_partition.tsv"}, {`a\*b`, "a*b"},
+		{".github/**", ".github/workflows/x.yml"}, {"Cargo.toml", "Cargo.toml"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, path string) {
+		if validateGlob(pattern) != nil || strings.HasPrefix(pattern, "!") || checkPath(path) != "" {
+			return
+		}
+		want, err := doublestar.Match(pattern, path)
+		if err != nil {
+			return
+		}
+		idx := &index{exact: map[string][]int32{}, byDir: map[string][]int32{}}
+		idx.add(setDocs, 0, pattern)
+		out := make([]setMatch, firstLane)
+		idx.match(path, out)
+		if got := out[setDocs].member(); got != want {
+			t.Fatalf("index says %q matches %q: %v; doublestar says %v", pattern, path, got, want)
+		}
+	})
+}

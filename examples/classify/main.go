@@ -1,0 +1,258 @@
+// Command classify decides from a change's file list which CI lanes run.
+//
+// With no flags it classifies a bundled example diff under the bundled
+// example policy (no network, no credentials). Otherwise:
+//
+//	classify -policy .github/gpugate/policy.yml -base origin/main -head HEAD
+//	classify -policy .github/gpugate/policy.yml -pr 123 -repo owner/name   # token in GITHUB_TOKEN
+//	classify -changes changes.txt                                         # git diff --name-status output
+//
+// In GitHub Actions it writes the outputs class, docs, ci, gpu, lanes and
+// jobs (JSON) to $GITHUB_OUTPUT and a per-file table to the step summary,
+// and a failure is an ::error:: annotation with a non-zero exit.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+	"golang.org/x/oauth2"
+
+	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/internal/ghaction"
+)
+
+//go:embed example.diff
+var exampleDiff []byte
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+type options struct {
+	policy, base, head, dir, repo, changes string
+	pr                                     int
+	json                                   bool
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.policy, "policy", "", "policy file (YAML); default: the bundled example policy")
+	fs.StringVar(&o.base, "base", "", "base revision: classify the git diff base...head")
+	fs.StringVar(&o.head, "head", "HEAD", "head revision, with -base")
+	fs.StringVar(&o.dir, "dir", ".", "git work tree, with -base")
+	fs.IntVar(&o.pr, "pr", 0, "pull request number: list its files through the GitHub API (token in GITHUB_TOKEN)")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name, with -pr")
+	fs.StringVar(&o.changes, "changes", "", "file of `git diff --name-status` output (- for stdin)")
+	fs.BoolVar(&o.json, "json", false, "print the decision as JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: classify [flags]\n\nWith no flags, classifies a bundled example diff under the bundled example policy.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "classify: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	gha := ghaction.FromEnv(getenv)
+	d, err := classify(ctx, o, getenv, stdin)
+	if err == nil {
+		err = report(o, d, gha, stdout)
+	}
+	if err != nil {
+		ghaction.Error(stdout, err.Error())
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func classify(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) (changepolicy.Decision, error) {
+	var (
+		p   *changepolicy.Policy
+		err error
+	)
+	if o.policy == "" {
+		p, err = changepolicy.Load(changepolicy.ExamplePolicy)
+	} else {
+		p, err = changepolicy.LoadFile(o.policy)
+	}
+	if err != nil {
+		return changepolicy.Decision{}, err
+	}
+	changes, err := changesFor(ctx, o, getenv, stdin)
+	if err != nil {
+		return changepolicy.Decision{}, err
+	}
+	return changepolicy.Classify(p, changes)
+}
+
+func changesFor(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) ([]changepolicy.Change, error) {
+	sources := 0
+	for _, set := range []bool{o.base != "", o.pr != 0, o.changes != ""} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case sources > 1:
+		return nil, errors.New("classify: use one of -base, -pr and -changes")
+	case o.base != "":
+		return changepolicy.FromGitDiff(ctx, o.dir, o.base, o.head)
+	case o.pr != 0:
+		owner, name, ok := strings.Cut(o.repo, "/")
+		if !ok || owner == "" || name == "" {
+			return nil, fmt.Errorf("classify: -repo %q: want owner/name", o.repo)
+		}
+		client, err := githubClient(ctx, getenv)
+		if err != nil {
+			return nil, err
+		}
+		return changepolicy.FromPullRequest(ctx, client, owner, name, o.pr)
+	case o.changes == "-":
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("classify: read stdin: %w", err)
+		}
+		return changepolicy.ParseNameStatus(data)
+	case o.changes != "":
+		data, err := os.ReadFile(o.changes)
+		if err != nil {
+			return nil, fmt.Errorf("classify: %w", err)
+		}
+		return changepolicy.ParseNameStatus(data)
+	}
+	return changepolicy.ParseNameStatus(exampleDiff)
+}
+
+// githubClient authenticates with GITHUB_TOKEN and honours GITHUB_API_URL
+// (GitHub Enterprise Server).
+func githubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
+	token := getenv("GITHUB_TOKEN")
+	if token == "" {
+		return nil, errors.New("classify: -pr needs a token in GITHUB_TOKEN")
+	}
+	hc := oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}))
+	client := github.NewClient(hc)
+	if api := getenv("GITHUB_API_URL"); api != "" && api != "https://api.github.com" {
+		var err error
+		if client, err = client.WithEnterpriseURLs(api, api); err != nil {
+			return nil, fmt.Errorf("classify: GITHUB_API_URL %q: %w", api, err)
+		}
+	}
+	return client, nil
+}
+
+func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writer) error {
+	lanes, err := json.Marshal(d.Lanes)
+	if err != nil {
+		return err
+	}
+	jobs, err := json.Marshal(d.Jobs)
+	if err != nil {
+		return err
+	}
+	if err := gha.SetOutputs(
+		[2]string{"class", string(d.Class)},
+		[2]string{"docs", strconv.FormatBool(d.Docs)},
+		[2]string{"ci", strconv.FormatBool(d.CI)},
+		[2]string{"gpu", strconv.FormatBool(d.GPU)},
+		[2]string{"lanes", string(lanes)},
+		[2]string{"jobs", string(jobs)},
+	); err != nil {
+		return err
+	}
+	if err := gha.AppendSummary(summary(d)); err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(d)
+	}
+	_, err = io.WriteString(stdout, text(d))
+	return err
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func text(d changepolicy.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "class: %s (docs: %s, ci: %s, gpu: %s)\n", d.Class, yesNo(d.Docs), yesNo(d.CI), yesNo(d.GPU))
+	fmt.Fprintf(&b, "why:   %s\n", d.Reason)
+	for _, name := range sortedKeys(d.Lanes) {
+		fmt.Fprintf(&b, "lane %s: %s\n", name, yesNo(d.Lanes[name]))
+	}
+	b.WriteString("jobs:\n")
+	for _, j := range d.Jobs {
+		profile := ""
+		if j.Profile != "" {
+			profile = " [" + j.Profile + "]"
+		}
+		fmt.Fprintf(&b, "  %-5s %s%s: %s\n", j.Outcome, j.Name, profile, j.Reason)
+	}
+	b.WriteString("files:\n")
+	for _, f := range d.Files {
+		fmt.Fprintf(&b, "  %-9s %-5s %s (%s)\n", f.Status, f.Kind, displayPath(f), rule(f))
+	}
+	return b.String()
+}
+
+func displayPath(f changepolicy.FileDecision) string {
+	if f.Old {
+		return f.Path + " (old side)"
+	}
+	return f.Path
+}
+
+func rule(f changepolicy.FileDecision) string {
+	if f.Pattern == "" {
+		return f.Rule
+	}
+	return f.Rule + " " + f.Pattern
+}
+
+func summary(d changepolicy.Decision) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Change classification: %s\n\n%s\n\n", d.Class, ghaction.MarkdownCell(d.Reason))
+	b.WriteString("| job | outcome | reason |\n| --- | --- | --- |\n")
+	for _, j := range d.Jobs {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", ghaction.MarkdownCell(j.Name), j.Outcome, ghaction.MarkdownCell(j.Reason))
+	}
+	b.WriteString("\n| file | rule | kind |\n| --- | --- | --- |\n")
+	for _, f := range d.Files {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", ghaction.MarkdownCell(displayPath(f)), ghaction.MarkdownCell(rule(f)), f.Kind)
+	}
+	return b.String()
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

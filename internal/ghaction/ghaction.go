@@ -1,0 +1,94 @@
+// Package ghaction writes what a GitHub Actions step reports: step outputs
+// ($GITHUB_OUTPUT), the job summary ($GITHUB_STEP_SUMMARY) and workflow
+// command annotations. The examples share it; outside Actions (the variables
+// unset) every write is a no-op, so the same binary runs locally.
+package ghaction
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Env is the part of a step's environment this package uses.
+type Env struct {
+	Output  string // path in GITHUB_OUTPUT
+	Summary string // path in GITHUB_STEP_SUMMARY
+}
+
+// FromEnv reads the environment through getenv (os.Getenv in a main).
+func FromEnv(getenv func(string) string) Env {
+	return Env{Output: getenv("GITHUB_OUTPUT"), Summary: getenv("GITHUB_STEP_SUMMARY")}
+}
+
+var outputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// SetOutputs appends name=value pairs, in the order given, to the step's
+// output file. Multi-line values use a random heredoc delimiter, so a value
+// can never forge another output.
+func (e Env) SetOutputs(pairs ...[2]string) error {
+	if e.Output == "" {
+		return nil
+	}
+	var b strings.Builder
+	for _, kv := range pairs {
+		name, value := kv[0], kv[1]
+		if !outputName.MatchString(name) {
+			return fmt.Errorf("ghaction: output name %q: use letters, digits, '_' and '-'", name)
+		}
+		if !strings.ContainsAny(value, "\r\n") {
+			fmt.Fprintf(&b, "%s=%s\n", name, value)
+			continue
+		}
+		var raw [16]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return fmt.Errorf("ghaction: delimiter: %w", err)
+		}
+		delim := "ghadelim_" + hex.EncodeToString(raw[:])
+		fmt.Fprintf(&b, "%s<<%s\n%s\n%s\n", name, delim, value, delim)
+	}
+	return appendFile(e.Output, b.String())
+}
+
+// AppendSummary appends Markdown to the job summary.
+func (e Env) AppendSummary(markdown string) error {
+	if e.Summary == "" {
+		return nil
+	}
+	return appendFile(e.Summary, markdown)
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("ghaction: %w", err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return fmt.Errorf("ghaction: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("ghaction: close %s: %w", path, err)
+	}
+	return nil
+}
+
+// Error writes an ::error:: workflow command. Outside Actions the runner
+// never reads it and a person sees a readable line.
+func Error(w io.Writer, msg string) {
+	fmt.Fprintf(w, "::error::%s\n", escapeData(msg))
+}
+
+// escapeData escapes a workflow command's message as the runner expects.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// MarkdownCell escapes text for one cell of a Markdown table.
+func MarkdownCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "`", "'").Replace(s)
+}
