@@ -1,0 +1,391 @@
+package runpod
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/internal/secret"
+)
+
+// DefaultBaseURL is RunPod's API server; paths carry the /v2 prefix.
+const DefaultBaseURL = "https://api.runpod.io"
+
+// ErrNoAPIKey is returned by NewClient without WithAPIKey.
+var ErrNoAPIKey = errors.New("runpod: no API key: pass WithAPIKey (for example from RUNPOD_API_KEY)")
+
+// Client calls RunPod's REST v2 API. Every call of one client shares a
+// process-local cooldown: a 429 on one call pauses the others. A Client is
+// safe for concurrent use.
+type Client struct {
+	base     *url.URL
+	hc       *http.Client
+	key      Secret
+	retry    RetryPolicy
+	cool     *cooldown
+	log      *slog.Logger
+	capacity *regexp.Regexp
+	maxPages int
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithAPIKey sets the bearer API key.
+func WithAPIKey(key Secret) Option {
+	return func(c *Client) error { c.key = key; return nil }
+}
+
+// WithBaseURL points the client at another server (a fake, a proxy).
+func WithBaseURL(raw string) Option {
+	return func(c *Client) error {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("runpod: base URL %q: want http(s)://host[:port]", raw)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		c.base = u
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client (its transport, proxies, TLS).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return errors.New("runpod: WithHTTPClient(nil)")
+		}
+		c.hc = hc
+		return nil
+	}
+}
+
+// WithRetryPolicy replaces DefaultRetryPolicy.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *Client) error {
+		if err := p.validate(); err != nil {
+			return err
+		}
+		c.retry = p
+		return nil
+	}
+}
+
+// WithLogger logs each request (method, path, status, attempt, duration;
+// never a body or a credential). nil discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) error { c.log = l; return nil }
+}
+
+// WithCapacityPattern replaces DefaultCapacityPattern, the text that makes a
+// 400 a capacity miss.
+func WithCapacityPattern(re *regexp.Regexp) Option {
+	return func(c *Client) error { c.capacity = re; return nil }
+}
+
+// WithMaxPages bounds how many pages ListPods follows (default 20).
+func WithMaxPages(n int) Option {
+	return func(c *Client) error {
+		if n < 1 {
+			return errors.New("runpod: WithMaxPages needs at least 1")
+		}
+		c.maxPages = n
+		return nil
+	}
+}
+
+// NewClient builds a client. It needs WithAPIKey.
+func NewClient(opts ...Option) (*Client, error) {
+	base, _ := url.Parse(DefaultBaseURL)
+	c := &Client{
+		base:     base,
+		hc:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		retry:    DefaultRetryPolicy(),
+		cool:     &cooldown{},
+		capacity: DefaultCapacityPattern,
+		maxPages: 20,
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.key == "" {
+		return nil, ErrNoAPIKey
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// Cooldown reports how long the shared cooldown still pauses this client's
+// calls; Delete waits it out before each attempt.
+func (c *Client) Cooldown() time.Duration { return c.cool.remaining() }
+
+// request is one HTTP exchange.
+type request struct {
+	method, path string
+	query        url.Values
+	body         any
+	secrets      []Secret // scrubbed from any error text
+}
+
+// send performs one request: it waits out the shared cooldown, then sends,
+// and decodes a 2xx body into out (nil: ignore). A non-2xx is an *APIError;
+// a transport failure or malformed body matches ErrTransient.
+func (c *Client) send(ctx context.Context, r request, out any) error {
+	if err := c.cool.wait(ctx); err != nil {
+		return err
+	}
+	u := *c.base
+	u.Path += r.path
+	u.RawQuery = r.query.Encode()
+	var body io.Reader
+	if r.body != nil {
+		data, err := json.Marshal(r.body)
+		if err != nil {
+			return fmt.Errorf("runpod: encode %s %s: %w", r.method, r.path, err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	if err != nil {
+		return fmt.Errorf("runpod: %s %s: %w", r.method, r.path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key.Reveal())
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	start := time.Now()
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctxErr := context.Cause(ctx); ctxErr != nil && ctx.Err() != nil && !errors.Is(ctxErr, context.DeadlineExceeded) {
+			return fmt.Errorf("runpod: %s %s: %w", r.method, r.path, ctxErr)
+		}
+		c.log.LogAttrs(ctx, slog.LevelWarn, "runpod request failed", slog.String("method", r.method), slog.String("path", r.path), slog.String("error", c.scrub(err.Error(), r)))
+		return fmt.Errorf("runpod: %s %s: %w: %s", r.method, r.path, ErrTransient, c.scrub(err.Error(), r))
+	}
+	defer resp.Body.Close()
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod request", slog.String("method", r.method), slog.String("path", r.path), slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := ParseError(r.method, r.path, resp.StatusCode, data, resp.Header.Get("Retry-After"), time.Now(), c.capacity)
+		e.Title, e.Detail = c.scrub(e.Title, r), c.scrub(e.Detail, r)
+		for i := range e.Errors {
+			e.Errors[i] = c.scrub(e.Errors[i], r)
+		}
+		if retryableStatus(e.StatusCode) {
+			c.cool.extend(e.RetryAfter)
+		}
+		return e
+	}
+	if readErr != nil {
+		return fmt.Errorf("runpod: %s %s: %w: reading the response: %s", r.method, r.path, ErrTransient, c.scrub(readErr.Error(), r))
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("runpod: %s %s: %w (%w): %v", r.method, r.path, ErrMalformed, ErrTransient, err)
+	}
+	return nil
+}
+
+func (c *Client) scrub(s string, r request) string {
+	return secret.Scrub(s, append(r.secrets, c.key)...)
+}
+
+// call is send under the retry policy.
+func (c *Client) call(ctx context.Context, r request, out any) error {
+	return c.retry.run(ctx, c.cool.remaining, func(ctx context.Context, _ int) error {
+		return c.send(ctx, r, out)
+	})
+}
+
+// ListGPUTypes reads the GPU catalog with availability for pods:
+// GET /v2/catalog/gpus?include=AVAILABILITY&product=POD&cloud=…&count=…&minCudaVersion=…
+// (https://docs.runpod.io/api-reference-v2/catalog/list-gpu-types).
+func (c *Client) ListGPUTypes(ctx context.Context, q CatalogQuery) ([]GPUType, error) {
+	v := url.Values{"include": {"AVAILABILITY"}, "product": {"POD"}}
+	if q.Cloud != "" {
+		v.Set("cloud", q.Cloud)
+	}
+	if q.Count > 0 {
+		v.Set("count", strconv.Itoa(q.Count))
+	}
+	if q.MinCUDAVersion != "" {
+		v.Set("minCudaVersion", q.MinCUDAVersion)
+	}
+	var resp struct {
+		GPUs *[]wireGPUType `json:"gpus"`
+	}
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/v2/catalog/gpus", query: v}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.GPUs == nil {
+		return nil, fmt.Errorf("runpod: GET /v2/catalog/gpus: %w: no gpus list", ErrMalformed)
+	}
+	out := make([]GPUType, 0, len(*resp.GPUs))
+	for _, g := range *resp.GPUs {
+		out = append(out, GPUType{ID: g.ID, Name: g.Name, MemoryGB: g.Memory, Secure: g.Secure, Community: g.Community,
+			SecurePrice: g.Price.Secure, CommunityPrice: g.Price.Community, Availability: g.Availability})
+	}
+	return out, nil
+}
+
+// CreatePod creates one pod: POST /v2/pods
+// (https://docs.runpod.io/api-reference-v2/pods/create-pod). Transient
+// failures are retried within the policy's deadline; before retrying after
+// a failure that may have created the pod (a lost response, a 5xx), it looks
+// the pod up by its unique name so that nothing is created, and paid for,
+// twice.
+func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
+	if req.Name == "" || req.Image == "" || req.GPU.ID == "" {
+		return nil, fmt.Errorf("%w: name, image and gpu.id are required", ErrInvalidRequest)
+	}
+	if req.GPU.MinCUDAVersion != "" && len(req.GPU.AllowedCUDAVersions) > 0 {
+		return nil, fmt.Errorf("%w: gpu.minCudaVersion and gpu.allowedCudaVersions are mutually exclusive", ErrRejected)
+	}
+	r := request{method: http.MethodPost, path: "/v2/pods", body: req.wire(), secrets: req.secrets()}
+	var (
+		created *Pod
+		last    error
+	)
+	err := c.retry.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
+		if n > 1 && ambiguous(last) {
+			if p, err := c.findByName(ctx, req.Name); err != nil {
+				return err
+			} else if p != nil {
+				created = p
+				return nil
+			}
+		}
+		var w wirePod
+		if last = c.send(ctx, r, &w); last != nil {
+			return last
+		}
+		p := w.pod()
+		created = &p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if created.ID == "" {
+		return nil, fmt.Errorf("runpod: POST /v2/pods: %w: the created pod has no id", ErrMalformed)
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "runpod pod created", slog.String("pod", created.ID), slog.String("name", created.Name), slog.String("gpu", req.GPU.ID), slog.Float64("cost_per_hr", created.Cost))
+	return created, nil
+}
+
+// ambiguous reports whether a failed request may still have taken effect
+// (created or deleted the pod): the response was lost or unreadable, or the
+// server failed midway.
+func ambiguous(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.StatusCode >= 500
+	}
+	return err != nil
+}
+
+// findByName returns the live pod with this exact name, or nil.
+func (c *Client) findByName(ctx context.Context, name string) (*Pod, error) {
+	pods, err := c.listPods(ctx, c.send)
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods {
+		if pods[i].Name == name && pods[i].Status != StatusTerminated {
+			return &pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// GetPod reads one pod: GET /v2/pods/{id}
+// (https://docs.runpod.io/api-reference-v2/pods/get-pod). A gone pod is an
+// error matching ErrNotFound.
+func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	var w wirePod
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/v2/pods/" + url.PathEscape(id)}, &w); err != nil {
+		return nil, err
+	}
+	p := w.pod()
+	if p.ID == "" || !p.Status.Known() {
+		return nil, fmt.Errorf("runpod: GET /v2/pods/%s: %w (%w): pod id %q, status %q", id, ErrMalformed, ErrTransient, p.ID, p.Status)
+	}
+	return &p, nil
+}
+
+// ListPods lists every pod: GET /v2/pods
+// (https://docs.runpod.io/api-reference-v2/pods/list-pods), following a
+// cursor when a response carries one, up to the page bound. A listing that
+// would stop early is an error, never a partial list.
+func (c *Client) ListPods(ctx context.Context) ([]Pod, error) {
+	return c.listPods(ctx, c.call)
+}
+
+func (c *Client) listPods(ctx context.Context, do func(context.Context, request, any) error) ([]Pod, error) {
+	var pods []Pod
+	q := url.Values{}
+	for page := 1; ; page++ {
+		var resp struct {
+			Pods       *[]wirePod `json:"pods"`
+			NextCursor string     `json:"nextCursor"`
+		}
+		if err := do(ctx, request{method: http.MethodGet, path: "/v2/pods", query: q}, &resp); err != nil {
+			return nil, err
+		}
+		if resp.Pods == nil {
+			return nil, fmt.Errorf("runpod: GET /v2/pods: %w (%w): no pods list", ErrMalformed, ErrTransient)
+		}
+		for _, w := range *resp.Pods {
+			pods = append(pods, w.pod())
+		}
+		if resp.NextCursor == "" {
+			return pods, nil
+		}
+		if page >= c.maxPages {
+			return nil, fmt.Errorf("runpod: GET /v2/pods: more than %d pages; raise WithMaxPages rather than decide on a partial list", c.maxPages)
+		}
+		q = url.Values{"cursor": {resp.NextCursor}}
+	}
+}
+
+// DeletePod sends one DELETE /v2/pods/{id}
+// (https://docs.runpod.io/api-reference-v2/pods/delete-pod). A 404 is
+// returned as an error matching ErrNotFound: the caller decides that it
+// confirms deletion. Use Delete for the bounded, idempotent cleanup.
+func (c *Client) DeletePod(ctx context.Context, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id)}, nil); err != nil {
+		return err
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "runpod pod deleted", slog.String("pod", id))
+	return nil
+}
+
+func checkID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return fmt.Errorf("runpod: pod id %q: want a bare pod id", id)
+	}
+	return nil
+}

@@ -1,0 +1,405 @@
+package runpod_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+// setup returns a fake and a client wired to it in process.
+func setup(t *testing.T, opts ...runpod.Option) (*runpodtest.Server, *runpod.Client) {
+	t.Helper()
+	srv := runpodtest.New()
+	c, err := srv.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
+}
+
+func podRequest(name, gpu string) runpod.CreatePodRequest {
+	return runpod.CreatePodRequest{
+		Name:      name,
+		Image:     "ghcr.io/actions/actions-runner:latest@sha256:0123",
+		Env:       map[string]string{"GPUGATE_REPOSITORY": "o/r"},
+		SecretEnv: map[string]runpod.Secret{"RUNNER_JIT_CONFIG": "JITSECRET-abcdef"},
+		Args:      "bash -c 'STARTUPSECRET-123456'",
+		Disk:      40,
+		Cloud:     "SECURE",
+		GPU:       runpod.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"},
+	}
+}
+
+func TestCreateRetryTable_PermanentErrorsAreNotRetried(t *testing.T) {
+	tests := map[string]struct {
+		fault runpodtest.Fault
+		want  error
+	}{
+		"422 never retried":             {runpodtest.Fault{Status: 422}, runpod.ErrInvalidRequest},
+		"400 capacity is ErrNoCapacity": {runpodtest.Fault{Status: 400, Detail: runpodtest.CapacityDetail}, runpod.ErrNoCapacity},
+		"400 other is ErrRejected":      {runpodtest.Fault{Status: 400, Detail: "bad cross-field rule"}, runpod.ErrRejected},
+		"402 is ErrInsufficientBalance": {runpodtest.Fault{Status: 402}, runpod.ErrInsufficientBalance},
+		"403 is ErrForbidden":           {runpodtest.Fault{Status: 403}, runpod.ErrForbidden},
+		"401 is ErrUnauthorized":        {runpodtest.Fault{Status: 401}, runpod.ErrUnauthorized},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, c := setup(t)
+				tt.fault.Method, tt.fault.Path, tt.fault.Times = "POST", "/v2/pods", 10
+				srv.AddFault(tt.fault)
+				_, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("err = %v, want %v", err, tt.want)
+				}
+				var ae *runpod.APIError
+				if !errors.As(err, &ae) || ae.StatusCode != tt.fault.Status {
+					t.Errorf("err = %v, want an *APIError with status %d", err, tt.fault.Status)
+				}
+				if n := srv.Count("POST", "/v2/pods"); n != 1 {
+					t.Errorf("%d create requests, want exactly 1", n)
+				}
+				if len(srv.Running()) != 0 {
+					t.Error("a failed create left a pod")
+				}
+			})
+		})
+	}
+}
+
+func TestCreateRetryTable_TransientFailuresAreRetried(t *testing.T) {
+	tests := map[string]runpodtest.Fault{
+		"408":               {Status: 408},
+		"429":               {Status: 429, RetryAfter: "3"},
+		"500":               {Status: 500},
+		"502":               {Status: 502},
+		"503":               {Status: 503},
+		"transport failure": {Drop: true},
+		"malformed body":    {Malformed: true},
+	}
+	for name, f := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, c := setup(t)
+				f.Method, f.Path, f.Times = "POST", "/v2/pods", 2
+				srv.AddFault(f)
+				p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.GPU == nil || p.GPU.ID != "NVIDIA L4" || p.Cost != 0.43 {
+					t.Errorf("pod = %+v", p)
+				}
+				if got := srv.Running(); len(got) != 1 {
+					t.Errorf("running pods %v, want exactly one: nothing is bought twice", got)
+				}
+			})
+		})
+	}
+}
+
+func TestRetry_CreateSharesSixtySecondDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 503, Times: 1000})
+		start := time.Now()
+		_, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if !errors.Is(err, runpod.ErrTransient) {
+			t.Fatalf("err = %v, want the last transient failure", err)
+		}
+		if el := time.Since(start); el > 60*time.Second {
+			t.Errorf("the create and its retries took %v, past the 60 s deadline", el)
+		}
+		if n := srv.Count("POST", "/v2/pods"); n < 2 || n > 6 {
+			t.Errorf("%d attempts; want a bounded retry (2..6)", n)
+		}
+	})
+}
+
+func TestRetry_RetryAfterIsAMinimumEvenAboveTheBackoffCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		policy := runpod.DefaultRetryPolicy()
+		policy.Deadline = 5 * time.Minute
+		policy.MaxInterval = 2 * time.Second
+		srv, c := setup(t, runpod.WithRetryPolicy(policy))
+		srv.AddFault(runpodtest.Fault{Path: "/v2/pods/*", Status: 429, RetryAfter: "90"})
+		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := c.GetPod(context.Background(), p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el < 90*time.Second {
+			t.Errorf("retried after %v; Retry-After 90 is a minimum above the 2 s cap", el)
+		}
+	})
+}
+
+func TestRetry_RetryAfterHTTPDate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		at := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: at})
+		start := time.Now()
+		if _, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{}); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el < 29*time.Second {
+			t.Errorf("retried after %v, before the HTTP-date in Retry-After", el)
+		}
+	})
+}
+
+func TestRetry_PauseLongerThanTheDeadlineEndsTheCallAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "120"})
+		start := time.Now()
+		_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+		if !errors.Is(err, runpod.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrDeadline", err)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Errorf("slept %v before giving up; a pause past the deadline must end the call at once", el)
+		}
+	})
+}
+
+func TestRetry_CooldownIsSharedByEveryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "20"})
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			done <- err
+		}()
+		synctest.Wait() // the catalog call got its 429 and is cooling down
+		start := time.Now()
+		if _, err := c.GetPod(context.Background(), p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el < 20*time.Second {
+			t.Errorf("GetPod went out after %v; a 429 on one call must pause the others for 20 s", el)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		// The cooldown also bounds a single request: with less time than
+		// the pause, DeletePod fails at once without sending.
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "40"})
+		go func() {
+			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			done <- err
+		}()
+		synctest.Wait()
+		before := srv.Count("DELETE", "/v2/pods/*")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := c.DeletePod(ctx, p.ID); !errors.Is(err, runpod.ErrDeadline) {
+			t.Errorf("err = %v, want ErrDeadline", err)
+		}
+		if srv.Count("DELETE", "/v2/pods/*") != before {
+			t.Error("a request was sent during the cooldown")
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRetry_MalformedResponseIsUnknownNeverHealthyOrDead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.AddFault(runpodtest.Fault{Path: "/v2/pods/" + p.ID, Malformed: true, Times: 100})
+		_, err = c.GetPod(context.Background(), p.ID)
+		if !errors.Is(err, runpod.ErrMalformed) || !errors.Is(err, runpod.ErrTransient) {
+			t.Fatalf("err = %v, want ErrMalformed and ErrTransient", err)
+		}
+		if errors.Is(err, runpod.ErrNotFound) {
+			t.Error("a malformed observation must never read as a gone pod")
+		}
+		if n := srv.Count("GET", "/v2/pods/"+p.ID); n < 2 {
+			t.Errorf("%d reads: a malformed response backs off and retries", n)
+		}
+	})
+}
+
+func TestCreatePod_LostResponseIsNotBoughtTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", LoseResponse: true})
+		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.Count("POST", "/v2/pods"); n != 1 {
+			t.Errorf("%d creates: after a lost response the client must find the pod by name, not create another", n)
+		}
+		if got := srv.Running(); len(got) != 1 || got[0] != p.ID {
+			t.Errorf("running %v, want only %s", got, p.ID)
+		}
+	})
+}
+
+func TestSecrets_NeverInErrorsOrLogs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		srv, c := setup(t, runpod.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		req := podRequest("gate-c1", "NVIDIA L4")
+		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 422,
+			Detail: "env.RUNNER_JIT_CONFIG=JITSECRET-abcdef too long; args=bash -c 'STARTUPSECRET-123456'; key " + runpodtest.APIKey})
+		_, err := c.CreatePod(context.Background(), req)
+		if err == nil {
+			t.Fatal("want the 422")
+		}
+		reqJSON, _ := json.Marshal(req)
+		for _, text := range []string{err.Error(), logs.String(), string(reqJSON), fmtAll(req)} {
+			for _, s := range []string{"JITSECRET", "STARTUPSECRET", runpodtest.APIKey} {
+				if strings.Contains(text, s) {
+					t.Errorf("%s leaked into %q", s, text)
+				}
+			}
+		}
+		// The wire request does carry them: the pod needs its JIT config.
+		var sent map[string]any
+		json.Unmarshal(srv.Requests()[0].Body, &sent)
+		if env := sent["env"].(map[string]any); env["RUNNER_JIT_CONFIG"] != "JITSECRET-abcdef" || sent["args"] != "bash -c 'STARTUPSECRET-123456'" {
+			t.Errorf("sent body lacks the secrets the pod needs: %v", sent)
+		}
+	})
+}
+
+func TestListPods_FollowsCursorWithinBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := runpodtest.New(runpodtest.WithPageSize(2))
+		c, err := srv.NewClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"a", "b", "c", "d", "e"} {
+			if _, err := c.CreatePod(context.Background(), podRequest(n, "NVIDIA A100-SXM4-80GB")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pods, err := c.ListPods(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, names); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		short, err := srv.NewClient(runpod.WithMaxPages(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pods, err := short.ListPods(context.Background()); err == nil || pods != nil {
+			t.Errorf("past the page bound: %d pods, err %v; want an error and no partial list", len(pods), err)
+		}
+	})
+}
+
+func TestListGPUTypes_SendsTheCatalogQuery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		gpus, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Requests()[0].Query; got != "cloud=SECURE&count=1&include=AVAILABILITY&minCudaVersion=12.6&product=POD" {
+			t.Errorf("query = %q", got)
+		}
+		var l4 runpod.GPUType
+		for _, g := range gpus {
+			if g.ID == "NVIDIA L4" {
+				l4 = g
+			}
+		}
+		want := runpod.GPUType{ID: "NVIDIA L4", Name: "L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "MEDIUM"}
+		if diff := cmp.Diff(want, l4); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestGetPod_ReadsTheV2Record(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		created := time.Now().UTC()
+		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA GeForce RTX 4090"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Status != runpod.StatusProvisioning || p.StartedAt != nil || p.Runtime != nil {
+			t.Errorf("new pod = %+v, want PROVISIONING without start or runtime", p)
+		}
+		time.Sleep(61 * time.Second) // fake time: provisioning 20 s + starting 40 s
+		got, err := c.GetPod(context.Background(), p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != runpod.StatusRunning || got.Runtime == nil || got.StartedAt == nil || !got.StartedAt.Equal(created.Add(20*time.Second).Truncate(time.Second)) {
+			t.Errorf("pod = %+v, want RUNNING with runtime, started 20 s after creation", got)
+		}
+		if got.CUDAVersion != "12.8" || got.Cost != 0.69 || got.Env["GPUGATE_REPOSITORY"] != "o/r" {
+			t.Errorf("pod = %+v", got)
+		}
+		if _, err := c.GetPod(context.Background(), "nope"); !errors.Is(err, runpod.ErrNotFound) {
+			t.Errorf("unknown pod: err = %v, want ErrNotFound", err)
+		}
+		if srv.Count("GET", "/v2/pods/nope") != 1 {
+			t.Error("a 404 must not be retried")
+		}
+	})
+}
+
+func TestNewClient_Options(t *testing.T) {
+	if _, err := runpod.NewClient(); !errors.Is(err, runpod.ErrNoAPIKey) {
+		t.Errorf("no key: err = %v, want ErrNoAPIKey", err)
+	}
+	for name, opt := range map[string]runpod.Option{
+		"bad base URL":    runpod.WithBaseURL("ftp://x"),
+		"nil HTTP client": runpod.WithHTTPClient(nil),
+		"bad policy":      runpod.WithRetryPolicy(runpod.RetryPolicy{}),
+		"zero pages":      runpod.WithMaxPages(0),
+	} {
+		if _, err := runpod.NewClient(runpod.WithAPIKey("k"), opt); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+// fmtAll prints v every way a log line might.
+func fmtAll(v any) string {
+	var b strings.Builder
+	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+		b.WriteString(sprintf(f, v))
+	}
+	return b.String()
+}

@@ -1,0 +1,97 @@
+package runpod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// PodAPI is what provisioning, deletion and the reaper need from RunPod.
+// *Client implements it; runpodtest's server backs it in tests.
+type PodAPI interface {
+	CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error)
+	GetPod(ctx context.Context, id string) (*Pod, error)
+	ListPods(ctx context.Context) ([]Pod, error)
+	DeletePod(ctx context.Context, id string) error
+}
+
+var _ PodAPI = (*Client)(nil)
+
+// ErrNotDeleted is matched by Delete's error when deletion could not be
+// confirmed: the pod may still be running and billing.
+var ErrNotDeleted = errors.New("runpod: pod deletion not confirmed")
+
+// DeleteError names the pod whose deletion could not be confirmed, so that
+// a job summary can report it for manual cleanup.
+type DeleteError struct {
+	PodID    string
+	Attempts int
+	Err      error // the last failure
+}
+
+func (e *DeleteError) Error() string {
+	return fmt.Sprintf("runpod: pod %s may still be running: deletion not confirmed after %d attempt(s): %v; delete it by hand", e.PodID, e.Attempts, e.Err)
+}
+
+// Unwrap returns the last failure.
+func (e *DeleteError) Unwrap() error { return e.Err }
+
+// Is matches ErrNotDeleted.
+func (e *DeleteError) Is(target error) bool { return target == ErrNotDeleted }
+
+// Delete is the shared cleanup helper: at most five DELETE attempts within
+// 180 seconds (DeletePolicy), each request's timeout 20 seconds capped by
+// what is left. A 404 confirms deletion, so deleting an already-deleted pod
+// succeeds. Permanent errors stop at once. After a lost response, a GET
+// (after the client's cooldown) checks whether the pod is already gone. On
+// failure the *DeleteError names the pod.
+func Delete(ctx context.Context, api PodAPI, podID string) error {
+	return DeleteWith(ctx, api, podID, DeletePolicy())
+}
+
+// DeleteWith is Delete under another budget.
+func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolicy) error {
+	if err := policy.validate(); err != nil {
+		return err
+	}
+	if err := checkID(podID); err != nil {
+		return err
+	}
+	var cool func() time.Duration
+	if c, ok := api.(interface{ Cooldown() time.Duration }); ok {
+		cool = c.Cooldown
+	}
+	var (
+		attempts int
+		last     error
+	)
+	err := policy.run(ctx, cool, func(ctx context.Context, n int) error {
+		attempts = n
+		if n > 1 && ambiguous(last) {
+			// The last response may have been lost after the pod went:
+			// look before deleting again.
+			p, err := api.GetPod(ctx, podID)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				return nil
+			case err == nil && p.Status == StatusTerminated:
+				return nil
+			}
+		}
+		last = api.DeletePod(ctx, podID)
+		if last == nil || errors.Is(last, ErrNotFound) {
+			return nil
+		}
+		if ctx.Err() != nil && !errors.Is(last, ErrTransient) {
+			// A request timed out on this attempt's own deadline: a lost
+			// response, worth another look.
+			last = fmt.Errorf("%w: %w", ErrTransient, last)
+		}
+		return last
+	})
+	if err != nil {
+		return &DeleteError{PodID: podID, Attempts: attempts, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package runpod
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Candidate is one single-GPU create attempt. Live candidates are priced
+// from the catalog; static ones come from the reviewed tiers (Price 0:
+// unknown until the pod reports its cost).
+type Candidate struct {
+	GPUTypeID string  `json:"gpu_type_id"`
+	Tier      string  `json:"tier"`
+	Price     float64 `json:"price,omitempty"` // USD/hour per GPU, live candidates only
+	Live      bool    `json:"live"`
+}
+
+// CandidatePlan orders the attempts, purely:
+//
+//  1. drop offers outside the reviewed tiers (live data never adds a type),
+//     excluded types, out-of-stock types (availability NONE), types without
+//     an offer on the configured cloud, below min_vram_gb, or above the price
+//     ceiling;
+//  2. one single-GPU candidate per remaining type, cheapest first (ties by
+//     tier order, then ID), capped by max_price_candidates;
+//  3. reserve one static slot inside max_provision_attempts for every tier
+//     the live prefix does not already reach, shrinking the prefix when
+//     necessary;
+//  4. append the remaining static candidates interleaved by tier (the
+//     reserved slots first), skipping IDs already in the plan and types the
+//     catalog showed to be ineligible.
+//
+// offers == nil means the catalog could not be read: static candidates only.
+func CandidatePlan(cfg Config, offers []GPUType) []Candidate {
+	tierOf := map[string]int{}
+	excluded := map[string]bool{}
+	for _, id := range cfg.Exclude {
+		excluded[id] = true
+	}
+	for i, t := range cfg.Tiers {
+		for _, id := range t.GPUTypes {
+			if _, dup := tierOf[id]; !dup && !excluded[id] {
+				tierOf[id] = i
+			}
+		}
+	}
+	var live []Candidate
+	ineligible := map[string]bool{}
+	seenOffer := map[string]bool{}
+	for _, o := range offers {
+		ti, reviewed := tierOf[o.ID]
+		if !reviewed || seenOffer[o.ID] {
+			continue
+		}
+		seenOffer[o.ID] = true
+		offered, price := o.Secure, o.SecurePrice
+		if cfg.Cloud == "COMMUNITY" {
+			offered, price = o.Community, o.CommunityPrice
+		}
+		switch {
+		case !offered, o.MemoryGB < cfg.MinVRAMGB, price <= 0, cfg.MaxHourlyPrice > 0 && price > cfg.MaxHourlyPrice:
+			ineligible[o.ID] = true
+		case o.Availability == AvailabilityNone:
+			// Out of stock now; availability is advisory, so the type
+			// stays a static fallback.
+		default:
+			live = append(live, Candidate{GPUTypeID: o.ID, Tier: cfg.Tiers[ti].Name, Price: price, Live: true})
+		}
+	}
+	slices.SortStableFunc(live, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(a.Price, b.Price), cmp.Compare(tierOf[a.GPUTypeID], tierOf[b.GPUTypeID]), cmp.Compare(a.GPUTypeID, b.GPUTypeID))
+	})
+	n := min(len(live), max(cfg.MaxPriceCandidates, 0))
+	covered := func(n int) []bool {
+		c := make([]bool, len(cfg.Tiers))
+		for _, cand := range live[:n] {
+			c[tierOf[cand.GPUTypeID]] = true
+		}
+		return c
+	}
+	uncovered := func(c []bool) int {
+		u := 0
+		for i, ok := range c {
+			if !ok && hasStatic(cfg.Tiers[i], tierOf, ineligible, live[:n]) {
+				u++
+			}
+		}
+		return u
+	}
+	for n > 0 && n+uncovered(covered(n)) > cfg.MaxProvisionAttempts {
+		n--
+	}
+	plan := append([]Candidate(nil), live[:n]...)
+	inPlan := map[string]bool{}
+	for _, c := range plan {
+		inPlan[c.GPUTypeID] = true
+	}
+	queues := make([][]string, len(cfg.Tiers))
+	for i, t := range cfg.Tiers {
+		for _, id := range t.GPUTypes {
+			if ti, ok := tierOf[id]; ok && ti == i && !inPlan[id] && !ineligible[id] {
+				queues[i] = append(queues[i], id)
+			}
+		}
+	}
+	// The reserved slots: the first static type of each tier not yet
+	// reached, in tier order.
+	cov := covered(n)
+	for i := range queues {
+		if !cov[i] && len(queues[i]) > 0 {
+			plan = append(plan, Candidate{GPUTypeID: queues[i][0], Tier: cfg.Tiers[i].Name})
+			queues[i] = queues[i][1:]
+		}
+	}
+	// The rest, interleaved by tier.
+	for more := true; more; {
+		more = false
+		for i := range queues {
+			if len(queues[i]) > 0 {
+				plan = append(plan, Candidate{GPUTypeID: queues[i][0], Tier: cfg.Tiers[i].Name})
+				queues[i] = queues[i][1:]
+				more = true
+			}
+		}
+	}
+	return plan
+}
+
+// hasStatic reports whether tier t still has a type to try statically.
+func hasStatic(t Tier, tierOf map[string]int, ineligible map[string]bool, prefix []Candidate) bool {
+	for _, id := range t.GPUTypes {
+		if _, ok := tierOf[id]; !ok || ineligible[id] {
+			continue
+		}
+		if !slices.ContainsFunc(prefix, func(c Candidate) bool { return c.GPUTypeID == id }) {
+			return true
+		}
+	}
+	return false
+}
