@@ -800,10 +800,16 @@ type podState struct {
 // state derives a pod's status at now from its schedule.
 func (s *Server) state(p *pod, now time.Time) podState {
 	if !p.deleted.IsZero() && !now.Before(p.deleted) {
-		st := s.state(p, p.deleted)
+		st := s.scheduled(p, p.deleted)
 		st.status, st.runtime = runpod.StatusTerminated, false
 		return st
 	}
+	return s.scheduled(p, now)
+}
+
+// scheduled is the state the pod's behavior gives it at now, ignoring
+// deletion.
+func (s *Server) scheduled(p *pod, now time.Time) podState {
 	b := p.behavior
 	startAt := p.created.Add(b.ProvisionFor)
 	if now.Before(startAt) {

@@ -1,0 +1,134 @@
+package runpod_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func newPod(t *testing.T, c *runpod.Client) *runpod.Pod {
+	t.Helper()
+	p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDelete_404ConfirmsAndDeleteIsIdempotent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		for i := range 2 {
+			if err := runpod.Delete(context.Background(), c, p.ID); err != nil {
+				t.Fatalf("delete %d: %v", i+1, err)
+			}
+		}
+		if len(srv.Running()) != 0 {
+			t.Error("pod still running")
+		}
+		if err := runpod.Delete(context.Background(), c, "never-existed"); err != nil {
+			t.Errorf("a 404 confirms deletion: %v", err)
+		}
+	})
+}
+
+func TestDelete_AtMostFiveAttemptsWithin180Seconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 503, Times: 100})
+		start := time.Now()
+		err := runpod.Delete(context.Background(), c, p.ID)
+		var de *runpod.DeleteError
+		if !errors.As(err, &de) || !errors.Is(err, runpod.ErrNotDeleted) || de.PodID != p.ID {
+			t.Fatalf("err = %v, want a DeleteError naming %s", err, p.ID)
+		}
+		if n := srv.Count("DELETE", "/v2/pods/*"); n > 5 || n < 2 {
+			t.Errorf("%d DELETE attempts, want 2..5", n)
+		}
+		if el := time.Since(start); el > 180*time.Second {
+			t.Errorf("took %v, past the 180 s budget", el)
+		}
+	})
+}
+
+func TestDelete_RetryAfterPastTheBudgetStopsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 429, RetryAfter: "600"})
+		start := time.Now()
+		err := runpod.Delete(context.Background(), c, p.ID)
+		if !errors.Is(err, runpod.ErrNotDeleted) || !errors.Is(err, runpod.ErrDeadline) {
+			t.Fatalf("err = %v, want ErrNotDeleted wrapping ErrDeadline", err)
+		}
+		if time.Since(start) != 0 {
+			t.Error("slept although the pause could never fit the budget")
+		}
+	})
+}
+
+func TestDelete_PermanentErrorStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 409, Times: 10})
+		err := runpod.Delete(context.Background(), c, p.ID)
+		if !errors.Is(err, runpod.ErrConflict) || !errors.Is(err, runpod.ErrNotDeleted) {
+			t.Fatalf("err = %v, want ErrConflict inside ErrNotDeleted", err)
+		}
+		if n := srv.Count("DELETE", "/v2/pods/*"); n != 1 {
+			t.Errorf("%d attempts; a permanent error stops at once", n)
+		}
+	})
+}
+
+func TestDelete_LostResponseIsCheckedWithGET(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", LoseResponse: true})
+		if err := runpod.Delete(context.Background(), c, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.Count("DELETE", "/v2/pods/*"); n != 1 {
+			t.Errorf("%d DELETEs; the GET after the lost response shows the pod gone", n)
+		}
+		if srv.Count("GET", "/v2/pods/"+p.ID) != 1 {
+			t.Error("want one GET checking the lost DELETE")
+		}
+	})
+}
+
+func TestDelete_EachRequestTimesOutAt20Seconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Delay: time.Hour})
+		start := time.Now()
+		if err := runpod.Delete(context.Background(), c, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		last := reqs[len(reqs)-1]
+		if last.Method != "DELETE" || last.Status != 204 {
+			t.Fatalf("last request %+v, want the second DELETE", last)
+		}
+		if el := last.At.Sub(start); el < 20*time.Second || el > 60*time.Second {
+			t.Errorf("second attempt after %v; the first must time out at 20 s", el)
+		}
+	})
+}
+
+func TestDelete_BadPodID(t *testing.T) {
+	_, c := setup(t)
+	if err := runpod.Delete(context.Background(), c, "a/b"); err == nil {
+		t.Error("want an error for a pod id with a slash")
+	}
+}

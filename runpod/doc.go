@@ -1,0 +1,42 @@
+// Package runpod buys GPU time from RunPod's REST v2 API without ever paying
+// twice or leaving a pod behind.
+//
+// It implements the candidate selection, request policy and shared cleanup
+// of the seed documents ("Candidate selection", "REST v2 migration and
+// request policy", "RunPod trust boundary"):
+//
+//   - Client: the v2 catalog and pod operations, following the published
+//     OpenAPI document. Errors are *APIError values parsed from RFC 9457
+//     problem bodies and mapped onto the create retry table: 422 is never
+//     retried (ErrInvalidRequest); a 400 whose detail says no instances are
+//     available is ErrNoCapacity, any other 400 ErrRejected (try the next
+//     candidate); 402 is ErrInsufficientBalance (stop everything); 403 is
+//     ErrForbidden (skip the candidate); 408, 429, 5xx, transport failures
+//     and malformed responses are retried (ErrTransient).
+//   - RetryPolicy: bounded, jittered exponential backoff
+//     (cenkalti/backoff/v4) inside one deadline shared by a call and its
+//     retries (60 s). Retry-After, in seconds or as an HTTP date, is a
+//     minimum even above the backoff cap. A process-local cooldown is
+//     shared by every call of a client, so a 429 on one call pauses the
+//     others, and a pause longer than the caller's remaining deadline ends
+//     the call at once with ErrDeadline.
+//   - CandidatePlan: the pure attempt order (cheapest reviewed live offers,
+//     one reserved static slot per tier, the rest interleaved by tier).
+//   - Delete: the bounded, idempotent cleanup helper (five attempts within
+//     180 s, 404 confirms, a GET after a lost response).
+//
+// Credentials, the JIT runner config and the startup command are Secrets:
+// they never reach a log, an error or an encoded value.
+//
+// Usage:
+//
+//	c, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(os.Getenv("RUNPOD_API_KEY"))))
+//	cfg, err := runpod.LoadConfigFile("runpod.yml")
+//	offers, err := c.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+//	if err != nil {
+//		offers = nil // the catalog failed: static candidates only
+//	}
+//	plan := runpod.CandidatePlan(cfg, offers)
+//	...
+//	defer runpod.Delete(context.WithoutCancel(ctx), c, pod.ID)
+package runpod

@@ -1,0 +1,73 @@
+package runpod_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func ExampleCandidatePlan() {
+	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if err != nil {
+		panic(err)
+	}
+	offers := []runpod.GPUType{
+		{ID: "NVIDIA L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "HIGH"},
+		{ID: "NVIDIA GeForce RTX 4090", MemoryGB: 24, Secure: true, SecurePrice: 0.69, Availability: "NONE"},
+		{ID: "NVIDIA L40S", MemoryGB: 48, Secure: true, SecurePrice: 0.86, Availability: "LOW"},
+		{ID: "NVIDIA H100 80GB HBM3", MemoryGB: 80, Secure: true, SecurePrice: 0.10, Availability: "HIGH"},
+	}
+	for _, c := range runpod.CandidatePlan(cfg, offers) {
+		fmt.Printf("%-32s %-15s live=%-5v %.2f\n", c.GPUTypeID, c.Tier, c.Live, c.Price)
+	}
+	// Output:
+	// NVIDIA L4                        cost-preferred  live=true  0.43
+	// NVIDIA L40S                      premium         live=true  0.86
+	// NVIDIA A100-SXM4-80GB            a100            live=false 0.00
+	// NVIDIA GeForce RTX 4090          cost-preferred  live=false 0.00
+	// NVIDIA RTX 6000 Ada Generation   premium         live=false 0.00
+}
+
+func ExampleDelete() {
+	srv := runpodtest.New()
+	c, err := srv.NewClient()
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{
+		Name:  "gpu-gate-c1",
+		Image: "ghcr.io/actions/actions-runner:latest",
+		GPU:   runpod.GPURequest{ID: "NVIDIA L4", Count: 1, MinCUDAVersion: "12.6"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(runpod.Delete(ctx, c, pod.ID)) // confirmed
+	fmt.Println(runpod.Delete(ctx, c, pod.ID)) // already gone: 404 confirms
+	fmt.Println(len(srv.Running()), "pods running")
+	// Output:
+	// <nil>
+	// <nil>
+	// 0 pods running
+}
+
+func ExampleAPIError() {
+	srv := runpodtest.New()
+	srv.SetStock("NVIDIA L4", 0)
+	c, _ := srv.NewClient()
+	_, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{
+		Name: "gpu-gate-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1},
+	})
+	fmt.Println(errors.Is(err, runpod.ErrNoCapacity))
+	var ae *runpod.APIError
+	if errors.As(err, &ae) {
+		fmt.Println(ae.StatusCode, ae.Title)
+	}
+	// Output:
+	// true
+	// 400 Bad Request
+}

@@ -1,0 +1,192 @@
+package runpodtest_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func req(name, gpu string) runpod.CreatePodRequest {
+	return runpod.CreatePodRequest{Name: name, Image: "img", GPU: runpod.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"}, Cloud: "SECURE"}
+}
+
+func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := runpodtest.New(runpodtest.WithSchedule(10*time.Second, 30*time.Second))
+		c, _ := srv.NewClient()
+		ctx := context.Background()
+		p, err := c.CreatePod(ctx, req("a", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := func() runpod.PodStatus {
+			t.Helper()
+			got, err := c.GetPod(ctx, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.Status
+		}
+		for _, step := range []struct {
+			wait time.Duration
+			want runpod.PodStatus
+		}{{0, runpod.StatusProvisioning}, {10 * time.Second, runpod.StatusStarting}, {30 * time.Second, runpod.StatusRunning}} {
+			time.Sleep(step.wait)
+			if got := status(); got != step.want {
+				t.Fatalf("after %v: %s, want %s", step.wait, got, step.want)
+			}
+		}
+		time.Sleep(3600*time.Second - 30*time.Second)
+		if err := runpod.Delete(ctx, c, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour) // nothing is billed after deletion
+		l := srv.Ledger()
+		if len(l) != 1 || !l[0].Deleted || l[0].BilledSeconds(time.Now()) != 3600 || l[0].Cost(time.Now()) != 0.43 {
+			t.Errorf("ledger %+v: want one deleted pod billed 3600 s at 0.43", l)
+		}
+		if len(srv.Running()) != 0 {
+			t.Error("pod still running")
+		}
+	})
+}
+
+func TestBehaviorsExitErrorAndLostRuntime(t *testing.T) {
+	tests := map[string]struct {
+		b          runpodtest.Behavior
+		want       runpod.PodStatus
+		hasRuntime bool
+	}{
+		"exit":         {runpodtest.Behavior{ExitAfter: time.Second}, runpod.StatusExited, false},
+		"error":        {runpodtest.Behavior{ErrorAfter: time.Second}, runpod.StatusError, false},
+		"lose runtime": {runpodtest.Behavior{LoseRuntimeAfter: time.Second}, runpod.StatusRunning, false},
+		"never run":    {runpodtest.Behavior{NeverRun: true}, runpod.StatusStarting, false},
+		"healthy":      {runpodtest.Behavior{}, runpod.StatusRunning, true},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := runpodtest.New()
+				srv.SetBehavior("NVIDIA L4", tt.b)
+				c, _ := srv.NewClient()
+				p, err := c.CreatePod(context.Background(), req("a", "NVIDIA L4"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Minute)
+				got, err := c.GetPod(context.Background(), p.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != tt.want || (got.Runtime != nil) != tt.hasRuntime {
+					t.Errorf("status %s runtime %v, want %s runtime=%v", got.Status, got.Runtime, tt.want, tt.hasRuntime)
+				}
+				if tt.want == runpod.StatusExited && got.Cost != 0 {
+					t.Errorf("an exited pod reports cost %v, want 0", got.Cost)
+				}
+			})
+		})
+	}
+}
+
+func TestCreateValidation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := runpodtest.New()
+		hc := srv.Client()
+		post := func(body string) int {
+			r, _ := http.NewRequest("POST", runpodtest.BaseURL+"/v2/pods", strings.NewReader(body))
+			r.Header.Set("Authorization", "Bearer "+runpodtest.APIKey)
+			resp, err := hc.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		tests := map[string]struct {
+			body string
+			want int
+		}{
+			"valid":                         {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4","minCudaVersion":"12.6"}}`, 201},
+			"unknown field":                 {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4"},"bogus":1}`, 422},
+			"no name":                       {`{"image":"i","gpu":{"id":"NVIDIA L4"}}`, 422},
+			"malformed minCudaVersion":      {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4","minCudaVersion":"12"}}`, 422},
+			"both CUDA constraints":         {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4","minCudaVersion":"12.6","allowedCudaVersions":["12.8"]}}`, 400},
+			"floor with explicit empty set": {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4","minCudaVersion":"12.6","allowedCudaVersions":[]}}`, 201},
+			"host below the floor":          {`{"name":"a","image":"i","gpu":{"id":"NVIDIA L4","minCudaVersion":"12.8"}}`, 400},
+			"neither gpu nor cpu":           {`{"name":"a","image":"i"}`, 400},
+			"not JSON":                      {`{`, 422},
+		}
+		for name, tt := range tests {
+			if got := post(tt.body); got != tt.want {
+				t.Errorf("%s: status %d, want %d", name, got, tt.want)
+			}
+		}
+		r, _ := http.NewRequest("GET", runpodtest.BaseURL+"/v2/pods", nil)
+		r.Header.Set("Authorization", "Bearer wrong")
+		if resp, _ := hc.Do(r); resp.StatusCode != 401 {
+			t.Errorf("wrong key: %d, want 401", resp.StatusCode)
+		}
+	})
+}
+
+func TestStockRunsOutAndReturnsOnDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := runpodtest.New()
+		srv.SetStock("NVIDIA L4", 1)
+		c, _ := srv.NewClient()
+		ctx := context.Background()
+		p, err := c.CreatePod(ctx, req("a", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreatePod(ctx, req("b", "NVIDIA L4")); !errors.Is(err, runpod.ErrNoCapacity) {
+			t.Fatalf("err = %v, want ErrNoCapacity", err)
+		}
+		gpus, _ := c.ListGPUTypes(ctx, runpod.CatalogQuery{MinCUDAVersion: "12.6"})
+		for _, g := range gpus {
+			if g.ID == "NVIDIA L4" && g.Availability != runpod.AvailabilityNone {
+				t.Errorf("L4 availability %s with no stock, want NONE", g.Availability)
+			}
+		}
+		if err := runpod.Delete(ctx, c, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CreatePod(ctx, req("b", "NVIDIA L4")); err != nil {
+			t.Errorf("stock did not come back after deletion: %v", err)
+		}
+	})
+}
+
+func TestStartedServerServesOverLoopback(t *testing.T) {
+	srv := runpodtest.New()
+	url := srv.Start()
+	defer srv.Close()
+	srv.AddFault(runpodtest.Fault{Path: "/v2/pods", Drop: true})
+	c, err := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first request's connection drops; the retry succeeds at once.
+	policy := runpod.DefaultRetryPolicy()
+	policy.InitialInterval, policy.Jitter = time.Millisecond, 0
+	c2, _ := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(url), runpod.WithRetryPolicy(policy))
+	if _, err := c2.ListPods(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Count("GET", "/v2/pods") != 2 {
+		t.Errorf("want the dropped request and its retry logged")
+	}
+}
