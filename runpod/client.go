@@ -139,6 +139,7 @@ type request struct {
 	query        url.Values
 	body         any
 	secrets      []Secret // scrubbed from any error text
+	expect       int      // the one success status that confirms the request; 0: any 2xx
 }
 
 // send performs one request: it waits out the shared cooldown, then sends,
@@ -193,6 +194,9 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 	}
 	if readErr != nil {
 		return fmt.Errorf("runpod: %s %s: %w: reading the response: %s", r.method, r.path, ErrTransient, c.scrub(readErr.Error(), r))
+	}
+	if r.expect != 0 && resp.StatusCode != r.expect {
+		return fmt.Errorf("runpod: %s %s: %w (%w): status %d, the contract answers %d: outcome unknown", r.method, r.path, ErrMalformed, ErrTransient, resp.StatusCode, r.expect)
 	}
 	if out == nil {
 		return nil
@@ -250,7 +254,8 @@ func (c *Client) ListGPUTypes(ctx context.Context, q CatalogQuery) ([]GPUType, e
 // failures are retried within the policy's deadline; before retrying after
 // a failure that may have created the pod (a lost response, a 5xx), it looks
 // the pod up by its unique name so that nothing is created, and paid for,
-// twice.
+// twice. When the retries end while a pod may exist, the error matches
+// ErrCreateUnknown: the caller must find and delete the pod by name.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
 	if req.Name == "" || req.Image == "" || req.GPU.ID == "" {
 		return nil, fmt.Errorf("%w: name, image and gpu.id are required", ErrInvalidRequest)
@@ -260,27 +265,34 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	}
 	r := request{method: http.MethodPost, path: "/v2/pods", body: req.wire(), secrets: req.secrets()}
 	var (
-		created *Pod
-		last    error
+		created      *Pod
+		maybeCreated bool // an earlier attempt may have created the pod
 	)
 	err := c.retry.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
-		if n > 1 && ambiguous(last) {
-			if p, err := c.findByName(ctx, req.Name); err != nil {
-				return err
-			} else if p != nil {
+		if maybeCreated {
+			p, err := c.findByName(ctx, req.Name)
+			if err != nil {
+				return fmt.Errorf("%w: looking for pod %q after an ambiguous create: %w", ErrTransient, req.Name, err)
+			}
+			if p != nil {
 				created = p
 				return nil
 			}
+			maybeCreated = false
 		}
 		var w wirePod
-		if last = c.send(ctx, r, &w); last != nil {
-			return last
+		if err := c.send(ctx, r, &w); err != nil {
+			maybeCreated = ambiguous(err)
+			return err
 		}
 		p := w.pod()
 		created = &p
 		return nil
 	})
 	if err != nil {
+		if maybeCreated {
+			return nil, fmt.Errorf("%w: pod %q may exist: %w", ErrCreateUnknown, req.Name, err)
+		}
 		return nil, err
 	}
 	if created.ID == "" {
@@ -369,14 +381,15 @@ func (c *Client) listPods(ctx context.Context, do func(context.Context, request,
 }
 
 // DeletePod sends one DELETE /v2/pods/{id}
-// (https://docs.runpod.io/api-reference-v2/pods/delete-pod). A 404 is
-// returned as an error matching ErrNotFound: the caller decides that it
-// confirms deletion. Use Delete for the bounded, idempotent cleanup.
+// (https://docs.runpod.io/api-reference-v2/pods/delete-pod). Only the
+// contract's 204 confirms deletion; any other success status is an unknown
+// outcome (ErrMalformed). A 404 is returned as an error matching
+// ErrNotFound: the caller decides that it confirms deletion. Use Delete for the bounded, idempotent cleanup.
 func (c *Client) DeletePod(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id)}, nil); err != nil {
+	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id), expect: http.StatusNoContent}, nil); err != nil {
 		return err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "runpod pod deleted", slog.String("pod", id))

@@ -25,13 +25,18 @@ var ErrNotDeleted = errors.New("runpod: pod deletion not confirmed")
 // DeleteError names the pod whose deletion could not be confirmed, so that
 // a job summary can report it for manual cleanup.
 type DeleteError struct {
-	PodID    string
+	PodID    string // empty when only the name is known
+	Name     string // set when a create's outcome was unknown
 	Attempts int
 	Err      error // the last failure
 }
 
 func (e *DeleteError) Error() string {
-	return fmt.Sprintf("runpod: pod %s may still be running: deletion not confirmed after %d attempt(s): %v; delete it by hand", e.PodID, e.Attempts, e.Err)
+	who := "pod " + e.PodID
+	if e.PodID == "" {
+		who = fmt.Sprintf("a pod named %q", e.Name)
+	}
+	return fmt.Sprintf("runpod: %s may still be running: deletion not confirmed after %d attempt(s): %v; delete it by hand", who, e.Attempts, e.Err)
 }
 
 // Unwrap returns the last failure.

@@ -132,3 +132,18 @@ func TestDelete_BadPodID(t *testing.T) {
 		t.Error("want an error for a pod id with a slash")
 	}
 }
+
+func TestDelete_OnlyTheContracts204Confirms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		// A 200 with junk never processed the delete: unknown, look and retry.
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Malformed: true})
+		if err := runpod.Delete(context.Background(), c, p.ID); err != nil {
+			t.Fatal(err)
+		}
+		if len(srv.Running()) != 0 || srv.Count("DELETE", "/v2/pods/*") != 2 {
+			t.Errorf("running %v after %d DELETEs; a non-204 success must not count as confirmation", srv.Running(), srv.Count("DELETE", "/v2/pods/*"))
+		}
+	})
+}

@@ -22,6 +22,19 @@
 //     the call at once with ErrDeadline.
 //   - CandidatePlan: the pure attempt order (cheapest reviewed live offers,
 //     one reserved static slot per tier, the rest interleaved by tier).
+//   - Provision: the bounded provision loop ("Bounded provision loop",
+//     "Cost containment in the startup window"). One pod at a time, in plan
+//     order, each with a fresh runner name and label <prefix>-cN, a
+//     single-use JIT config (a Secret in the pod's environment), ownership
+//     tags and gpu.minCudaVersion. It accepts only a RUNNING pod with its
+//     runtime whose own runner is online (the on-pod CUDA proof runs before
+//     registration). EXITED/ERROR/TERMINATED, lost runtime, a GPU outside
+//     the candidate's tier and startup_timeout reject, and the pod is
+//     deleted at once. Capacity misses cost nothing and do not count toward
+//     the early stop; 402 stops everything; max_provision_attempts ends in
+//     ErrExhausted and max_consecutive_startup_failures in
+//     ErrStartupFailures; a deletion that cannot be confirmed stops all
+//     creation; a moved or closed pull request ends in ErrObsolete.
 //   - Delete: the bounded, idempotent cleanup helper (five attempts within
 //     180 s, 404 confirms, a GET after a lost response).
 //

@@ -46,6 +46,11 @@ var (
 	// ended at once rather than sleeping past it.
 	ErrDeadline = errors.New("runpod: deadline too short for the required pause")
 
+	// ErrCreateUnknown: a create failed in a way that may still have
+	// created the pod (a lost response, then no successful lookup). Find it
+	// by its name and delete it.
+	ErrCreateUnknown = errors.New("runpod: create outcome unknown")
+
 	// Provisioning outcomes (see Provision).
 	ErrExhausted       = errors.New("runpod: provisioning attempts exhausted")
 	ErrStartupFailures = errors.New("runpod: consecutive startup failures")

@@ -77,8 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = report(o, d, gha, stdout)
 	}
 	if err != nil {
-		ghaction.Error(stdout, err.Error())
-		fmt.Fprintln(stderr, err)
+		gha.Fail(stdout, stderr, err)
 		return 1
 	}
 	return 0

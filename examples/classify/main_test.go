@@ -64,7 +64,7 @@ func TestFailureIsAnErrorAnnotation(t *testing.T) {
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
-			code, out, _ := runMain(t, nil, "M\t/etc/passwd\n", args...)
+			code, out, _ := runMain(t, map[string]string{"GITHUB_ACTIONS": "true"}, "M\t/etc/passwd\n", args...)
 			if code != 1 || !strings.HasPrefix(out, "::error::") {
 				t.Errorf("exit %d, stdout %q; want exit 1 and an ::error:: annotation", code, out)
 			}

@@ -16,13 +16,23 @@ import (
 
 // Env is the part of a step's environment this package uses.
 type Env struct {
+	Actions bool   // GITHUB_ACTIONS is "true"
 	Output  string // path in GITHUB_OUTPUT
 	Summary string // path in GITHUB_STEP_SUMMARY
 }
 
 // FromEnv reads the environment through getenv (os.Getenv in a main).
 func FromEnv(getenv func(string) string) Env {
-	return Env{Output: getenv("GITHUB_OUTPUT"), Summary: getenv("GITHUB_STEP_SUMMARY")}
+	return Env{Actions: getenv("GITHUB_ACTIONS") == "true", Output: getenv("GITHUB_OUTPUT"), Summary: getenv("GITHUB_STEP_SUMMARY")}
+}
+
+// Fail reports a command's failure: an ::error:: annotation on stdout in
+// Actions, and the plain message on stderr always.
+func (e Env) Fail(stdout, stderr io.Writer, err error) {
+	if e.Actions {
+		Error(stdout, err.Error())
+	}
+	fmt.Fprintln(stderr, err)
 }
 
 var outputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)

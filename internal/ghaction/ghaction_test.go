@@ -2,6 +2,7 @@ package ghaction
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,5 +49,19 @@ func TestAppendSummaryAndError(t *testing.T) {
 	}
 	if got := MarkdownCell("a|b\nc"); got != `a\|b c` {
 		t.Errorf("MarkdownCell = %q", got)
+	}
+}
+
+func TestFail(t *testing.T) {
+	var out, errOut bytes.Buffer
+	Env{}.Fail(&out, &errOut, errors.New("boom"))
+	if out.Len() != 0 || errOut.String() != "boom\n" {
+		t.Errorf("outside Actions: stdout %q stderr %q", out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	FromEnv(func(k string) string { return map[string]string{"GITHUB_ACTIONS": "true"}[k] }).Fail(&out, &errOut, errors.New("boom"))
+	if out.String() != "::error::boom\n" || errOut.String() != "boom\n" {
+		t.Errorf("in Actions: stdout %q stderr %q", out.String(), errOut.String())
 	}
 }

@@ -1,0 +1,271 @@
+// Command provision buys the cheapest RunPod GPU pod that proves it can run
+// CUDA, one candidate at a time, and hands its runner label to the GPU job.
+//
+//	provision -simulate        # in process, no credentials: a bundled scenario
+//	provision -config runpod.yml -image ghcr.io/actions/actions-runner:latest@sha256:… \
+//	    -org my-org -repo owner/name -run-id 123 -run-attempt 1 [-pr 45 -head <sha>]
+//
+// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN. In GitHub Actions the
+// accepted pod's ID, runner label, GPU and hourly price go to $GITHUB_OUTPUT
+// and the attempt table to the step summary.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"golang.org/x/oauth2"
+
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+type options struct {
+	config, image, prefix, org, repo, workflow, head string
+	runID                                            int64
+	runAttempt, pr                                   int
+	simulate, json, verbose, deleteAfter             bool
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("provision", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML or JSON); default: the bundled example (the seed's tiers)")
+	fs.StringVar(&o.image, "image", "ghcr.io/actions/actions-runner:latest", "runner image, ideally pinned to a digest")
+	fs.StringVar(&o.prefix, "prefix", "", "runner name/label prefix; default gpugate-<run-id>-<run-attempt>")
+	fs.BoolVar(&o.simulate, "simulate", false, "run in process against a fake RunPod and a fake runner registry")
+	fs.StringVar(&o.org, "org", "", "GitHub organization whose runners the pod registers with")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name of the repository (ownership tag; repository runners when -org is empty)")
+	fs.StringVar(&o.workflow, "workflow", getenv("GITHUB_WORKFLOW_REF"), "workflow path (ownership tag)")
+	fs.Int64Var(&o.runID, "run-id", envInt(getenv, "GITHUB_RUN_ID"), "workflow run ID (ownership tag)")
+	fs.IntVar(&o.runAttempt, "run-attempt", int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), "workflow run attempt (ownership tag)")
+	fs.IntVar(&o.pr, "pr", 0, "pull request number: stop when its head moves or it closes")
+	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
+	fs.BoolVar(&o.deleteAfter, "delete", false, "delete the accepted pod at the end (always with -simulate)")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.verbose, "v", false, "log every provisioning event to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "provision: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := provision(ctx, o, getenv, stdout, stderr); err != nil {
+		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func envInt(getenv func(string) string, k string) int64 {
+	n, _ := strconv.ParseInt(getenv(k), 10, 64)
+	return n
+}
+
+// world is what Provision runs against: real services or the simulation.
+type world struct {
+	api      *runpod.Client
+	registry runpod.RunnerRegistry
+	pr       runpod.PRState
+	fake     *runpodtest.Server
+}
+
+func provision(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(o)
+	if err != nil {
+		return err
+	}
+	if o.simulate && o.repo == "" {
+		o.repo = "example/gpu-project"
+	}
+	if o.simulate && o.runID == 0 {
+		o.runID = 1
+	}
+	w, err := connect(ctx, o, getenv, &cfg)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	if err != nil {
+		fmt.Fprintf(stderr, "provision: catalog unavailable, using static candidates: %v\n", err)
+		offers = nil
+	}
+	plan := runpod.CandidatePlan(cfg, offers)
+	if w.fake != nil {
+		scenario(w)
+	}
+	tmpl := runpod.PodTemplate{
+		Image:        o.image,
+		RunnerPrefix: o.prefix,
+		Owner:        runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: o.runID, RunAttempt: max(o.runAttempt, 1)},
+		Disk:         40,
+	}
+	if !o.json {
+		fmt.Fprintf(stdout, "plan (%d candidates, %d attempts allowed):\n", len(plan), cfg.MaxProvisionAttempts)
+		for i, c := range plan {
+			price := "static"
+			if c.Live {
+				price = fmt.Sprintf("$%.2f/h", c.Price)
+			}
+			fmt.Fprintf(stdout, "  %d. %-32s %-15s %s\n", i+1, c.GPUTypeID, c.Tier, price)
+		}
+	}
+	deps := runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: o.head, Log: log}
+	res, perr := runpod.Provision(ctx, deps, cfg, plan, tmpl)
+	if err := report(o, res, getenv, stdout); err != nil {
+		return err
+	}
+	if perr != nil {
+		return perr
+	}
+	if w.fake != nil || o.deleteAfter {
+		if err := runpod.Delete(ctx, w.api, res.PodID); err != nil {
+			return err
+		}
+		if !o.json {
+			fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", res.PodID)
+		}
+	}
+	if w.fake != nil && !o.json {
+		total, rejected := 0.0, 0.0
+		for _, e := range w.fake.Ledger() {
+			total += e.Cost(time.Now())
+			if e.PodID != res.PodID {
+				rejected += e.BilledSeconds(time.Now())
+			}
+		}
+		throttled := 0
+		for _, r := range w.fake.Requests() {
+			if r.Status == 429 {
+				throttled++
+			}
+		}
+		fmt.Fprintf(stdout, "simulated bill (time scaled ~100x down): USD %.6f, of which %.1f s on rejected candidates; %d API requests, %d answered 429; pods left running: %d\n",
+			total, rejected, len(w.fake.Requests()), throttled, len(w.fake.Running()))
+	}
+	return nil
+}
+
+func loadConfig(o options) (runpod.Config, error) {
+	if o.config == "" {
+		return runpod.LoadConfig(runpod.ExampleConfig)
+	}
+	return runpod.LoadConfigFile(o.config)
+}
+
+// connect builds the real clients, or the simulation with a time scale
+// that finishes in seconds.
+func connect(ctx context.Context, o options, getenv func(string) string, cfg *runpod.Config) (world, error) {
+	if o.simulate {
+		fake := runpodtest.New(runpodtest.WithSchedule(300*time.Millisecond, 500*time.Millisecond))
+		api, err := fake.NewClient()
+		if err != nil {
+			return world{}, err
+		}
+		reg := fake.NewRegistry()
+		reg.SetProofTime(400 * time.Millisecond)
+		cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 5*time.Second
+		return world{api: api, registry: reg, fake: fake}, nil
+	}
+	key := getenv("RUNPOD_API_KEY")
+	token := getenv("GITHUB_TOKEN")
+	switch {
+	case key == "":
+		return world{}, errors.New("provision: RUNPOD_API_KEY is not set (or use -simulate)")
+	case token == "":
+		return world{}, errors.New("provision: GITHUB_TOKEN is not set: minting JIT runner configs needs it")
+	case o.repo == "" || o.runID == 0:
+		return world{}, errors.New("provision: -repo and -run-id are required: the reaper relies on those ownership tags")
+	}
+	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	if err != nil {
+		return world{}, err
+	}
+	gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+	owner, name, _ := strings.Cut(o.repo, "/")
+	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
+	if o.org == "" {
+		reg.Owner, reg.Repo = owner, name
+	}
+	w := world{api: api, registry: reg}
+	if o.pr != 0 {
+		w.pr = &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+	}
+	return w, nil
+}
+
+// scenario is the bundled simulation: the cheapest card runs out after the
+// catalog read, the next host fails its CUDA proof, and a 429 with
+// Retry-After pauses the client once.
+func scenario(w world) {
+	w.fake.SetStock("NVIDIA L4", 0)
+	w.registry.(*runpodtest.Registry).FailProofOn("NVIDIA GeForce RTX 4090")
+	w.fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"})
+}
+
+func report(o options, res runpod.Result, getenv func(string) string, stdout io.Writer) error {
+	gha := ghaction.FromEnv(getenv)
+	if err := gha.AppendSummary("### RunPod provisioning\n\n" + res.Markdown()); err != nil {
+		return err
+	}
+	if res.PodID != "" {
+		if err := gha.SetOutputs(
+			[2]string{"pod_id", res.PodID}, [2]string{"runner_label", res.Label},
+			[2]string{"gpu", res.GPUTypeID}, [2]string{"tier", res.Tier},
+			[2]string{"gpu_cost_per_hr", strconv.FormatFloat(res.HourlyPrice, 'f', -1, 64)},
+		); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	fmt.Fprintln(stdout, "attempts:")
+	for _, a := range res.Attempts {
+		price := "-"
+		if a.HourlyPrice > 0 {
+			price = fmt.Sprintf("$%.2f/h", a.HourlyPrice)
+		}
+		fmt.Fprintf(stdout, "  %d. %-20s %-32s %-8s %-13s %5.1fs  est. $%.6f  %s\n", a.N, a.Name, a.Candidate.GPUTypeID, price, a.Outcome, a.Seconds, a.EstimatedCost, firstLine(a.Reason))
+	}
+	if res.PodID != "" {
+		fmt.Fprintf(stdout, "accepted: pod %s on %s (tier %s) at $%.2f/h after %.1f s and %d attempts; runner label %s\n",
+			res.PodID, res.GPUTypeID, res.Tier, res.HourlyPrice, res.StartupSeconds, len(res.Attempts), res.Label)
+	}
+	fmt.Fprintf(stdout, "rejected candidates cost an estimated USD %.6f\n", res.RejectedCost)
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 90 {
+		s = s[:90] + "…"
+	}
+	return s
+}

@@ -1,0 +1,502 @@
+package runpod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunnerRegistry mints single-use runner registrations and reports whether
+// a runner is online. The go-github adapter is GitHubRegistry;
+// runpodtest.Registry is the fake.
+type RunnerRegistry interface {
+	// MintJIT returns a single-use JIT runner config for a runner with this
+	// exact name and labels.
+	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
+	// Runner looks a runner up by its exact name. found is false when no
+	// runner has that name (yet).
+	Runner(ctx context.Context, name string) (r Runner, found bool, err error)
+}
+
+// Runner is one self-hosted runner registration.
+type Runner struct {
+	Name   string
+	Online bool
+	Busy   bool
+	Labels []string
+}
+
+// PRState reports the state of the pull request whose work is being
+// provisioned. An error is unknown state, and unknown is never obsolete.
+type PRState interface {
+	Current(ctx context.Context) (PR, error)
+}
+
+// PR is a pull request's state.
+type PR struct {
+	Open    bool
+	HeadSHA string
+}
+
+// Ownership identifies the workflow run that owns a pod. Its tags go on
+// every pod as environment variables, and the reaper reclaims only pods
+// whose tags and name agree.
+type Ownership struct {
+	Repository string // owner/name
+	Workflow   string // workflow path, e.g. .github/workflows/runpod-gpu-test.yml
+	RunID      int64
+	RunAttempt int
+}
+
+// Environment variables carrying ownership and attempt parameters.
+const (
+	TagRepository = "GPUGATE_REPOSITORY"
+	TagWorkflow   = "GPUGATE_WORKFLOW"
+	TagRunID      = "GPUGATE_RUN_ID"
+	TagRunAttempt = "GPUGATE_RUN_ATTEMPT"
+	EnvRunnerName = "GPUGATE_RUNNER_NAME" // also the runner's label
+	EnvAttempt    = "GPUGATE_ATTEMPT"     // candidate number N of <prefix>-cN
+	EnvGPUType    = "GPUGATE_GPU_TYPE"    // the requested GPU type
+	EnvMinVRAMGB  = "GPUGATE_MIN_VRAM_GB" // for the on-pod CUDA proof
+	EnvMinCUDA    = "GPUGATE_MIN_CUDA"    // for the on-pod CUDA proof
+	EnvJITConfig  = "RUNNER_JIT_CONFIG"   // the single-use JIT config (secret)
+)
+
+// Prefix is the default runner prefix: gpugate-<run ID>-<run attempt>.
+func (o Ownership) Prefix() string {
+	return fmt.Sprintf("gpugate-%d-%d", o.RunID, o.RunAttempt)
+}
+
+// Tags returns the ownership environment variables.
+func (o Ownership) Tags() map[string]string {
+	return map[string]string{
+		TagRepository: o.Repository,
+		TagWorkflow:   o.Workflow,
+		TagRunID:      strconv.FormatInt(o.RunID, 10),
+		TagRunAttempt: strconv.Itoa(o.RunAttempt),
+	}
+}
+
+// PodTemplate is what every candidate's pod is created from. Retries reuse
+// it unchanged: nothing is rebuilt between candidates.
+type PodTemplate struct {
+	Image        string            // resolved to a digest before provisioning
+	RunnerPrefix string            // label prefix; default Owner.Prefix()
+	Owner        Ownership         // tags the reaper relies on
+	Env          map[string]string // further non-secret parameters
+	Args         Secret            // the startup command
+	Disk         int               // container disk, GB
+	Ports        []string
+}
+
+// Deps are Provision's outside world.
+type Deps struct {
+	API      PodAPI
+	Registry RunnerRegistry
+	PR       PRState                                                   // nil: a manual validation, never obsolete
+	Head     string                                                    // the authorized PR head SHA the work is for
+	Log      *slog.Logger                                              // nil discards
+	Delete   func(ctx context.Context, api PodAPI, podID string) error // nil: Delete
+}
+
+// Outcome is what became of one attempt.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	OutcomeAccepted    Outcome = "accepted"
+	OutcomeNoCapacity  Outcome = "no-capacity"  // nothing created
+	OutcomeForbidden   Outcome = "forbidden"    // nothing created
+	OutcomeRejected    Outcome = "rejected"     // a non-capacity 400: nothing created
+	OutcomeCreateError Outcome = "create-error" // retries ran out: nothing created
+	OutcomeGPUMismatch Outcome = "gpu-mismatch" // created on the wrong or no GPU, deleted
+	OutcomeExited      Outcome = "exited"       // EXITED/ERROR/TERMINATED before the runner came online
+	OutcomeLostRuntime Outcome = "lost-runtime" // runtime vanished after boot
+	OutcomeTimeout     Outcome = "timeout"      // startup_timeout passed
+	OutcomeGone        Outcome = "gone"         // the pod disappeared
+	OutcomeObsolete    Outcome = "obsolete"     // the PR moved or closed
+	OutcomeCanceled    Outcome = "canceled"     // the caller's context ended
+)
+
+// Attempt records one candidate.
+type Attempt struct {
+	N             int       `json:"n"`
+	Name          string    `json:"name"` // runner name and label, <prefix>-cN
+	Candidate     Candidate `json:"candidate"`
+	PodID         string    `json:"pod_id,omitempty"`
+	AssignedGPU   string    `json:"assigned_gpu,omitempty"`
+	Outcome       Outcome   `json:"outcome"`
+	Reason        string    `json:"reason,omitempty"`
+	Seconds       float64   `json:"seconds"`        // create to acceptance or confirmed deletion
+	HourlyPrice   float64   `json:"hourly_price"`   // the pod's cost, USD/hour
+	EstimatedCost float64   `json:"estimated_cost"` // Seconds at HourlyPrice: an estimate, not an invoice
+}
+
+// created reports whether the attempt created a pod (and so paid).
+func (a Attempt) created() bool { return a.PodID != "" }
+
+// Result is what Provision did. It is filled in on failure too.
+type Result struct {
+	Pod            *Pod      `json:"-"`
+	PodID          string    `json:"pod_id,omitempty"`
+	Label          string    `json:"label,omitempty"` // the runner label the GPU job targets
+	GPUTypeID      string    `json:"gpu_type_id,omitempty"`
+	Tier           string    `json:"tier,omitempty"`
+	HourlyPrice    float64   `json:"hourly_price,omitempty"`
+	StartupSeconds float64   `json:"startup_seconds,omitempty"`
+	Attempts       []Attempt `json:"attempts"`
+	RejectedCost   float64   `json:"rejected_cost"`         // estimated paid cost of every rejected candidate
+	LivePodID      string    `json:"live_pod_id,omitempty"` // a pod whose deletion was not confirmed
+}
+
+// Provision buys the cheapest candidate that proves it can run CUDA: one
+// pod at a time, in plan order, each with a fresh runner name and label
+// <prefix>-cN and a single-use JIT config. It accepts only a RUNNING pod
+// with runtime present whose own runner is online (the smoke proof runs
+// before registration, so online means proven). A rejected or timed-out
+// pod is deleted at once before the next candidate. See the package
+// documentation for the stop rules.
+func Provision(ctx context.Context, deps Deps, cfg Config, plan []Candidate, tmpl PodTemplate) (Result, error) {
+	p := provisioner{deps: deps, cfg: cfg, tmpl: tmpl, log: deps.Log}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.deps.Delete == nil {
+		p.deps.Delete = Delete
+	}
+	if err := p.check(plan); err != nil {
+		return Result{}, err
+	}
+	if p.tmpl.RunnerPrefix == "" {
+		p.tmpl.RunnerPrefix = tmpl.Owner.Prefix()
+	}
+	err := p.run(ctx, plan)
+	return p.res, err
+}
+
+type provisioner struct {
+	deps Deps
+	cfg  Config
+	tmpl PodTemplate
+	log  *slog.Logger
+	res  Result
+}
+
+func (p *provisioner) check(plan []Candidate) error {
+	switch {
+	case p.deps.API == nil || p.deps.Registry == nil:
+		return errors.New("runpod: Provision needs Deps.API and Deps.Registry")
+	case p.tmpl.Image == "":
+		return errors.New("runpod: Provision needs PodTemplate.Image")
+	case p.tmpl.Owner.Repository == "" || p.tmpl.Owner.RunID == 0:
+		return errors.New("runpod: Provision needs PodTemplate.Owner (repository and run ID): the reaper relies on those tags")
+	case len(plan) == 0:
+		return fmt.Errorf("%w: the candidate plan is empty", ErrExhausted)
+	}
+	return p.cfg.Validate()
+}
+
+func (p *provisioner) run(ctx context.Context, plan []Candidate) error {
+	budget := min(len(plan), p.cfg.MaxProvisionAttempts)
+	consecutive := 0
+	allRejected := true
+	var lastRejection error
+	for i := range budget {
+		if obsolete, why := p.obsolete(ctx); obsolete {
+			return fmt.Errorf("%w: %s; no pod was created for candidate %d", ErrObsolete, why, i+1)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("runpod: provisioning stopped before candidate %d: %w", i+1, err)
+		}
+		a, err := p.attempt(ctx, i+1, plan[i])
+		p.res.Attempts = append(p.res.Attempts, a)
+		if a.Outcome != OutcomeAccepted && a.created() {
+			p.res.RejectedCost += a.EstimatedCost
+		}
+		if a.Outcome != OutcomeRejected {
+			allRejected = false
+		} else {
+			lastRejection = err
+		}
+		switch {
+		case a.Outcome == OutcomeAccepted:
+			return nil
+		case errors.Is(err, ErrNotDeleted), errors.Is(err, ErrInsufficientBalance), errors.Is(err, ErrInvalidRequest),
+			errors.Is(err, ErrObsolete), a.Outcome == OutcomeCanceled:
+			return err
+		case a.created():
+			consecutive++
+			if p.cfg.MaxConsecutiveStartupFailures > 0 && consecutive >= p.cfg.MaxConsecutiveStartupFailures {
+				return fmt.Errorf("%w: %d candidates in a row were created but never came online; the provider is not delivering runners (USD %.4f spent on rejected candidates)",
+					ErrStartupFailures, consecutive, p.res.RejectedCost)
+			}
+		}
+	}
+	if allRejected && lastRejection != nil {
+		return fmt.Errorf("runpod: every candidate refused the request with a 400, so the request itself is wrong: %w", lastRejection)
+	}
+	return fmt.Errorf("%w: %d attempt(s) of %d allowed, none accepted (USD %.4f spent on rejected candidates)", ErrExhausted, budget, p.cfg.MaxProvisionAttempts, p.res.RejectedCost)
+}
+
+// obsolete checks the pull request; unknown state is never obsolete.
+func (p *provisioner) obsolete(ctx context.Context) (bool, string) {
+	if p.deps.PR == nil {
+		return false, ""
+	}
+	pr, err := p.deps.PR.Current(ctx)
+	switch {
+	case err != nil:
+		p.log.LogAttrs(ctx, slog.LevelWarn, "provision.pr_state_unknown", slog.String("error", err.Error()))
+		return false, ""
+	case !pr.Open:
+		return true, "the pull request was closed"
+	case p.deps.Head != "" && pr.HeadSHA != p.deps.Head:
+		return true, fmt.Sprintf("the pull request head moved from %s to %s", short(p.deps.Head), short(pr.HeadSHA))
+	}
+	return false, ""
+}
+
+func short(sha string) string { return sha[:min(len(sha), 12)] }
+
+func (p *provisioner) request(n int, c Candidate, name string, jit Secret) CreatePodRequest {
+	env := map[string]string{}
+	for k, v := range p.tmpl.Env {
+		env[k] = v
+	}
+	for k, v := range p.tmpl.Owner.Tags() {
+		env[k] = v
+	}
+	env[EnvRunnerName] = name
+	env[EnvAttempt] = strconv.Itoa(n)
+	env[EnvGPUType] = c.GPUTypeID
+	env[EnvMinVRAMGB] = strconv.Itoa(p.cfg.MinVRAMGB)
+	env[EnvMinCUDA] = p.cfg.MinCUDAVersion
+	return CreatePodRequest{
+		Name:      name,
+		Image:     p.tmpl.Image,
+		Env:       env,
+		SecretEnv: map[string]Secret{EnvJITConfig: jit},
+		Args:      p.tmpl.Args,
+		Disk:      p.tmpl.Disk,
+		Cloud:     p.cfg.Cloud,
+		Ports:     p.tmpl.Ports,
+		GPU:       GPURequest{ID: c.GPUTypeID, Count: 1, MinCUDAVersion: p.cfg.MinCUDAVersion},
+	}
+}
+
+func (p *provisioner) event(ctx context.Context, level slog.Level, msg string, a Attempt, extra ...slog.Attr) {
+	attrs := []slog.Attr{
+		slog.Int("attempt", a.N), slog.String("name", a.Name), slog.String("gpu", a.Candidate.GPUTypeID),
+		slog.String("tier", a.Candidate.Tier),
+	}
+	if a.PodID != "" {
+		attrs = append(attrs, slog.String("pod", a.PodID), slog.Float64("cost_per_hr", a.HourlyPrice))
+	}
+	p.log.LogAttrs(ctx, level, msg, append(attrs, extra...)...)
+}
+
+// attempt runs one candidate to acceptance or to a confirmed deletion.
+func (p *provisioner) attempt(ctx context.Context, n int, c Candidate) (Attempt, error) {
+	name := fmt.Sprintf("%s-c%d", p.tmpl.RunnerPrefix, n)
+	a := Attempt{N: n, Name: name, Candidate: c}
+	jit, err := p.deps.Registry.MintJIT(ctx, name, []string{name})
+	if err != nil {
+		a.Outcome, a.Reason = OutcomeCreateError, "minting the JIT runner config failed: "+err.Error()
+		p.event(ctx, slog.LevelWarn, "provision.jit_failed", a, slog.String("error", err.Error()))
+		if ctx.Err() != nil {
+			a.Outcome = OutcomeCanceled
+		}
+		return a, fmt.Errorf("runpod: attempt %d: mint JIT config: %w", n, err)
+	}
+	start := time.Now()
+	pod, err := p.deps.API.CreatePod(ctx, p.request(n, c, name, jit))
+	if errors.Is(err, ErrCreateUnknown) {
+		return p.sweep(ctx, a, start, err)
+	}
+	if err != nil {
+		a.Reason = err.Error()
+		switch {
+		case errors.Is(err, ErrNoCapacity):
+			a.Outcome = OutcomeNoCapacity
+		case errors.Is(err, ErrForbidden):
+			a.Outcome = OutcomeForbidden
+		case errors.Is(err, ErrRejected):
+			a.Outcome = OutcomeRejected
+		case ctx.Err() != nil:
+			a.Outcome = OutcomeCanceled
+		default:
+			a.Outcome = OutcomeCreateError
+		}
+		p.event(ctx, slog.LevelWarn, "provision.create_failed", a, slog.String("outcome", string(a.Outcome)), slog.String("error", err.Error()))
+		return a, err
+	}
+	a.PodID, a.HourlyPrice = pod.ID, pod.Cost
+	if pod.GPU != nil {
+		a.AssignedGPU = pod.GPU.ID
+	}
+	p.event(ctx, slog.LevelInfo, "provision.create", a)
+	if pod.GPU == nil || pod.GPU.ID == "" || !p.inTier(c.Tier, pod.GPU.ID) {
+		return p.reject(ctx, a, start, OutcomeGPUMismatch, fmt.Sprintf("the pod was assigned GPU %q, outside tier %s", a.AssignedGPU, c.Tier))
+	}
+	return p.watch(ctx, a, start)
+}
+
+func (p *provisioner) inTier(tier, gpu string) bool {
+	for _, t := range p.cfg.Tiers {
+		if t.Name == tier {
+			return slices.Contains(t.GPUTypes, gpu)
+		}
+	}
+	return false
+}
+
+// watch polls the pod and, after a RUNNING observation, the registry, every
+// startup_poll until acceptance, rejection or startup_timeout.
+func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (Attempt, error) {
+	deadline := start.Add(p.cfg.StartupTimeout)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	sawRuntime := false
+	for {
+		if obsolete, why := p.obsolete(wctx); obsolete {
+			a, err := p.reject(ctx, a, start, OutcomeObsolete, why)
+			if err == nil {
+				err = fmt.Errorf("%w: %s", ErrObsolete, why)
+			}
+			return a, err
+		}
+		pod, err := p.deps.API.GetPod(wctx, a.PodID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return p.reject(ctx, a, start, OutcomeGone, "the pod disappeared before its runner came online")
+		case err != nil:
+			// Unknown: never dead, never healthy. Keep polling.
+			p.event(ctx, slog.LevelWarn, "provision.observe_unknown", a, slog.String("error", err.Error()))
+		case pod.Status.Final():
+			return p.reject(ctx, a, start, OutcomeExited, fmt.Sprintf("the pod is %s before its runner came online", pod.Status))
+		case pod.Status == StatusRunning && pod.Runtime == nil && sawRuntime:
+			return p.reject(ctx, a, start, OutcomeLostRuntime, "the pod lost its runtime after boot")
+		case pod.Status == StatusRunning && pod.Runtime != nil:
+			sawRuntime = true
+			if pod.Cost > 0 {
+				a.HourlyPrice = pod.Cost
+			}
+			r, found, err := p.deps.Registry.Runner(wctx, a.Name)
+			if err != nil {
+				p.event(ctx, slog.LevelWarn, "provision.registry_unknown", a, slog.String("error", err.Error()))
+			} else if found && r.Online && slices.Contains(r.Labels, a.Name) {
+				return p.accept(ctx, a, start, pod), nil
+			}
+		}
+		if ctx.Err() != nil {
+			return p.reject(ctx, a, start, OutcomeCanceled, "the caller stopped provisioning: "+ctx.Err().Error())
+		}
+		wait := min(p.cfg.StartupPoll, time.Until(deadline))
+		if wait <= 0 || sleep(wctx, wait) != nil {
+			if ctx.Err() != nil {
+				return p.reject(ctx, a, start, OutcomeCanceled, "the caller stopped provisioning: "+ctx.Err().Error())
+			}
+			return p.reject(ctx, a, start, OutcomeTimeout, fmt.Sprintf("no online runner within startup_timeout %s", p.cfg.StartupTimeout))
+		}
+	}
+}
+
+func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, pod *Pod) Attempt {
+	a.Outcome = OutcomeAccepted
+	a.Seconds = time.Since(start).Seconds()
+	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+	p.res.Pod, p.res.PodID, p.res.Label = pod, pod.ID, a.Name
+	p.res.GPUTypeID, p.res.Tier, p.res.HourlyPrice = a.AssignedGPU, a.Candidate.Tier, a.HourlyPrice
+	p.res.StartupSeconds = a.Seconds
+	p.event(ctx, slog.LevelInfo, "provision.accept", a, slog.Float64("startup_seconds", a.Seconds),
+		slog.Float64("rejected_cost", p.res.RejectedCost))
+	return a
+}
+
+// reject deletes the pod (with a context that outlives the caller's, so a
+// cancelled job still cleans up) and records the attempt.
+func (p *provisioner) reject(ctx context.Context, a Attempt, start time.Time, outcome Outcome, reason string) (Attempt, error) {
+	a.Outcome, a.Reason = outcome, reason
+	p.event(ctx, slog.LevelWarn, "provision.reject", a, slog.String("outcome", string(outcome)), slog.String("reason", reason))
+	err := p.deps.Delete(context.WithoutCancel(ctx), p.deps.API, a.PodID)
+	a.Seconds = time.Since(start).Seconds()
+	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+	if err != nil {
+		p.res.LivePodID = a.PodID
+		p.event(ctx, slog.LevelError, "provision.delete_failed", a, slog.String("error", err.Error()))
+		return a, fmt.Errorf("runpod: attempt %d: rejected pod %s could not be deleted, so no further pod is created: %w", a.N, a.PodID, err)
+	}
+	p.event(ctx, slog.LevelInfo, "provision.delete", a, slog.Float64("seconds", a.Seconds), slog.Float64("estimated_cost", a.EstimatedCost))
+	if outcome == OutcomeCanceled {
+		return a, fmt.Errorf("runpod: attempt %d: %s", a.N, reason)
+	}
+	return a, nil
+}
+
+// sweep finds and deletes the pod of a create whose outcome is unknown. If
+// that cannot be confirmed, nothing more is created.
+func (p *provisioner) sweep(ctx context.Context, a Attempt, start time.Time, createErr error) (Attempt, error) {
+	a.Outcome, a.Reason = OutcomeCreateError, createErr.Error()
+	p.event(ctx, slog.LevelWarn, "provision.create_unknown", a, slog.String("error", createErr.Error()))
+	bg := context.WithoutCancel(ctx)
+	var pods []Pod
+	err := DeletePolicy().run(bg, nil, func(ctx context.Context, _ int) error {
+		var err error
+		pods, err = p.deps.API.ListPods(ctx)
+		if err != nil && !errors.Is(err, ErrTransient) {
+			err = fmt.Errorf("%w: %w", ErrTransient, err) // listing again may work
+		}
+		return err
+	})
+	if err != nil {
+		p.res.LivePodID = a.Name
+		return a, &DeleteError{Name: a.Name, Err: fmt.Errorf("listing pods to find it: %w", err)}
+	}
+	for _, pod := range pods {
+		if pod.Name != a.Name || pod.Status == StatusTerminated {
+			continue
+		}
+		a.PodID, a.HourlyPrice = pod.ID, pod.Cost
+		return p.reject(ctx, a, start, OutcomeCreateError, "the create's response was lost; its pod was found by name")
+	}
+	return a, nil
+}
+
+// Markdown renders the attempt table and the accepted pod for a job
+// summary.
+func (r Result) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| # | runner | GPU | tier | price/h | outcome | seconds | est. cost | reason |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, a := range r.Attempts {
+		price := "-"
+		if a.HourlyPrice > 0 {
+			price = fmt.Sprintf("$%.2f", a.HourlyPrice)
+		} else if a.Candidate.Live {
+			price = fmt.Sprintf("$%.2f (list)", a.Candidate.Price)
+		}
+		fmt.Fprintf(&b, "| %d | `%s` | %s | %s | %s | %s | %.0f | $%.4f | %s |\n", a.N, a.Name, cell(a.Candidate.GPUTypeID), cell(a.Candidate.Tier),
+			price, a.Outcome, a.Seconds, a.EstimatedCost, cell(a.Reason))
+	}
+	b.WriteString("\n")
+	if r.PodID != "" {
+		fmt.Fprintf(&b, "**Accepted:** pod `%s` on %s (tier %s) at $%.2f/h after %.0f s and %d attempt(s); runner label `%s`.\n",
+			r.PodID, cell(r.GPUTypeID), cell(r.Tier), r.HourlyPrice, r.StartupSeconds, len(r.Attempts), r.Label)
+	} else {
+		b.WriteString("**No pod accepted.**\n")
+	}
+	fmt.Fprintf(&b, "\nRejected candidates cost an estimated $%.4f (create to confirmed deletion at the pod's hourly price; an estimate, not an invoice).\n", r.RejectedCost)
+	if r.LivePodID != "" {
+		fmt.Fprintf(&b, "\n**Pod `%s` may still be running: its deletion was not confirmed. Delete it by hand.**\n", r.LivePodID)
+	}
+	return b.String()
+}
+
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
