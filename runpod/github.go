@@ -98,3 +98,117 @@ func (g *GitHubPR) Current(ctx context.Context) (PR, error) {
 	}
 	return PR{Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA()}, nil
 }
+
+// GitHubRuns is the go-github adapter for Runs.
+type GitHubRuns struct {
+	Client      *github.Client
+	Owner, Repo string
+}
+
+var _ Runs = (*GitHubRuns)(nil)
+
+// Run calls GET /repos/{owner}/{repo}/actions/runs/{run_id}
+// (https://docs.github.com/rest/actions/workflow-runs#get-a-workflow-run).
+func (g *GitHubRuns) Run(ctx context.Context, runID int64) (RunInfo, error) {
+	run, _, err := g.Client.Actions.GetWorkflowRunByID(ctx, g.Owner, g.Repo, runID)
+	if err != nil {
+		return RunInfo{}, fmt.Errorf("runpod: read run %d: %w", runID, err)
+	}
+	info := RunInfo{
+		ID: run.GetID(), Repository: run.GetRepository().GetFullName(), Workflow: run.GetPath(),
+		Event: run.GetEvent(), Status: run.GetStatus(), Attempt: run.GetRunAttempt(),
+	}
+	if info.Status == "completed" {
+		info.CompletedAt = run.GetUpdatedAt().Time
+	}
+	return info, nil
+}
+
+// Cancel calls POST /repos/{owner}/{repo}/actions/runs/{run_id}/cancel
+// (https://docs.github.com/rest/actions/workflow-runs#cancel-a-workflow-run).
+// GitHub answers 202 Accepted, which go-github reports as an
+// *AcceptedError: that is success.
+func (g *GitHubRuns) Cancel(ctx context.Context, runID int64) error {
+	_, err := g.Client.Actions.CancelWorkflowRunByID(ctx, g.Owner, g.Repo, runID)
+	var accepted *github.AcceptedError
+	if err != nil && !errors.As(err, &accepted) {
+		return fmt.Errorf("runpod: cancel run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// GitHubRetention is the go-github adapter for Retention: the run's
+// artifact names.
+type GitHubRetention struct {
+	Client      *github.Client
+	Owner, Repo string
+}
+
+var _ Retention = (*GitHubRetention)(nil)
+
+// Records calls GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts
+// (https://docs.github.com/rest/actions/artifacts#list-workflow-run-artifacts)
+// over every page.
+func (g *GitHubRetention) Records(ctx context.Context, runID int64) ([]string, error) {
+	var names []string
+	opts := &github.ListOptions{PerPage: 100}
+	for range 100 {
+		arts, resp, err := g.Client.Actions.ListWorkflowRunArtifacts(ctx, g.Owner, g.Repo, runID, opts)
+		if err != nil {
+			return nil, fmt.Errorf("runpod: list artifacts of run %d: %w", runID, err)
+		}
+		for _, a := range arts.Artifacts {
+			if !a.GetExpired() {
+				names = append(names, a.GetName())
+			}
+		}
+		if resp.NextPage == 0 {
+			return names, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return nil, fmt.Errorf("runpod: list artifacts of run %d: more than 100 pages", runID)
+}
+
+// GitHubProgress is the go-github adapter for Progress: the GPU job of one
+// run attempt, and the step that runs the tests.
+type GitHubProgress struct {
+	Client      *github.Client
+	Owner, Repo string
+	RunID       int64
+	Attempt     int64
+	Job         string // the GPU job's name, e.g. "Run GPU tests"
+	TestStep    string // the step whose start disarms the setup deadline, e.g. "Run CUDA tests from archive"
+}
+
+var _ Progress = (*GitHubProgress)(nil)
+
+// JobProgress calls GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs
+// (https://docs.github.com/rest/actions/workflow-jobs#list-jobs-for-a-workflow-run-attempt)
+// over every page. A job not yet listed has not started.
+func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
+	opts := &github.ListOptions{PerPage: 100}
+	for range 100 {
+		jobs, resp, err := g.Client.Actions.ListWorkflowJobsAttempt(ctx, g.Owner, g.Repo, g.RunID, g.Attempt, opts)
+		if err != nil {
+			return JobProgress{}, fmt.Errorf("runpod: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
+		}
+		for _, j := range jobs.Jobs {
+			if j.GetName() != g.Job {
+				continue
+			}
+			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion()}
+			for _, s := range j.Steps {
+				if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
+					p.TestsStarted = true
+				}
+			}
+			return p, nil
+		}
+		if resp.NextPage == 0 {
+			return JobProgress{}, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return JobProgress{}, fmt.Errorf("runpod: list jobs of run %d: more than 100 pages", g.RunID)
+}

@@ -938,3 +938,10 @@ func (s *Server) deletePod(w http.ResponseWriter, id string) {
 	p.gpu.Stock++
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// ClearFaults removes every queued fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}

@@ -1,0 +1,34 @@
+package runpodtest
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/gpugate/gpugate/runpod"
+)
+
+// Progress is a fake GPU job whose state a test sets.
+type Progress struct {
+	mu    sync.Mutex
+	state runpod.JobProgress
+	fail  bool
+}
+
+var _ runpod.Progress = (*Progress)(nil)
+
+// Set changes the job's state.
+func (p *Progress) Set(state runpod.JobProgress) { p.mu.Lock(); p.state = state; p.mu.Unlock() }
+
+// Fail makes JobProgress fail (unknown state) until called with false.
+func (p *Progress) Fail(on bool) { p.mu.Lock(); p.fail = on; p.mu.Unlock() }
+
+// JobProgress reports the state.
+func (p *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail {
+		return runpod.JobProgress{}, errors.New("runpodtest: progress API unavailable")
+	}
+	return p.state, nil
+}

@@ -1,0 +1,178 @@
+package runpod_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+type watchWorld struct {
+	srv  *runpodtest.Server
+	c    *runpod.Client
+	prog *runpodtest.Progress
+	pr   *runpodtest.PR
+	runs *runpodtest.Runs
+	deps runpod.WatchDeps
+	pod  string
+}
+
+// newWatchWorld creates a pod and waits until it runs (started 20 s after
+// creation, running 40 s later).
+func newWatchWorld(t *testing.T) *watchWorld {
+	t.Helper()
+	w := &watchWorld{srv: runpodtest.New(), prog: &runpodtest.Progress{}, pr: runpodtest.NewPR(head), runs: runpodtest.NewRuns()}
+	c, err := w.srv.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.c = c
+	p, err := c.CreatePod(context.Background(), podRequest("gpugate-1-1-c1", "NVIDIA L4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.pod = p.ID
+	time.Sleep(60 * time.Second)
+	w.deps = runpod.WatchDeps{API: c, Progress: w.prog, PR: w.pr, Head: head, Runs: w.runs, RunID: 1}
+	return w
+}
+
+func (w *watchWorld) watch() (runpod.WatchResult, error, time.Duration) {
+	start := time.Now()
+	res, err := runpod.Watch(context.Background(), w.deps, w.pod, runpod.DefaultWatchOptions())
+	return res, err, time.Since(start)
+}
+
+func TestWatch_SetupDeadline900sFromStartedAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t) // started 40 s ago
+		res, err, took := w.watch()
+		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchSetupTimeout || !res.Deleted {
+			t.Fatalf("res %+v, err %v", res, err)
+		}
+		if took < 860*time.Second || took > 870*time.Second {
+			t.Errorf("deleted after %v; the 900 s run from startedAt, 40 s before the watch began", took)
+		}
+		if len(w.srv.Running()) != 0 {
+			t.Error("pod still running")
+		}
+		if res.CostSoFar <= 0 {
+			t.Error("early deletion must report the cost already known")
+		}
+	})
+}
+
+func TestWatch_ProgressFailuresDoNotExtendTheSetupDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		w.prog.Fail(true)
+		res, _, took := w.watch()
+		if res.Outcome != runpod.WatchSetupTimeout || took > 870*time.Second {
+			t.Errorf("outcome %s after %v; an unreadable progress API must not extend the deadline", res.Outcome, took)
+		}
+	})
+}
+
+func TestWatch_TestsStartingDisarmsSetupThenLifetimeBackstop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		time.AfterFunc(300*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true}) })
+		res, err, took := w.watch()
+		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchLifetime || !res.TestsStarted {
+			t.Fatalf("res %+v, err %v", res, err)
+		}
+		if took < 3550*time.Second || took > 3570*time.Second {
+			t.Errorf("deleted after %v; want the 3,600 s backstop from startedAt", took)
+		}
+	})
+}
+
+func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		w.prog.Set(runpod.JobProgress{TestsStarted: true})
+		time.AfterFunc(1200*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "success"}) })
+		res, err, _ := w.watch()
+		if err != nil || res.Outcome != runpod.WatchCompleted || res.Deleted {
+			t.Errorf("res %+v, err %v", res, err)
+		}
+		// Steady-state cadence: at most six pod reads a minute.
+		if res.PodReads > 6*21 {
+			t.Errorf("%d pod reads in 20 minutes", res.PodReads)
+		}
+	})
+}
+
+func TestWatch_JobFinishingBeforeTestsDeletesThePod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		time.AfterFunc(100*time.Second, func() { w.prog.Set(runpod.JobProgress{Completed: true, Conclusion: "failure"}) })
+		res, err, _ := w.watch()
+		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchEarlyFinish || len(w.srv.Running()) != 0 {
+			t.Errorf("res %+v, err %v", res, err)
+		}
+	})
+}
+
+func TestWatch_ObsolescenceDeletesFirstThenCancelsTheRun(t *testing.T) {
+	for name, next := range map[string]runpod.PR{"head moved": {Open: true, HeadSHA: "other"}, "closed": {Open: false, HeadSHA: head}} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWatchWorld(t)
+				w.prog.Set(runpod.JobProgress{TestsStarted: true})
+				time.AfterFunc(200*time.Second, func() { w.pr.Set(next, nil) })
+				res, err, _ := w.watch()
+				if !errors.Is(err, runpod.ErrObsolete) || !res.Deleted || !res.RunCanceled || !slices.Equal(w.runs.Canceled(), []int64{1}) {
+					t.Errorf("res %+v, err %v, canceled %v", res, err, w.runs.Canceled())
+				}
+				if len(w.srv.Running()) != 0 {
+					t.Error("the pod must be deleted before the run is cancelled")
+				}
+			})
+		})
+	}
+}
+
+func TestWatch_UnknownPRStateAndManualValidationsAreNeverObsolete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		w.pr.Set(runpod.PR{}, errors.New("GitHub down"))
+		w.prog.Set(runpod.JobProgress{TestsStarted: true, Completed: true})
+		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
+			t.Errorf("unknown PR state: %+v, %v", res, err)
+		}
+		w.deps.PR = nil
+		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
+			t.Errorf("manual validation: %+v, %v", res, err)
+		}
+	})
+}
+
+func TestWatch_UnreadableStartMetadataDeletesAndFailsVisibly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		w.srv.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + w.pod, Status: 503, Times: 1000})
+		res, err, took := w.watch()
+		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchUnreadable || !res.Deleted {
+			t.Fatalf("res %+v, err %v", res, err)
+		}
+		if took > 130*time.Second {
+			t.Errorf("took %v to give up on unreadable metadata", took)
+		}
+	})
+}
+
+func TestWatch_AlreadyDeletedPodEndsQuietly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		runpod.Delete(context.Background(), w.c, w.pod)
+		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchGone {
+			t.Errorf("%+v, %v", res, err)
+		}
+	})
+}
