@@ -40,7 +40,7 @@ func registry(t *testing.T, digestOnHEAD bool) (*httptest.Server, *int) {
 				return
 			}
 			if !strings.Contains(r.Header.Get("Accept"), "application/vnd.oci.image.index.v1+json") {
-				http.Error(w, "index not accepted", 406)
+				http.Error(w, "index not accepted", http.StatusNotAcceptable)
 				return
 			}
 			w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")

@@ -42,16 +42,16 @@ func newWatchWorld(t *testing.T) *watchWorld {
 	return w
 }
 
-func (w *watchWorld) watch() (runpod.WatchResult, error, time.Duration) {
+func (w *watchWorld) watch() (runpod.WatchResult, time.Duration, error) {
 	start := time.Now()
 	res, err := runpod.Watch(context.Background(), w.deps, w.pod, runpod.DefaultWatchOptions())
-	return res, err, time.Since(start)
+	return res, time.Since(start), err
 }
 
 func TestWatch_SetupDeadline900sFromStartedAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t) // started 40 s ago
-		res, err, took := w.watch()
+		res, took, err := w.watch()
 		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchSetupTimeout || !res.Deleted {
 			t.Fatalf("res %+v, err %v", res, err)
 		}
@@ -71,7 +71,7 @@ func TestWatch_ProgressFailuresDoNotExtendTheSetupDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)
 		w.prog.Fail(true)
-		res, _, took := w.watch()
+		res, took, _ := w.watch()
 		if res.Outcome != runpod.WatchSetupTimeout || took > 870*time.Second {
 			t.Errorf("outcome %s after %v; an unreadable progress API must not extend the deadline", res.Outcome, took)
 		}
@@ -82,7 +82,7 @@ func TestWatch_TestsStartingDisarmsSetupThenLifetimeBackstop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)
 		time.AfterFunc(300*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true}) })
-		res, err, took := w.watch()
+		res, took, err := w.watch()
 		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchLifetime || !res.TestsStarted {
 			t.Fatalf("res %+v, err %v", res, err)
 		}
@@ -97,7 +97,7 @@ func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) 
 		w := newWatchWorld(t)
 		w.prog.Set(runpod.JobProgress{TestsStarted: true})
 		time.AfterFunc(1200*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "success"}) })
-		res, err, _ := w.watch()
+		res, _, err := w.watch()
 		if err != nil || res.Outcome != runpod.WatchCompleted || res.Deleted {
 			t.Errorf("res %+v, err %v", res, err)
 		}
@@ -112,7 +112,7 @@ func TestWatch_JobFinishingBeforeTestsDeletesThePod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)
 		time.AfterFunc(100*time.Second, func() { w.prog.Set(runpod.JobProgress{Completed: true, Conclusion: "failure"}) })
-		res, err, _ := w.watch()
+		res, _, err := w.watch()
 		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchEarlyFinish || len(w.srv.Running()) != 0 {
 			t.Errorf("res %+v, err %v", res, err)
 		}
@@ -126,7 +126,7 @@ func TestWatch_ObsolescenceDeletesFirstThenCancelsTheRun(t *testing.T) {
 				w := newWatchWorld(t)
 				w.prog.Set(runpod.JobProgress{TestsStarted: true})
 				time.AfterFunc(200*time.Second, func() { w.pr.Set(next, nil) })
-				res, err, _ := w.watch()
+				res, _, err := w.watch()
 				if !errors.Is(err, runpod.ErrObsolete) || !res.Deleted || !res.RunCanceled || !slices.Equal(w.runs.Canceled(), []int64{1}) {
 					t.Errorf("res %+v, err %v, canceled %v", res, err, w.runs.Canceled())
 				}
@@ -143,11 +143,11 @@ func TestWatch_UnknownPRStateAndManualValidationsAreNeverObsolete(t *testing.T) 
 		w := newWatchWorld(t)
 		w.pr.Set(runpod.PR{}, errors.New("GitHub down"))
 		w.prog.Set(runpod.JobProgress{TestsStarted: true, Completed: true})
-		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
+		if res, _, err := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
 			t.Errorf("unknown PR state: %+v, %v", res, err)
 		}
 		w.deps.PR = nil
-		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
+		if res, _, err := w.watch(); err != nil || res.Outcome != runpod.WatchCompleted {
 			t.Errorf("manual validation: %+v, %v", res, err)
 		}
 	})
@@ -157,7 +157,7 @@ func TestWatch_UnreadableStartMetadataDeletesAndFailsVisibly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)
 		w.srv.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + w.pod, Status: 503, Times: 1000})
-		res, err, took := w.watch()
+		res, took, err := w.watch()
 		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchUnreadable || !res.Deleted {
 			t.Fatalf("res %+v, err %v", res, err)
 		}
@@ -171,7 +171,7 @@ func TestWatch_AlreadyDeletedPodEndsQuietly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)
 		runpod.Delete(context.Background(), w.c, w.pod)
-		if res, err, _ := w.watch(); err != nil || res.Outcome != runpod.WatchGone {
+		if res, _, err := w.watch(); err != nil || res.Outcome != runpod.WatchGone {
 			t.Errorf("%+v, %v", res, err)
 		}
 	})

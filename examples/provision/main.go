@@ -105,6 +105,14 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	if w.fake == nil {
+		// Pin the image before any GPU is allocated; every candidate of
+		// this run uses the same digest.
+		if o.image, err = runpod.ResolveImage(ctx, o.image); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "image: %s\n", o.image)
+	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))

@@ -1,0 +1,243 @@
+// Command reap sweeps RunPod for orphaned CI pods once: it lists every pod,
+// considers only pods tagged by this repository's GPU workflow whose name
+// agrees with the tags, and reclaims those whose run completed five minutes
+// ago, whose attempt was superseded, or that outlived the two-hour
+// backstop. It is a dry run unless -execute is given.
+//
+//	reap -repo owner/name -workflow .github/workflows/runpod-gpu-test.yml [-execute] [-out decisions.json]
+//	reap -simulate [-execute]
+//
+// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"golang.org/x/oauth2"
+
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+type options struct {
+	repo, workflow, out  string
+	execute, cancel, sim bool
+	json                 bool
+	grace, lifetime      time.Duration
+}
+
+// Document is the decisions artifact.
+type Document struct {
+	Repository string                `json:"repository"`
+	Workflow   string                `json:"workflow"`
+	SweptAt    time.Time             `json:"swept_at"`
+	Execute    bool                  `json:"execute"`
+	Decisions  []runpod.ReapDecision `json:"decisions"`
+	Error      string                `json:"error,omitempty"`
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("reap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	def := runpod.DefaultReapPolicy("", "")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name the pods must be tagged with")
+	fs.StringVar(&o.workflow, "workflow", ".github/workflows/runpod-gpu-test.yml", "the GPU workflow path the pods must be tagged with")
+	fs.BoolVar(&o.execute, "execute", false, "delete reclaimable pods (default: dry run)")
+	fs.BoolVar(&o.cancel, "cancel-runs", false, "after deleting a pod past its lifetime, cancel its still-active run")
+	fs.DurationVar(&o.grace, "completed-grace", def.CompletedGrace, "reclaim this long after the owning run completed")
+	fs.DurationVar(&o.lifetime, "lifetime", def.Lifetime, "lifetime backstop from the pod's start")
+	fs.StringVar(&o.out, "out", "", "write the JSON decisions document here")
+	fs.BoolVar(&o.json, "json", false, "print the decisions document instead of the table")
+	fs.BoolVar(&o.sim, "simulate", false, "sweep a fake RunPod with a bundled mix of pods")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := reap(ctx, o, getenv, stdout); err != nil {
+		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func reap(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) error {
+	var deps runpod.ReapDeps
+	var fake *runpodtest.Server
+	if o.sim {
+		var err error
+		o.repo, o.workflow = "example/gpu-project", ".github/workflows/runpod-gpu-test.yml"
+		if deps, fake, err = simulation(ctx, o); err != nil {
+			return err
+		}
+	} else {
+		key, token := getenv("RUNPOD_API_KEY"), getenv("GITHUB_TOKEN")
+		owner, name, ok := strings.Cut(o.repo, "/")
+		switch {
+		case key == "":
+			return errors.New("reap: RUNPOD_API_KEY is not set (or use -simulate)")
+		case token == "":
+			return errors.New("reap: GITHUB_TOKEN is not set: run lookups need it")
+		case !ok:
+			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
+		}
+		api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+		if err != nil {
+			return err
+		}
+		gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+		deps = runpod.ReapDeps{API: api, Runs: &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
+			Retention: &runpod.GitHubRetention{Client: gh, Owner: owner, Repo: name}}
+	}
+	pol := runpod.ReapPolicy{Repository: o.repo, Workflow: o.workflow, CompletedGrace: o.grace, Lifetime: o.lifetime, Execute: o.execute, CancelRuns: o.cancel}
+	now := time.Now()
+	ds, sweepErr := runpod.Reap(ctx, deps, pol, now)
+	doc := Document{Repository: o.repo, Workflow: o.workflow, SweptAt: now.UTC(), Execute: o.execute, Decisions: ds}
+	if sweepErr != nil {
+		doc.Error = sweepErr.Error()
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := os.WriteFile(o.out, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("reap: %w", err)
+		}
+	}
+	if o.json {
+		fmt.Fprintln(stdout, string(data))
+	} else {
+		writeTable(stdout, doc)
+	}
+	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
+		return err
+	}
+	if fake != nil && !o.json {
+		fmt.Fprintf(stdout, "pods still running in the simulation: %d\n", len(fake.Running()))
+	}
+	return sweepErr
+}
+
+func writeTable(w io.Writer, doc Document) {
+	mode := "dry run (pass -execute to delete)"
+	if doc.Execute {
+		mode = "execute"
+	}
+	fmt.Fprintf(w, "reap %s %s at %s: %s\n", doc.Repository, doc.Workflow, doc.SweptAt.Format(time.RFC3339), mode)
+	fmt.Fprintf(w, "%-12s %-26s %-14s %-13s %8s  %s\n", "POD", "NAME", "RULE", "ACTION", "AGE", "REASON")
+	for _, d := range doc.Decisions {
+		fmt.Fprintf(w, "%-12s %-26s %-14s %-13s %7.0fm  %s\n", d.PodID, d.Name, d.Rule, d.Action, d.AgeSeconds/60, d.Reason)
+	}
+}
+
+func markdown(doc Document) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### RunPod reaper (execute: %v)\n\n| pod | name | rule | action | age (min) | reason |\n| --- | --- | --- | --- | --- | --- |\n", doc.Execute)
+	for _, d := range doc.Decisions {
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %.0f | %s |\n", d.PodID, ghaction.MarkdownCell(d.Name), d.Rule, d.Action, d.AgeSeconds/60, ghaction.MarkdownCell(d.Reason))
+	}
+	if doc.Error != "" {
+		fmt.Fprintf(&b, "\n**The sweep failed in part:** %s\n", ghaction.MarkdownCell(doc.Error))
+	}
+	return b.String()
+}
+
+// simulation builds a fake account: a foreign notebook, an active run's
+// pod, a superseded attempt, a completed run's pod, a retained debug pod,
+// and a pod stuck before start for three hours. Pods are created now and
+// their timestamps shifted into the past, so ages are realistic.
+func simulation(ctx context.Context, o options) (runpod.ReapDeps, *runpodtest.Server, error) {
+	srv := runpodtest.New(runpodtest.WithSchedule(0, 0))
+	srv.SetBehavior("NVIDIA RTX A4000", runpodtest.Behavior{ProvisionFor: 100 * time.Hour})
+	c, err := srv.NewClient()
+	if err != nil {
+		return runpod.ReapDeps{}, nil, err
+	}
+	runs := runpodtest.NewRuns()
+	owner := func(run int64, attempt int) runpod.Ownership {
+		return runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: run, RunAttempt: attempt}
+	}
+	create := func(name, gpu string, env map[string]string) (string, error) {
+		p, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: name, Image: "ghcr.io/actions/actions-runner:latest", Env: env, GPU: runpod.GPURequest{ID: gpu, Count: 1}})
+		if err != nil {
+			return "", err
+		}
+		return p.ID, nil
+	}
+	now := time.Now()
+	pods := []struct {
+		name string
+		o    *runpod.Ownership
+		gpu  string
+		run  *runpod.RunInfo
+		age  time.Duration
+	}{
+		{"alice-notebook", nil, "NVIDIA L4", nil, 5 * time.Hour},
+		{"", ptr(owner(101, 1)), "NVIDIA L4", &runpod.RunInfo{ID: 101, Status: "in_progress", Attempt: 1, Event: "workflow_run"}, 30 * time.Minute},
+		{"", ptr(owner(102, 1)), "NVIDIA L40S", &runpod.RunInfo{ID: 102, Status: "in_progress", Attempt: 2, Event: "workflow_run"}, time.Hour},
+		{"", ptr(owner(103, 1)), "NVIDIA A100-SXM4-80GB", &runpod.RunInfo{ID: 103, Status: "completed", Attempt: 1, Event: "workflow_run", CompletedAt: now.Add(-20 * time.Minute)}, time.Hour},
+		{"", ptr(owner(104, 1)), "NVIDIA GeForce RTX 4090", &runpod.RunInfo{ID: 104, Status: "completed", Attempt: 1, Event: "workflow_dispatch", CompletedAt: now.Add(-time.Hour)}, 2 * time.Hour},
+		{"", ptr(owner(105, 1)), "NVIDIA RTX A4000", &runpod.RunInfo{ID: 105, Status: "in_progress", Attempt: 1, Event: "workflow_run"}, 3 * time.Hour},
+	}
+	ages := map[string]time.Duration{}
+	for _, p := range pods {
+		env := map[string]string{}
+		name := p.name
+		if p.o != nil {
+			env = p.o.Tags()
+			name = p.o.Prefix() + "-c1"
+		}
+		id, err := create(name, p.gpu, env)
+		if err != nil {
+			return runpod.ReapDeps{}, nil, err
+		}
+		ages[id] = p.age
+		if p.run != nil {
+			info := *p.run
+			info.Repository, info.Workflow = o.repo, o.workflow
+			runs.Set(info)
+			if info.Event == "workflow_dispatch" {
+				runs.Retain(info.ID, runpod.RetentionRecord{RunID: info.ID, Attempt: 1, PodIDs: []string{id}}.Name())
+			}
+		}
+	}
+	return runpod.ReapDeps{API: agedAPI{c, ages}, Runs: runs, Retention: runs}, srv, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// agedAPI shifts each pod's timestamps into the past by its age.
+type agedAPI struct {
+	*runpod.Client
+	ages map[string]time.Duration
+}
+
+func (a agedAPI) ListPods(ctx context.Context) ([]runpod.Pod, error) {
+	pods, err := a.Client.ListPods(ctx)
+	for i := range pods {
+		by := a.ages[pods[i].ID]
+		pods[i].CreatedAt = pods[i].CreatedAt.Add(-by)
+		if pods[i].StartedAt != nil {
+			t := pods[i].StartedAt.Add(-by)
+			pods[i].StartedAt = &t
+		}
+	}
+	return pods, err
+}

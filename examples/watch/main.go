@@ -1,0 +1,153 @@
+// Command watch is the hosted lifecycle watchdog for an accepted RunPod
+// pod: it deletes the pod if its setup does not reach the tests within the
+// setup deadline, if it outlives the lifetime backstop, if the GPU job ends
+// before its tests start, or if the pull request moves or closes (then it
+// cancels the obsolete run).
+//
+//	watch -pod ID -repo owner/name -run-id N -run-attempt N -job "Run GPU tests" \
+//	    -test-step "Run CUDA tests from archive" [-pr N -head SHA]
+//	watch -simulate
+//
+// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"golang.org/x/oauth2"
+
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+type options struct {
+	pod, repo, job, step, head string
+	runID, attempt             int64
+	pr                         int
+	setup, lifetime, poll      time.Duration
+	simulate, json, verbose    bool
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	def := runpod.DefaultWatchOptions()
+	fs.StringVar(&o.pod, "pod", "", "the accepted pod's ID")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name")
+	fs.Int64Var(&o.runID, "run-id", 0, "the GPU workflow run")
+	fs.Int64Var(&o.attempt, "run-attempt", 1, "the run's attempt")
+	fs.StringVar(&o.job, "job", "Run GPU tests", "the GPU job's name")
+	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step whose start disarms the setup deadline")
+	fs.IntVar(&o.pr, "pr", 0, "pull request number (0: a manual validation, never obsolete)")
+	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
+	fs.DurationVar(&o.setup, "setup-deadline", def.SetupDeadline, "from the pod's start to the tests starting")
+	fs.DurationVar(&o.lifetime, "lifetime", def.Lifetime, "total lifetime backstop from the pod's start")
+	fs.DurationVar(&o.poll, "poll", def.Poll, "cadence")
+	fs.BoolVar(&o.simulate, "simulate", false, "watch a fake pod through a bundled scenario (time scaled down 100x)")
+	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.verbose, "v", false, "log events to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	res, err := watch(ctx, o, getenv, stdout, stderr)
+	if res.Outcome != "" {
+		if o.json {
+			data, _ := json.MarshalIndent(res, "", "  ")
+			fmt.Fprintln(stdout, string(data))
+		} else {
+			fmt.Fprintf(stdout, "outcome: %s (%s); deleted: %v; run cancelled: %v; pod reads: %d; cost so far: USD %.6f\n",
+				res.Outcome, res.Reason, res.Deleted, res.RunCanceled, res.PodReads, res.CostSoFar)
+		}
+	}
+	if err != nil {
+		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func watch(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) (runpod.WatchResult, error) {
+	opts := runpod.WatchOptions{SetupDeadline: o.setup, Lifetime: o.lifetime, Poll: o.poll, StartGrace: runpod.DefaultWatchOptions().StartGrace}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	if o.simulate {
+		return simulate(ctx, opts, log, stdout)
+	}
+	key, token := getenv("RUNPOD_API_KEY"), getenv("GITHUB_TOKEN")
+	owner, name, ok := strings.Cut(o.repo, "/")
+	switch {
+	case key == "":
+		return runpod.WatchResult{}, errors.New("watch: RUNPOD_API_KEY is not set (or use -simulate)")
+	case token == "":
+		return runpod.WatchResult{}, errors.New("watch: GITHUB_TOKEN is not set: job progress needs it")
+	case o.pod == "" || o.runID == 0 || !ok:
+		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
+	}
+	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	if err != nil {
+		return runpod.WatchResult{}, err
+	}
+	gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+	deps := runpod.WatchDeps{
+		API:      api,
+		Progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: o.attempt, Job: o.job, TestStep: o.step},
+		Runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
+		RunID:    o.runID,
+		Head:     o.head,
+		Log:      log,
+	}
+	if o.pr != 0 {
+		deps.PR = &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+	}
+	return runpod.Watch(ctx, deps, o.pod, opts)
+}
+
+// simulate accepts a fake pod, lets its tests start, then moves the pull
+// request's head: the watchdog deletes the pod first and cancels the run.
+func simulate(ctx context.Context, opts runpod.WatchOptions, log *slog.Logger, stdout io.Writer) (runpod.WatchResult, error) {
+	const scale = 100
+	opts.SetupDeadline, opts.Lifetime, opts.Poll, opts.StartGrace = opts.SetupDeadline/scale, opts.Lifetime/scale, opts.Poll/scale, opts.StartGrace/scale
+	srv := runpodtest.New(runpodtest.WithSchedule(10*time.Millisecond, 10*time.Millisecond))
+	c, err := srv.NewClient()
+	if err != nil {
+		return runpod.WatchResult{}, err
+	}
+	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "gpugate-1-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	if err != nil {
+		return runpod.WatchResult{}, err
+	}
+	time.Sleep(30 * time.Millisecond)
+	prog := &runpodtest.Progress{}
+	pr := runpodtest.NewPR("aaaa")
+	runs := runpodtest.NewRuns()
+	time.AfterFunc(1500*time.Millisecond, func() { prog.Set(runpod.JobProgress{TestsStarted: true}) })
+	time.AfterFunc(3*time.Second, func() { pr.Set(runpod.PR{Open: true, HeadSHA: "bbbb"}, nil) })
+	fmt.Fprintf(stdout, "watching %s: tests start after 150 s (scaled), the PR head moves after 300 s\n", pod.ID)
+	res, err := runpod.Watch(ctx, runpod.WatchDeps{API: c, Progress: prog, PR: pr, Head: "aaaa", Runs: runs, RunID: 1, Log: log}, pod.ID, opts)
+	fmt.Fprintf(stdout, "pods left running: %d; runs cancelled: %v\n", len(srv.Running()), runs.Canceled())
+	if errors.Is(err, runpod.ErrObsolete) {
+		err = nil // the scenario's expected ending
+	}
+	return res, err
+}
