@@ -25,9 +25,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/go-github/v66/github"
-	"golang.org/x/oauth2"
-
 	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
@@ -120,9 +117,9 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 		if !ok || owner == "" || name == "" {
 			return nil, fmt.Errorf("classify: -repo %q: want owner/name", o.repo)
 		}
-		client, err := githubClient(ctx, getenv)
+		client, err := ghaction.GitHubClient(ctx, getenv)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("classify: -pr: %w", err)
 		}
 		return changepolicy.FromPullRequest(ctx, client, owner, name, o.pr)
 	case o.changes == "-":
@@ -139,24 +136,6 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 		return changepolicy.ParseNameStatus(data)
 	}
 	return changepolicy.ParseNameStatus(exampleDiff)
-}
-
-// githubClient authenticates with GITHUB_TOKEN and honours GITHUB_API_URL
-// (GitHub Enterprise Server).
-func githubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
-	token := getenv("GITHUB_TOKEN")
-	if token == "" {
-		return nil, errors.New("classify: -pr needs a token in GITHUB_TOKEN")
-	}
-	hc := oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}))
-	client := github.NewClient(hc)
-	if api := getenv("GITHUB_API_URL"); api != "" && api != "https://api.github.com" {
-		var err error
-		if client, err = client.WithEnterpriseURLs(api, api); err != nil {
-			return nil, fmt.Errorf("classify: GITHUB_API_URL %q: %w", api, err)
-		}
-	}
-	return client, nil
 }
 
 func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writer) error {

@@ -23,9 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-	"golang.org/x/oauth2"
-
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -200,11 +197,10 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 		return world{api: api, registry: reg, fake: fake}, nil
 	}
 	key := getenv("RUNPOD_API_KEY")
-	token := getenv("GITHUB_TOKEN")
 	switch {
 	case key == "":
 		return world{}, errors.New("provision: RUNPOD_API_KEY is not set (or use -simulate)")
-	case token == "":
+	case getenv("GITHUB_TOKEN") == "":
 		return world{}, errors.New("provision: GITHUB_TOKEN is not set: minting JIT runner configs needs it")
 	case o.repo == "" || o.runID == 0:
 		return world{}, errors.New("provision: -repo and -run-id are required: the reaper relies on those ownership tags")
@@ -213,7 +209,10 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	if err != nil {
 		return world{}, err
 	}
-	gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+	gh, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return world{}, fmt.Errorf("provision: %w", err)
+	}
 	owner, name, _ := strings.Cut(o.repo, "/")
 	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
 	if o.org == "" {

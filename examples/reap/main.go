@@ -21,9 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-	"golang.org/x/oauth2"
-
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -101,7 +98,10 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 		if err != nil {
 			return err
 		}
-		gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+		gh, err := ghaction.GitHubClient(ctx, getenv)
+		if err != nil {
+			return fmt.Errorf("reap: %w", err)
+		}
 		deps = runpod.ReapDeps{API: api, Runs: &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
 			Retention: &runpod.GitHubRetention{Client: gh, Owner: owner, Repo: name}}
 	}

@@ -23,9 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-	"golang.org/x/oauth2"
-
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -108,7 +105,10 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
-	gh := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
+	gh, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return runpod.WatchResult{}, fmt.Errorf("watch: %w", err)
+	}
 	deps := runpod.WatchDeps{
 		API:      api,
 		Progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: o.attempt, Job: o.job, TestStep: o.step},

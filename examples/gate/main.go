@@ -1,0 +1,192 @@
+// Command gate runs one step of the required GPU gate from a workflow:
+//
+//	gate reuse       -head SHA -tested-ref SHA            # outputs reuse, reason, from_url
+//	gate authorize   -actor LOGIN (-pr N | -ref REF)      # outputs head_sha, tested_ref
+//	gate publish     -head SHA -tested-ref SHA -kind KIND # outputs check_id
+//	gate local-relay -dispatcher LOGIN -pr N -sha SHA     # verifies evidence, publishes the local gate
+//	gate recover     -pr N [-workflow FILE] [-wait]       # dispatches at the default branch
+//
+// Every subcommand reads GITHUB_TOKEN, GITHUB_REPOSITORY (or -repo) and
+// GITHUB_API_URL, writes its outputs to $GITHUB_OUTPUT, and fails with an
+// ::error:: annotation.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/ghaction"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+const usage = "usage: gate reuse|authorize|publish|local-relay|recover [flags] (gate SUBCOMMAND -h for its flags)"
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "gate: unknown subcommand %q\n%s\n", args[0], usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("gate "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
+	check := fs.String("check-name", gate.DefaultCheckName, "the required check's name")
+	exec := cmd(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	gha := ghaction.FromEnv(getenv)
+	outputs, err := func() ([][2]string, error) {
+		owner, name, ok := strings.Cut(*repo, "/")
+		if !ok || owner == "" || name == "" {
+			return nil, fmt.Errorf("gate: -repo %q: want owner/name", *repo)
+		}
+		client, err := ghaction.GitHubClient(ctx, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("gate: %w", err)
+		}
+		return exec(ctx, &gate.GitHub{Client: client, Owner: owner, Repo: name}, *check)
+	}()
+	for _, kv := range outputs {
+		fmt.Fprintf(stdout, "%s=%s\n", kv[0], kv[1])
+	}
+	if werr := gha.SetOutputs(outputs...); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		gha.Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+type command func(fs *flag.FlagSet) func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error)
+
+var commands = map[string]command{
+	"reuse": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
+		head := fs.String("head", "", "the authorized PR head SHA")
+		ref := fs.String("tested-ref", "", "the tested merge SHA")
+		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+			d := gate.LookupReuse(ctx, gh, *head, *ref, check)
+			out := [][2]string{{"reuse", strconv.FormatBool(d.Reuse)}, {"reason", d.Reason}}
+			if d.From != nil {
+				out = append(out, [2]string{"from_id", strconv.FormatInt(d.From.ID, 10)}, [2]string{"from_url", d.From.URL})
+			}
+			return out, nil // fails open: any error already answered "run"
+		}
+	},
+	"authorize": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
+		actor := fs.String("actor", "", "the user asking (GITHUB_ACTOR)")
+		pr := fs.Int("pr", 0, "pull request number")
+		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
+		role := fs.String("min-role", "maintain", "maintain or admin")
+		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role})
+			if err != nil {
+				return nil, err
+			}
+			return [][2]string{{"head_sha", a.HeadSHA}, {"tested_ref", a.TestedRef}, {"pr", strconv.Itoa(a.PR)}, {"role", a.Role}}, nil
+		}
+	},
+	"publish": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
+		head := fs.String("head", "", "the authorized PR head SHA")
+		ref := fs.String("tested-ref", "", "the tested merge SHA")
+		kind := fs.String("kind", "", "paid, reused, failed, not-required or skipped")
+		fromID := fs.Int64("reused-from-id", 0, "with -kind reused: the check reused")
+		fromURL := fs.String("reused-from-url", "", "with -kind reused: its link")
+		gpu := fs.String("gpu-required", "", "with -kind not-required: the classifier's gpu output (must be false)")
+		reason := fs.String("reason", "", "with -kind not-required: the classifier's reason")
+		ran := fs.String("ran", "", "comma-separated list of what ran")
+		notRun := fs.String("not-run", "", "comma-separated list of what did NOT run")
+		details := fs.String("details-file", "", "Markdown file appended to the summary")
+		existing := fs.Int64("existing-id", 0, "complete this in-progress check instead of creating one")
+		url := fs.String("details-url", "", "link to the run")
+		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+			r := gate.Report{HeadSHA: *head, CheckName: check, ID: gate.ExternalID{Ref: *ref, Kind: gate.Kind(*kind)},
+				Ran: split(*ran), NotRun: split(*notRun), ExistingID: *existing, DetailsURL: *url}
+			if *fromID != 0 {
+				r.ReusedFrom = &gate.Gate{ID: *fromID, URL: *fromURL}
+			}
+			if *gpu != "" {
+				req, err := strconv.ParseBool(*gpu)
+				if err != nil {
+					return nil, fmt.Errorf("gate: -gpu-required %q: want true or false", *gpu)
+				}
+				r.GPU = &gate.Classification{GPURequired: req, Reason: *reason}
+			}
+			if *details != "" {
+				data, err := os.ReadFile(*details)
+				if err != nil {
+					return nil, fmt.Errorf("gate: %w", err)
+				}
+				r.Details = string(data)
+			}
+			g, err := gate.Publish(ctx, gh, r, time.Now())
+			if err != nil {
+				return nil, err
+			}
+			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
+		}
+	},
+	"local-relay": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
+		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR)")
+		pr := fs.Int("pr", 0, "pull request number")
+		sha := fs.String("sha", "", "the head SHA to publish for")
+		label := fs.String("label", gate.DefaultLocalLabel, "the local-validation label")
+		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+			if err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label}); err != nil {
+				return nil, err
+			}
+			g, err := gate.Publish(ctx, gh, gate.Report{HeadSHA: *sha, CheckName: check, ID: gate.ExternalID{Ref: *sha, Kind: gate.KindLocal},
+				Details: fmt.Sprintf("Validated on a maintainer's GPU; evidence posted on #%d by %s.", *pr, *dispatcher)}, time.Now())
+			if err != nil {
+				return nil, err
+			}
+			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}}, nil
+		}
+	},
+	"recover": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
+		pr := fs.Int("pr", 0, "pull request number")
+		wf := fs.String("workflow", "runpod-gpu-test.yml", "the GPU workflow file")
+		wait := fs.Bool("wait", false, "follow the dispatched run to completion")
+		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+			res, err := gate.Recover(ctx, gh, gate.RecoverRequest{Workflow: *wf, PR: *pr, Wait: *wait})
+			out := [][2]string{{"ref", res.Ref}}
+			if res.Run.ID != 0 {
+				out = append(out, [2]string{"run_id", strconv.FormatInt(res.Run.ID, 10)}, [2]string{"conclusion", res.Run.Conclusion}, [2]string{"url", res.Run.URL})
+			}
+			return out, err
+		}
+	},
+}
+
+func split(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

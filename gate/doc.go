@@ -1,0 +1,38 @@
+// Package gate is the required GPU check that branch protection sees: it
+// must be impossible to satisfy without real validation, and cheap when
+// validation already happened.
+//
+// It implements "One paid pod per tested merge ref" and "Local GPU
+// validation instead of provisioning" from the RunPod provisioning seed, and
+// the trust boundary, recovery and required-job rules of the change-aware
+// CI seed:
+//
+//   - ExternalID: every gate records what it validated,
+//     runpod-gpu-gate:v1:<tested ref>:<kind> (paid, reused, failed,
+//     not-required, skipped) or local-gpu-gate:v1:<sha>.
+//   - Reuse: pure. The paid path is skipped only when the newest completed
+//     gate for exactly this tested ref is a successful paid or reused gate.
+//     LookupReuse lists every gate on the head and fails open toward
+//     validation.
+//   - Publish: creates or completes the gate with a title a person
+//     understands and a summary that lists what did NOT run separately.
+//     "Not required" needs the trusted classifier's decision.
+//   - Authorize and Recheck: the actor's role, fork rejection (by repository
+//     ID), an open PR, and immutable head and merge SHAs, rechecked just
+//     before spending.
+//   - VerifyLocalEvidence and WaitLocal: the local GPU relay, bound to one
+//     commit by a first-line marker in the dispatcher's comment.
+//   - Recover: re-runs the GPU workflow at the default branch for a PR
+//     number; the workflow derives what to test itself.
+//
+// GitHub is the go-github adapter for every surface; gatetest has fakes.
+//
+// Usage:
+//
+//	a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: actor, PR: n})
+//	if d := gate.LookupReuse(ctx, gh, a.HeadSHA, a.TestedRef, gate.DefaultCheckName); d.Reuse {
+//		gate.Publish(ctx, gh, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
+//		return
+//	}
+//	if err := gate.Recheck(ctx, gh, a); err != nil { ... } // then spend
+package gate

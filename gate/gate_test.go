@@ -1,0 +1,382 @@
+package gate_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/gate/gatetest"
+)
+
+var (
+	head   = strings.Repeat("a", 40)
+	merge  = strings.Repeat("b", 40)
+	merge2 = strings.Repeat("c", 40)
+	t0     = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+)
+
+func g(id int64, ref string, kind gate.Kind, status, conclusion string, at time.Time) gate.Gate {
+	return gate.Gate{ID: id, ExternalID: gate.ExternalID{Ref: ref, Kind: kind}.String(), Status: status, Conclusion: conclusion, CompletedAt: at}
+}
+
+func TestExternalID_FormatsAndParsesExactly(t *testing.T) {
+	for _, id := range []gate.ExternalID{{merge, gate.KindPaid}, {merge, gate.KindReused}, {merge, gate.KindFailed}, {merge, gate.KindNotRequired}, {merge, gate.KindSkipped}, {head, gate.KindLocal}} {
+		got, ok := gate.ParseExternalID(id.String())
+		if !ok || got != id {
+			t.Errorf("%s: parsed %+v, %v", id, got, ok)
+		}
+	}
+	if got := (gate.ExternalID{Ref: head, Kind: gate.KindLocal}).String(); got != "local-gpu-gate:v1:"+head {
+		t.Errorf("local form %q", got)
+	}
+	for _, bad := range []string{
+		"", "runpod-gpu-gate:v1:" + merge, "runpod-gpu-gate:v1:" + merge + ":bogus", "runpod-gpu-gate:v1:" + merge + ":local",
+		"runpod-gpu-gate:v2:" + merge + ":paid", "runpod-gpu-gate:v1:main:paid", "runpod-gpu-gate:v1:" + strings.ToUpper(merge) + ":paid",
+		"runpod-gpu-gate:v1:" + merge + ":paid:extra", "local-gpu-gate:v1:abc", "local-gpu-gate:v1:" + head + ":paid", " runpod-gpu-gate:v1:" + merge + ":paid",
+	} {
+		if _, ok := gate.ParseExternalID(bad); ok {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func FuzzParseExternalID(f *testing.F) {
+	f.Add("runpod-gpu-gate:v1:" + merge + ":paid")
+	f.Add("local-gpu-gate:v1:" + head)
+	f.Fuzz(func(t *testing.T, s string) {
+		id, ok := gate.ParseExternalID(s)
+		if ok && id.String() != s {
+			t.Fatalf("%q parsed to %+v, which formats as %q", s, id, id.String())
+		}
+	})
+}
+
+func TestReuse_AfterAPaidSuccess(t *testing.T) {
+	paid := g(1, merge, gate.KindPaid, "completed", "success", t0)
+	d := gate.Reuse([]gate.Gate{paid}, merge)
+	if !d.Reuse || d.From == nil || d.From.ID != 1 {
+		t.Errorf("%+v", d)
+	}
+	// A reused success is itself reusable.
+	d = gate.Reuse([]gate.Gate{paid, g(2, merge, gate.KindReused, "completed", "success", t0.Add(time.Hour))}, merge)
+	if !d.Reuse || d.From.ID != 2 {
+		t.Errorf("%+v", d)
+	}
+}
+
+func TestReuse_NotAfterANewerFailure(t *testing.T) {
+	gates := []gate.Gate{g(1, merge, gate.KindPaid, "completed", "success", t0), g(2, merge, gate.KindFailed, "completed", "failure", t0.Add(time.Minute))}
+	if d := gate.Reuse(gates, merge); d.Reuse {
+		t.Errorf("%+v", d)
+	}
+	// Same completion time: the higher ID is newer.
+	gates[1].CompletedAt = t0
+	if d := gate.Reuse(gates, merge); d.Reuse {
+		t.Errorf("tie broken wrongly: %+v", d)
+	}
+}
+
+func TestReuse_NeverAcrossAMovedBase(t *testing.T) {
+	if d := gate.Reuse([]gate.Gate{g(1, merge, gate.KindPaid, "completed", "success", t0)}, merge2); d.Reuse {
+		t.Errorf("%+v", d)
+	}
+}
+
+func TestReuse_LegacyLocalAndInProgressGatesNeverReused(t *testing.T) {
+	legacy := gate.Gate{ID: 1, ExternalID: "", Status: "completed", Conclusion: "success", CompletedAt: t0}
+	local := g(2, merge, gate.KindLocal, "completed", "success", t0)
+	running := g(3, merge, gate.KindPaid, "in_progress", "", time.Time{})
+	for name, gs := range map[string][]gate.Gate{"legacy": {legacy}, "local": {local}, "in progress": {running}} {
+		if d := gate.Reuse(gs, merge); d.Reuse {
+			t.Errorf("%s: %+v", name, d)
+		}
+	}
+	// An in-progress gate does not hide a completed success.
+	if d := gate.Reuse([]gate.Gate{g(4, merge, gate.KindPaid, "completed", "success", t0), running}, merge); !d.Reuse {
+		t.Errorf("%+v", d)
+	}
+}
+
+func TestLookupReuse_AnAPIErrorAnswersRun(t *testing.T) {
+	c := gatetest.NewChecks()
+	c.Add(head, gate.DefaultCheckName, g(0, merge, gate.KindPaid, "completed", "success", t0))
+	if d := gate.LookupReuse(context.Background(), c, head, merge, gate.DefaultCheckName); !d.Reuse {
+		t.Fatalf("%+v", d)
+	}
+	c.Fail = true
+	if d := gate.LookupReuse(context.Background(), c, head, merge, gate.DefaultCheckName); d.Reuse || !strings.HasPrefix(d.Reason, "run: ") {
+		t.Errorf("API error: %+v", d)
+	}
+	c.Fail, c.Panic = false, true
+	if d := gate.LookupReuse(context.Background(), c, head, merge, gate.DefaultCheckName); d.Reuse {
+		t.Errorf("programming error: %+v", d)
+	}
+	if d := gate.LookupReuse(context.Background(), gatetest.NewChecks(), head, "main", gate.DefaultCheckName); d.Reuse {
+		t.Errorf("bad ref: %+v", d)
+	}
+}
+
+func TestPublish_TitlesAndNotRunListedSeparately(t *testing.T) {
+	c := gatetest.NewChecks()
+	from := c.Add(head, gate.DefaultCheckName, g(0, merge, gate.KindPaid, "completed", "success", t0))
+	got, err := gate.Publish(context.Background(), c, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}, ReusedFrom: &from,
+		Ran: []string{"cuda single-GPU partition"}, NotRun: []string{"two-device registration test"}}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Conclusion != "success" || got.ExternalID != "runpod-gpu-gate:v1:"+merge+":reused" {
+		t.Errorf("%+v", got)
+	}
+	p, _ := gate.Build(gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}, ReusedFrom: &from, NotRun: []string{"two-device registration test"}}, t0)
+	if p.Title != "passed (reused)" || !strings.Contains(p.Summary, "[check 1](https://github.com/o/r/runs/1)") || !strings.Contains(p.Summary, "### NOT RUN") {
+		t.Errorf("title %q summary:\n%s", p.Title, p.Summary)
+	}
+	for k, want := range map[gate.Kind]string{gate.KindPaid: "passed", gate.KindFailed: "failed", gate.KindSkipped: "skipped", gate.KindNotRequired: "not required"} {
+		if gate.Title(k) != want {
+			t.Errorf("Title(%s) = %q", k, gate.Title(k))
+		}
+	}
+}
+
+func TestPublish_NotRequiredOnlyWhenTheClassifierSaidSo(t *testing.T) {
+	id := gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired}
+	for name, cls := range map[string]*gate.Classification{"no decision": nil, "GPU required": {GPURequired: true}} {
+		if _, err := gate.Build(gate.Report{HeadSHA: head, ID: id, GPU: cls}, t0); !errors.Is(err, gate.ErrPublish) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	p, err := gate.Build(gate.Report{HeadSHA: head, ID: id, GPU: &gate.Classification{Reason: "docs-only change"}}, t0)
+	if err != nil || p.Conclusion != "success" || !strings.Contains(p.Summary, "docs-only change") {
+		t.Errorf("%+v %v", p, err)
+	}
+}
+
+func TestPublish_RefusesBadInput(t *testing.T) {
+	for name, r := range map[string]gate.Report{
+		"short head":          {HeadSHA: "abc", ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}},
+		"branch as ref":       {HeadSHA: head, ID: gate.ExternalID{Ref: "main", Kind: gate.KindPaid}},
+		"reused without from": {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}},
+		"local for other sha": {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindLocal}},
+	} {
+		if _, err := gate.Build(r, t0); !errors.Is(err, gate.ErrPublish) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func TestPublish_SummaryTruncatedUnderGitHubsLimit(t *testing.T) {
+	var many []string
+	for range 20000 {
+		many = append(many, "tests::a_rather_long_test_name_é")
+	}
+	p, err := gate.Build(gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Ran: many}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Summary) > gate.MaxSummary || !strings.Contains(p.Summary, "truncated") || !strings.HasPrefix(p.Summary, "**passed**") {
+		t.Errorf("summary of %d bytes", len(p.Summary))
+	}
+	if !utf8Valid(p.Summary) {
+		t.Error("truncation split a character")
+	}
+}
+
+func TestPublish_CompletesAnInProgressGate(t *testing.T) {
+	c := gatetest.NewChecks()
+	running := c.Add(head, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
+	got, err := gate.Publish(context.Background(), c, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}, ExistingID: running.ID}, t0)
+	if err != nil || got.ID != running.ID || got.Conclusion != "failure" || len(c.Published(head)) != 1 {
+		t.Errorf("%+v %v", got, err)
+	}
+}
+
+func repoWithPR() *gatetest.Repo {
+	r := gatetest.NewRepo()
+	r.Roles["maint"], r.Roles["dev"], r.Roles["boss"] = "maintain", "write", "admin"
+	r.PRs[7] = gate.PullRequest{Number: 7, Open: true, HeadSHA: head, MergeSHA: merge, HeadRepoID: 1, BaseRepoID: 1, Labels: []string{"gpu"}}
+	r.Refs["main"] = merge2
+	return r
+}
+
+func TestAuthorize_DerivesImmutableSHAs(t *testing.T) {
+	r := repoWithPR()
+	a, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7})
+	want := gate.Authorization{Actor: "maint", Role: "maintain", PR: 7, HeadSHA: head, TestedRef: merge}
+	if err != nil || !cmp.Equal(want, a) {
+		t.Errorf("%+v %v", a, err)
+	}
+	a, err = gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "boss", Ref: "main", MinRole: "admin"})
+	if err != nil || a.TestedRef != merge2 || a.HeadSHA != merge2 {
+		t.Errorf("manual ref: %+v %v", a, err)
+	}
+}
+
+func TestAuthorize_RefusedBeforeSpend(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(r *gatetest.Repo)
+		req    gate.AuthRequest
+		want   error
+	}{
+		"write role":           {nil, gate.AuthRequest{Actor: "dev", PR: 7}, gate.ErrUnauthorized},
+		"maintain below admin": {nil, gate.AuthRequest{Actor: "maint", PR: 7, MinRole: "admin"}, gate.ErrUnauthorized},
+		"stranger":             {nil, gate.AuthRequest{Actor: "who", PR: 7}, gate.ErrUnauthorized},
+		"fork PR":              {func(r *gatetest.Repo) { p := r.PRs[7]; p.HeadRepoID = 2; r.PRs[7] = p }, gate.AuthRequest{Actor: "maint", PR: 7}, gate.ErrFork},
+		"closed PR":            {func(r *gatetest.Repo) { p := r.PRs[7]; p.Open = false; r.PRs[7] = p }, gate.AuthRequest{Actor: "maint", PR: 7}, gate.ErrClosed},
+		"no merge commit":      {func(r *gatetest.Repo) { p := r.PRs[7]; p.MergeSHA = ""; r.PRs[7] = p }, gate.AuthRequest{Actor: "maint", PR: 7}, gate.ErrNoMergeRef},
+		"PR and ref combined":  {nil, gate.AuthRequest{Actor: "maint", PR: 7, Ref: "main"}, gate.ErrBadRequest},
+		"neither":              {nil, gate.AuthRequest{Actor: "maint"}, gate.ErrBadRequest},
+		"bad role setting":     {nil, gate.AuthRequest{Actor: "maint", PR: 7, MinRole: "write"}, gate.ErrBadRequest},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := repoWithPR()
+			if tt.mutate != nil {
+				tt.mutate(r)
+			}
+			if _, err := gate.Authorize(context.Background(), r, tt.req); !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	r := repoWithPR()
+	r.Fail = true
+	if _, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7}); err == nil {
+		t.Error("an API failure must refuse")
+	}
+}
+
+func TestRecheck_AMovedHeadIsRefusedBeforeSpend(t *testing.T) {
+	r := repoWithPR()
+	a, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gate.Recheck(context.Background(), r, a); err != nil {
+		t.Fatal(err)
+	}
+	p := r.PRs[7]
+	p.HeadSHA = merge2
+	r.PRs[7] = p
+	if err := gate.Recheck(context.Background(), r, a); !errors.Is(err, gate.ErrHeadMoved) {
+		t.Errorf("err = %v", err)
+	}
+	p.Open = false
+	r.PRs[7] = p
+	if err := gate.Recheck(context.Background(), r, a); !errors.Is(err, gate.ErrClosed) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func localRepo() *gatetest.Repo {
+	r := repoWithPR()
+	p := r.PRs[7]
+	p.Labels = []string{gate.DefaultLocalLabel}
+	r.PRs[7] = p
+	r.Comment[7] = []gate.Comment{{ID: 1, Author: "maint", Body: gate.EvidenceMarker(head) + "\ncuda: 812 passed\npjrt: 44 passed"}}
+	return r
+}
+
+func TestVerifyLocalEvidence_AcceptsTheDispatchersSHABoundComment(t *testing.T) {
+	if err := gate.VerifyLocalEvidence(context.Background(), localRepo(), gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVerifyLocalEvidence_Refusals(t *testing.T) {
+	tests := map[string]struct {
+		mutate func(r *gatetest.Repo)
+		req    gate.LocalRequest
+		want   error
+	}{
+		"wrong SHA in comment": {func(r *gatetest.Repo) { r.Comment[7][0].Body = gate.EvidenceMarker(merge) }, gate.LocalRequest{}, gate.ErrEvidence},
+		"wrong author":         {func(r *gatetest.Repo) { r.Comment[7][0].Author = "dev" }, gate.LocalRequest{}, gate.ErrEvidence},
+		"marker off first line": {func(r *gatetest.Repo) {
+			r.Comment[7][0].Body = "Ran locally:\n" + gate.EvidenceMarker(head)
+		}, gate.LocalRequest{}, gate.ErrEvidence},
+		"old free-text evidence":    {func(r *gatetest.Repo) { r.Comment[7][0].Body = "Local GPU validation: all passed" }, gate.LocalRequest{}, gate.ErrEvidence},
+		"dispatcher not maintainer": {nil, gate.LocalRequest{Dispatcher: "dev"}, gate.ErrUnauthorized},
+		"label missing":             {func(r *gatetest.Repo) { p := r.PRs[7]; p.Labels = nil; r.PRs[7] = p }, gate.LocalRequest{}, gate.ErrEvidence},
+		"head is another SHA":       {nil, gate.LocalRequest{SHA: merge}, gate.ErrHeadMoved},
+		"fork":                      {func(r *gatetest.Repo) { p := r.PRs[7]; p.HeadRepoID = 9; r.PRs[7] = p }, gate.LocalRequest{}, gate.ErrFork},
+		"closed":                    {func(r *gatetest.Repo) { p := r.PRs[7]; p.Open = false; r.PRs[7] = p }, gate.LocalRequest{}, gate.ErrClosed},
+		"moved during verification": {func(r *gatetest.Repo) {
+			r.OnReread = func(p *gate.PullRequest) { p.HeadSHA = merge2 }
+		}, gate.LocalRequest{}, gate.ErrHeadMoved},
+		"label removed during verification": {func(r *gatetest.Repo) {
+			r.OnReread = func(p *gate.PullRequest) { p.Labels = nil }
+		}, gate.LocalRequest{}, gate.ErrEvidence},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := localRepo()
+			if tt.mutate != nil {
+				tt.mutate(r)
+			}
+			req := gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}
+			if tt.req.Dispatcher != "" {
+				req.Dispatcher = tt.req.Dispatcher
+			}
+			if tt.req.SHA != "" {
+				req.SHA = tt.req.SHA
+			}
+			if err := gate.VerifyLocalEvidence(context.Background(), r, req); !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLocalRelay_PaidPathPublishesNothingForALabelledPR(t *testing.T) {
+	if gate.PaidPathAllowed(gate.PullRequest{Labels: []string{gate.DefaultLocalLabel}}, "") {
+		t.Error("a labelled PR must not get a paid publication")
+	}
+	if !gate.PaidPathAllowed(gate.PullRequest{Labels: []string{"gpu"}}, "") {
+		t.Error("an unlabelled PR takes the paid path")
+	}
+}
+
+func TestWaitLocal_AcceptsOnlyTheLocalGateForTheHeadWithinTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := gatetest.NewChecks()
+		c.Add(head, gate.DefaultCheckName, g(0, merge, gate.KindPaid, "completed", "success", t0)) // not accepted
+		time.AfterFunc(2*time.Hour, func() {
+			c.Add(head, gate.DefaultCheckName, gate.Gate{ExternalID: gate.EvidenceMarker(head), Status: "completed", Conclusion: "success"})
+		})
+		start := time.Now()
+		got, err := gate.WaitLocal(context.Background(), c, head, "", 0, time.Minute)
+		if err != nil || got.ExternalID != gate.EvidenceMarker(head) || time.Since(start) < 2*time.Hour {
+			t.Errorf("%+v %v after %v", got, err, time.Since(start))
+		}
+		start = time.Now()
+		if _, err := gate.WaitLocal(context.Background(), gatetest.NewChecks(), head, "", 0, time.Minute); err == nil || time.Since(start) != 330*time.Minute {
+			t.Errorf("err %v after %v; want a timeout at 330 minutes", err, time.Since(start))
+		}
+	})
+}
+
+func TestRecover_DispatchesAtTheDefaultBranchAndFollowsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wf := &gatetest.Workflows{Default: "main"}
+		res, err := gate.Recover(context.Background(), wf, gate.RecoverRequest{Workflow: "runpod-gpu-test.yml", PR: 42, Wait: true})
+		if err != nil || res.Ref != "main" || res.Run.Conclusion != "success" || res.Run.URL == "" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		want := []gatetest.Dispatch{{Workflow: "runpod-gpu-test.yml", Ref: "main", Inputs: map[string]any{"pr_number": "42"}}}
+		if diff := cmp.Diff(want, wf.Dispatched); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+		wf.Conclusion = "failure"
+		if _, err := gate.Recover(context.Background(), wf, gate.RecoverRequest{Workflow: "runpod-gpu-test.yml", PR: 42, Wait: true}); !errors.Is(err, gate.ErrRecoveryFailed) {
+			t.Errorf("err = %v", err)
+		}
+		if _, err := gate.Recover(context.Background(), wf, gate.RecoverRequest{Workflow: "x.yml"}); !errors.Is(err, gate.ErrBadRequest) {
+			t.Errorf("no PR: err = %v", err)
+		}
+	})
+}
