@@ -1,0 +1,28 @@
+// Package cachetrust keeps PR-controlled code from planting bytes that a
+// trusted, paid GPU run later executes. It implements the cache-trust seed
+// ("CI Cache Trust And Immutable GPU Artifact Reuse"):
+//
+//   - Key: content-addressed archive keys over the material inputs only
+//     (sorted path, mode and content digests, the toolchain, explicit
+//     components and a manual vN), never branch, ref or commit identity.
+//     Explain says which inputs made two keys differ.
+//   - Embeds and CheckEmbeds: files compiled into binaries (Rust
+//     include_str!/include_bytes!, Go //go:embed) must be inputs of the key.
+//   - Trusted and FindArtifact: reuse an artifact only when its name is the
+//     exact key and its producing run is this repository's (by ID), a
+//     trusted workflow, a default-branch definition, and for directly
+//     triggered events the default branch. A miss means a fresh build.
+//   - CheckWorkflows: contract checks over workflow YAML with file, line,
+//     column and rule ID: no cache saves in privileged PR-code contexts,
+//     only the publisher saves and only from the default branch, read-only
+//     permissions outside an allowlist, no unlisted pull_request_target,
+//     no persisted checkout credentials beside provider secrets, and
+//     byte-identical publisher/consumer key expressions.
+//
+// Usage:
+//
+//	spec := cachetrust.RustWorkspaceSpec()
+//	spec.Toolchain = rustcVersion
+//	k, err := cachetrust.Key(os.DirFS("."), spec)
+//	if a, why := cachetrust.FindArtifact(ctx, gh, policy, k.Key); a != nil { /* download, no build */ }
+package cachetrust

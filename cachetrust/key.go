@@ -1,0 +1,261 @@
+package cachetrust
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// KeySpec names the material inputs of a content-addressed cache or
+// artifact key.
+type KeySpec struct {
+	Prefix     string   `yaml:"prefix"`     // e.g. cuda-archive
+	Components []string `yaml:"components"` // explicit prefix components: binding and PTX toolkit versions
+	Version    string   `yaml:"version"`    // the manual vN, bumped when build commands change
+	Include    []string `yaml:"include"`    // doublestar globs of hashed inputs
+	Exclude    []string `yaml:"exclude"`    // deliberate exclusions (workflow YAML)
+	Toolchain  string   `yaml:"toolchain"`  // e.g. the output of rustc -V
+}
+
+// RustWorkspaceSpec is the seed's key for a Rust workspace's CUDA test
+// archive. Set Toolchain (rustc -V) and Components before use.
+func RustWorkspaceSpec() KeySpec {
+	return KeySpec{
+		Prefix:  "cuda-archive",
+		Version: "v1",
+		Include: []string{"Cargo.lock", "**/Cargo.toml", "**/src/**", "**/tests/**", "**/examples/**", "**/benches/**", "**/build.rs",
+			"scripts/ci/**", ".cargo/**", "rust-toolchain*"},
+		Exclude: []string{".github/workflows/**"},
+	}
+}
+
+// Record is one hashed input.
+type Record struct {
+	Path   string `json:"path"`
+	Mode   string `json:"mode"`   // 100644, 100755 (executable) or 120000 (symlink: its target text is hashed)
+	Digest string `json:"digest"` // SHA-256 of the content, or of a symlink's target text
+}
+
+// ArchiveKey is a computed key and what went into it.
+type ArchiveKey struct {
+	Key     string   `json:"key"` // <prefix>[-<component>...]-<vN>-<hex>
+	Digest  string   `json:"digest"`
+	Spec    KeySpec  `json:"spec"`
+	Records []Record `json:"records"`
+}
+
+// ErrSpec is matched by errors about a KeySpec.
+var ErrSpec = errors.New("cachetrust: invalid key spec")
+
+var keyPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+]*$`)
+
+func (s KeySpec) validate() error {
+	if !keyPart.MatchString(strings.ReplaceAll(s.Prefix, "-", "_")) {
+		return fmt.Errorf("%w: prefix %q: letters, digits, '.', '_', '+' and '-'", ErrSpec, s.Prefix)
+	}
+	for _, c := range s.Components {
+		if !keyPart.MatchString(strings.ReplaceAll(c, "-", "_")) {
+			return fmt.Errorf("%w: component %q: letters, digits, '.', '_', '+' and '-'", ErrSpec, c)
+		}
+	}
+	if !regexp.MustCompile(`^v[0-9]+$`).MatchString(s.Version) {
+		return fmt.Errorf("%w: version %q: want vN", ErrSpec, s.Version)
+	}
+	if len(s.Include) == 0 {
+		return fmt.Errorf("%w: no include globs", ErrSpec)
+	}
+	for _, g := range append(slices.Clone(s.Include), s.Exclude...) {
+		if !doublestar.ValidatePattern(g) {
+			return fmt.Errorf("%w: glob %q", ErrSpec, g)
+		}
+	}
+	return nil
+}
+
+// Covers reports whether path is an input of the key.
+func (s KeySpec) Covers(path string) bool {
+	in := slices.ContainsFunc(s.Include, func(g string) bool { return doublestar.MatchUnvalidated(g, path) })
+	out := slices.ContainsFunc(s.Exclude, func(g string) bool { return doublestar.MatchUnvalidated(g, path) })
+	return in && !out
+}
+
+// Key hashes the spec's inputs in fsys (rooted at the checkout). The digest
+// is SHA-256 over the sorted (path, mode, content digest) records plus the
+// toolchain and prefix components: identical on every machine and checkout
+// path, whatever the file order or mtimes, and free of branch, ref and
+// commit identity. Symlinks contribute their target text and are never
+// followed. Files are hashed in parallel and streamed.
+func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
+	if err := spec.validate(); err != nil {
+		return ArchiveKey{}, err
+	}
+	var paths []string
+	var modes []fs.FileMode
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == "." || d.IsDir() {
+			if d.IsDir() && path != "." && d.Name() == ".git" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !spec.Covers(path) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		paths = append(paths, path)
+		modes = append(modes, info.Mode())
+		return nil
+	})
+	if err != nil {
+		return ArchiveKey{}, fmt.Errorf("cachetrust: walk: %w", err)
+	}
+	records := make([]Record, len(paths))
+	if err := hashAll(fsys, paths, modes, records); err != nil {
+		return ArchiveKey{}, err
+	}
+	slices.SortFunc(records, func(a, b Record) int { return strings.Compare(a.Path, b.Path) })
+	h := sha256.New()
+	fmt.Fprintf(h, "gpugate-cachetrust-key v1\ntoolchain %q\n", spec.Toolchain)
+	for _, c := range spec.Components {
+		fmt.Fprintf(h, "component %q\n", c)
+	}
+	for _, r := range records {
+		fmt.Fprintf(h, "%s %s %q\n", r.Mode, r.Digest, r.Path)
+	}
+	digest := hex.EncodeToString(h.Sum(nil))
+	name := strings.Join(append(append([]string{spec.Prefix}, spec.Components...), spec.Version, digest), "-")
+	return ArchiveKey{Key: name, Digest: digest, Spec: spec, Records: records}, nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// hashAll hashes paths with one worker per CPU.
+func hashAll(fsys fs.FS, paths []string, modes []fs.FileMode, out []Record) error {
+	var (
+		wg       sync.WaitGroup
+		next     = make(chan int)
+		mu       sync.Mutex
+		firstErr error
+	)
+	workers := min(runtime.GOMAXPROCS(0), max(len(paths), 1))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r, err := hashOne(fsys, paths[i], modes[i])
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				out[i] = r
+			}
+		}()
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return firstErr
+}
+
+func hashOne(fsys fs.FS, path string, mode fs.FileMode) (Record, error) {
+	h := sha256.New()
+	r := Record{Path: path, Mode: "100644"}
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		rl, ok := fsys.(fs.ReadLinkFS)
+		if !ok {
+			return Record{}, fmt.Errorf("cachetrust: %s is a symlink and the file system cannot read links", path)
+		}
+		target, err := rl.ReadLink(path)
+		if err != nil {
+			return Record{}, fmt.Errorf("cachetrust: read link %s: %w", path, err)
+		}
+		r.Mode = "120000"
+		h.Write([]byte(target))
+	case !mode.IsRegular():
+		return Record{}, fmt.Errorf("cachetrust: %s is not a regular file (mode %s)", path, mode)
+	default:
+		if mode&0o111 != 0 {
+			r.Mode = "100755"
+		}
+		f, err := fsys.Open(path)
+		if err != nil {
+			return Record{}, fmt.Errorf("cachetrust: %w", err)
+		}
+		buf := bufPool.Get().(*[]byte)
+		_, err = io.CopyBuffer(h, f, *buf)
+		bufPool.Put(buf)
+		f.Close()
+		if err != nil {
+			return Record{}, fmt.Errorf("cachetrust: read %s: %w", path, err)
+		}
+	}
+	r.Digest = hex.EncodeToString(h.Sum(nil))
+	return r, nil
+}
+
+// Difference is one reason two keys differ.
+type Difference struct {
+	Path   string `json:"path"` // empty for a spec-level difference
+	Change string `json:"change"`
+}
+
+// Explain says exactly which inputs make two keys differ: added, removed
+// and changed files (content or mode), and toolchain, component, prefix or
+// version changes.
+func Explain(old, new ArchiveKey) []Difference {
+	var out []Difference
+	spec := func(what, a, b string) {
+		if a != b {
+			out = append(out, Difference{Change: fmt.Sprintf("%s %q -> %q", what, a, b)})
+		}
+	}
+	spec("prefix", old.Spec.Prefix, new.Spec.Prefix)
+	spec("components", strings.Join(old.Spec.Components, ","), strings.Join(new.Spec.Components, ","))
+	spec("version", old.Spec.Version, new.Spec.Version)
+	spec("toolchain", old.Spec.Toolchain, new.Spec.Toolchain)
+	i, j := 0, 0
+	for i < len(old.Records) || j < len(new.Records) {
+		switch {
+		case j == len(new.Records) || (i < len(old.Records) && old.Records[i].Path < new.Records[j].Path):
+			out = append(out, Difference{Path: old.Records[i].Path, Change: "removed"})
+			i++
+		case i == len(old.Records) || new.Records[j].Path < old.Records[i].Path:
+			out = append(out, Difference{Path: new.Records[j].Path, Change: "added"})
+			j++
+		default:
+			a, b := old.Records[i], new.Records[j]
+			if a.Mode != b.Mode {
+				out = append(out, Difference{Path: a.Path, Change: fmt.Sprintf("mode %s -> %s", a.Mode, b.Mode)})
+			}
+			if a.Digest != b.Digest {
+				out = append(out, Difference{Path: a.Path, Change: "content changed"})
+			}
+			i, j = i+1, j+1
+		}
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package cachetrust
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func spec() KeySpec {
+	s := RustWorkspaceSpec()
+	s.Toolchain = "rustc 1.95.0 (59807616e 2026-04-14)"
+	s.Components = []string{"cudarc-0.16", "ptx-12.8"}
+	return s
+}
+
+// tree writes a small workspace under dir.
+func tree(t testing.TB, dir string) {
+	t.Helper()
+	files := map[string]string{
+		"Cargo.toml": "[workspace]\n", "Cargo.lock": "# lock\n",
+		"crates/a/Cargo.toml": "[package]\n", "crates/a/src/lib.rs": "pub fn a() {}\n", "crates/a/build.rs": "fn main() {}\n",
+		"crates/a/tests/t.rs": "#[test] fn t() {}\n", "scripts/ci/run.sh": "#!/bin/sh\n", "rust-toolchain.toml": "[toolchain]\n",
+		".github/workflows/ci.yml": "on: push\n", "README.md": "# readme\n", "docs/guide.md": "guide\n",
+	}
+	for p, body := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "scripts/ci/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func key(t testing.TB, dir string, s KeySpec) ArchiveKey {
+	t.Helper()
+	k, err := Key(os.DirFS(dir), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestKey_StableAcrossCheckoutPathFileOrderAndMtimes(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	tree(t, a)
+	tree(t, b)
+	old := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	os.Chtimes(filepath.Join(b, "Cargo.lock"), old, old)
+	ka, kb := key(t, a, spec()), key(t, b, spec())
+	if ka.Key != kb.Key {
+		t.Errorf("keys differ across checkouts: %s vs %s\n%v", ka.Key, kb.Key, Explain(ka, kb))
+	}
+	// File order: the same records from an in-memory FS listed differently.
+	m := fstest.MapFS{"b/src/x.rs": {Data: []byte("x")}, "a/src/y.rs": {Data: []byte("y")}, "Cargo.lock": {Data: []byte("l")}}
+	k1, _ := Key(m, spec())
+	m2 := fstest.MapFS{"Cargo.lock": {Data: []byte("l")}, "a/src/y.rs": {Data: []byte("y")}, "b/src/x.rs": {Data: []byte("x")}}
+	k2, _ := Key(m2, spec())
+	if k1.Key != k2.Key {
+		t.Error("file order changed the key")
+	}
+	want := "cuda-archive-cudarc-0.16-ptx-12.8-v1-" + ka.Digest
+	if ka.Key != want {
+		t.Errorf("key %s, want %s", ka.Key, want)
+	}
+}
+
+func TestKey_ChangesWithAnyIncludedByteOrExecutableBit(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	base := key(t, dir, spec())
+	tests := map[string]struct {
+		change func()
+		undo   func()
+		want   []Difference
+	}{
+		"source byte": {
+			func() { os.WriteFile(filepath.Join(dir, "crates/a/src/lib.rs"), []byte("pub fn a() {}\n\n"), 0o644) },
+			func() { os.WriteFile(filepath.Join(dir, "crates/a/src/lib.rs"), []byte("pub fn a() {}\n"), 0o644) },
+			[]Difference{{Path: "crates/a/src/lib.rs", Change: "content changed"}},
+		},
+		"executable bit": {
+			func() { os.Chmod(filepath.Join(dir, "scripts/ci/run.sh"), 0o644) },
+			func() { os.Chmod(filepath.Join(dir, "scripts/ci/run.sh"), 0o755) },
+			[]Difference{{Path: "scripts/ci/run.sh", Change: "mode 100755 -> 100644"}},
+		},
+		"new install script": {
+			func() { os.WriteFile(filepath.Join(dir, "scripts/ci/install.sh"), []byte("curl evil"), 0o644) },
+			func() { os.Remove(filepath.Join(dir, "scripts/ci/install.sh")) },
+			[]Difference{{Path: "scripts/ci/install.sh", Change: "added"}},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			tt.change()
+			defer tt.undo()
+			got := key(t, dir, spec())
+			if got.Key == base.Key {
+				t.Fatal("the key did not change")
+			}
+			if diff := cmp.Diff(tt.want, Explain(base, got)); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Excluded and uncovered files never change it.
+	os.WriteFile(filepath.Join(dir, ".github/workflows/ci.yml"), []byte("on: pull_request\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("# changed\n"), 0o644)
+	if got := key(t, dir, spec()); got.Key != base.Key {
+		t.Errorf("workflow YAML or prose changed the key: %v", Explain(base, got))
+	}
+	// The toolchain and components are part of it.
+	s := spec()
+	s.Toolchain = "rustc 1.96.0"
+	if got := key(t, dir, s); got.Key == base.Key || Explain(base, got)[0].Change != `toolchain "rustc 1.95.0 (59807616e 2026-04-14)" -> "rustc 1.96.0"` {
+		t.Errorf("toolchain change: %v", Explain(base, got))
+	}
+}
+
+func TestKey_SymlinkContributesItsTargetAndIsNeverFollowed(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	outside := filepath.Join(t.TempDir(), "secret.rs")
+	os.WriteFile(outside, []byte("outside"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(dir, "crates/a/src/link.rs")); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	k := key(t, dir, spec())
+	i := slices.IndexFunc(k.Records, func(r Record) bool { return r.Path == "crates/a/src/link.rs" })
+	if i < 0 || k.Records[i].Mode != "120000" {
+		t.Fatalf("records %v", k.Records)
+	}
+	os.WriteFile(outside, []byte("changed outside"), 0o644)
+	if again := key(t, dir, spec()); again.Key != k.Key {
+		t.Error("the key followed the symlink out of the tree")
+	}
+}
+
+func TestKey_BadSpec(t *testing.T) {
+	for name, s := range map[string]KeySpec{
+		"no version": {Prefix: "p", Include: []string{"**"}},
+		"bad glob":   {Prefix: "p", Version: "v1", Include: []string{"[["}},
+		"no include": {Prefix: "p", Version: "v1"},
+		"bad prefix": {Prefix: "a b", Version: "v1", Include: []string{"**"}},
+	} {
+		if _, err := Key(fstest.MapFS{}, s); !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// BenchmarkKey hashes synthetic trees: realistic (500 files, 10 MiB) and
+// 100x (50,000 files, 1 GiB). Compare with sha256sum over the same files:
+//
+//	go test ./cachetrust -run '^$' -bench Key -benchtime 3x
+func BenchmarkKey(b *testing.B) {
+	for _, tc := range []struct{ files, size int }{{500, 20 << 10}, {50_000, 20 << 10}} {
+		b.Run(fmt.Sprintf("files=%d/bytes=%dMiB", tc.files, tc.files*tc.size>>20), func(b *testing.B) {
+			dir := b.TempDir()
+			buf := make([]byte, tc.size)
+			for i := range tc.files {
+				p := filepath.Join(dir, fmt.Sprintf("crate%d/src/m%d.rs", i%100, i))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				buf[0], buf[1] = byte(i), byte(i>>8)
+				if err := os.WriteFile(p, buf, 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s := spec()
+			b.SetBytes(int64(tc.files * tc.size))
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := Key(os.DirFS(dir), s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if sum, err := exec.LookPath("sha256sum"); err == nil {
+				start := time.Now()
+				cmd := exec.Command("sh", "-c", "find . -type f -print0 | xargs -0 -P 2 -n 500 "+sum+" > /dev/null")
+				cmd.Dir = dir
+				if cmd.Run() == nil {
+					b.ReportMetric(float64(tc.files*tc.size)/time.Since(start).Seconds()/(1<<20), "sha256sum-MB/s")
+				}
+			}
+		})
+	}
+}

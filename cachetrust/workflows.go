@@ -1,0 +1,506 @@
+package cachetrust
+
+import (
+	"bytes"
+	"cmp"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Rule IDs of workflow findings.
+const (
+	RulePrivilegedCacheSave = "privileged-cache-save"        // PR code in a privileged context saves a cache
+	RuleNonPublisherSave    = "cache-save-outside-publisher" // a cache save outside the declared publisher
+	RulePublisherBranch     = "publisher-off-default-branch" // the publisher can save from another branch
+	RuleWritePermission     = "write-permission"             // a write permission outside the allowlist
+	RuleNoPermissions       = "no-permissions"               // no permissions block: the token's defaults apply
+	RulePullRequestTarget   = "pull-request-target"          // a pull_request_target trigger not allowlisted
+	RulePersistCredentials  = "persist-credentials"          // checkout keeps credentials in a job holding provider secrets
+	RuleKeyPair             = "key-pair"                     // publisher and consumer key expressions differ
+	RuleActionSavesCache    = "action-saves-cache"           // a composite action saves a cache
+	RuleParse               = "parse"                        // the file is not valid workflow YAML
+)
+
+// Finding is one contract violation.
+type Finding struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s: %s", f.File, f.Line, f.Column, f.Rule, f.Message)
+}
+
+// StepRef names a step's input: a job and a step (by id or name) in a
+// workflow file.
+type StepRef struct {
+	File  string `yaml:"file"`
+	Job   string `yaml:"job"`
+	Step  string `yaml:"step"`
+	Input string `yaml:"input"` // default key
+}
+
+// KeyPair declares a publisher's and a consumer's key expressions that must
+// be byte-identical.
+type KeyPair struct {
+	Publisher StepRef `yaml:"publisher"`
+	Consumer  StepRef `yaml:"consumer"`
+}
+
+// WriteGrant allows one write permission.
+type WriteGrant struct {
+	Workflow string `yaml:"workflow"` // file path
+	Job      string `yaml:"job"`      // empty: the workflow level and every job
+	Scope    string `yaml:"scope"`    // e.g. actions
+}
+
+// Rules configure CheckWorkflows.
+type Rules struct {
+	DefaultBranch     string       `yaml:"default_branch"`
+	Publishers        []string     `yaml:"publishers"`          // workflows that may save caches (from the default branch only)
+	IsolatedWriters   []string     `yaml:"isolated_writers"`    // pull_request-only workflows, whose saves GitHub scopes to the PR
+	WriteGrants       []WriteGrant `yaml:"write_grants"`        // the write-permission allowlist
+	PullRequestTarget []string     `yaml:"pull_request_target"` // workflows allowed that trigger
+	ProviderSecrets   []string     `yaml:"provider_secrets"`    // secret names whose jobs must not persist checkout credentials
+	KeyPairs          []KeyPair    `yaml:"key_pairs"`
+}
+
+// ExampleRules are the seed's rules, as YAML.
+//
+//go:embed example_rules.yml
+var ExampleRules []byte
+
+// ErrRules is matched by LoadRules errors.
+var ErrRules = errors.New("cachetrust: invalid rules")
+
+// LoadRules parses rules strictly.
+func LoadRules(data []byte) (Rules, error) {
+	var r Rules
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&r); err != nil && err != io.EOF {
+		return Rules{}, fmt.Errorf("%w: %v", ErrRules, err)
+	}
+	if r.DefaultBranch == "" {
+		r.DefaultBranch = "main"
+	}
+	for i, p := range r.KeyPairs {
+		for _, s := range []StepRef{p.Publisher, p.Consumer} {
+			if s.File == "" || s.Job == "" || s.Step == "" {
+				return Rules{}, fmt.Errorf("%w: key_pairs[%d]: file, job and step are required", ErrRules, i)
+			}
+		}
+	}
+	return r, nil
+}
+
+// cacheInput describes an action whose input turns cache saving on.
+type cacheInput struct {
+	input     string
+	defaultOn bool
+}
+
+// cachingActions are actions that save caches, and the inputs that decide
+// it. A finding unless every listed input is off.
+var cachingActions = map[string][]cacheInput{
+	"actions/cache":        {{"", true}},
+	"actions/cache/save":   {{"", true}},
+	"actions/setup-go":     {{"cache", true}},
+	"actions/setup-node":   {{"cache", false}, {"package-manager-cache", true}},
+	"actions/setup-python": {{"cache", false}},
+	"actions/setup-java":   {{"cache", false}},
+	"actions/setup-dotnet": {{"cache", false}},
+	"ruby/setup-ruby":      {{"bundler-cache", false}},
+	"Swatinem/rust-cache":  {{"save-if", true}},
+}
+
+// savesCache reports whether a step saves a cache, and why.
+func savesCache(step *yaml.Node) (bool, string) {
+	uses := scalar(get(step, "uses"))
+	action, _, _ := strings.Cut(uses, "@")
+	inputs, ok := cachingActions[action]
+	if !ok {
+		return false, ""
+	}
+	with := get(step, "with")
+	for _, in := range inputs {
+		if in.input == "" {
+			return true, action + " saves a cache (use actions/cache/restore)"
+		}
+		v := get(with, in.input)
+		on := in.defaultOn
+		if v != nil {
+			on = truthy(scalar(v))
+		}
+		if on {
+			if v == nil {
+				return true, fmt.Sprintf("%s saves a cache by default: set %s: false", action, in.input)
+			}
+			return true, fmt.Sprintf("%s has %s: %s: set it to false", action, in.input, scalar(v))
+		}
+	}
+	return false, ""
+}
+
+func truthy(v string) bool {
+	v = strings.TrimSpace(strings.ToLower(v))
+	v = strings.TrimSuffix(strings.TrimPrefix(v, "${{"), "}}")
+	v = strings.TrimSpace(v)
+	return v != "false" && v != "" && v != "'false'" && v != "0"
+}
+
+func get(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// nodeText renders a node back to YAML, to search it for expressions.
+func nodeText(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	out, err := yaml.Marshal(n)
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// triggers returns the workflow's events and their nodes.
+func triggers(root *yaml.Node) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	on := get(root, "on")
+	if on == nil {
+		on = get(root, "true") // YAML 1.1 readers turn on into true
+	}
+	switch {
+	case on == nil:
+	case on.Kind == yaml.ScalarNode:
+		out[on.Value] = on
+	case on.Kind == yaml.SequenceNode:
+		for _, e := range on.Content {
+			out[e.Value] = e
+		}
+	case on.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(on.Content); i += 2 {
+			out[on.Content[i].Value] = on.Content[i+1]
+		}
+	}
+	return out
+}
+
+var prInput = regexp.MustCompile(`(?i)(^|_|-)(pr|pull|pull_request|pr_number)($|_|-)`)
+
+// privileged reports whether the workflow runs PR-controlled code with the
+// default branch's credentials.
+func privileged(tr map[string]*yaml.Node) (bool, string) {
+	for _, ev := range []string{"workflow_run", "pull_request_target", "issue_comment"} {
+		if _, ok := tr[ev]; ok {
+			return true, ev
+		}
+	}
+	if wd, ok := tr["workflow_dispatch"]; ok {
+		if inputs := get(wd, "inputs"); inputs != nil && inputs.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(inputs.Content); i += 2 {
+				if prInput.MatchString(inputs.Content[i].Value) {
+					return true, "workflow_dispatch with input " + inputs.Content[i].Value
+				}
+			}
+		}
+	}
+	return false, ""
+}
+
+type checker struct {
+	rules    Rules
+	file     string
+	findings []Finding
+}
+
+func (c *checker) add(n *yaml.Node, rule, format string, args ...any) {
+	f := Finding{File: c.file, Rule: rule, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		f.Line, f.Column = n.Line, n.Column
+	}
+	c.findings = append(c.findings, f)
+}
+
+// CheckWorkflows checks workflow (and composite action) files against the
+// cache-trust contract, reporting each finding with its file, line, column
+// and rule. files maps repository paths to contents.
+func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
+	if rules.DefaultBranch == "" {
+		rules.DefaultBranch = "main"
+	}
+	var all []Finding
+	docs := map[string]*yaml.Node{}
+	for _, name := range sortedKeys(files) {
+		c := &checker{rules: rules, file: name}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(files[name], &doc); err != nil {
+			c.add(nil, RuleParse, "%v", err)
+			all = append(all, c.findings...)
+			continue
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			c.add(&doc, RuleParse, "not a YAML mapping")
+			all = append(all, c.findings...)
+			continue
+		}
+		root := doc.Content[0]
+		docs[name] = root
+		if runs := get(root, "runs"); runs != nil {
+			c.action(runs)
+		} else {
+			c.workflow(root)
+		}
+		all = append(all, c.findings...)
+	}
+	for i, p := range rules.KeyPairs {
+		all = append(all, keyPair(docs, i, p)...)
+	}
+	slices.SortStableFunc(all, func(a, b Finding) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	return all
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// action checks a composite action: it runs in its caller's context, so it
+// must never save a cache.
+func (c *checker) action(runs *yaml.Node) {
+	steps := get(runs, "steps")
+	if steps == nil || steps.Kind != yaml.SequenceNode {
+		return
+	}
+	for _, s := range steps.Content {
+		if ok, why := savesCache(s); ok {
+			c.add(get(s, "uses"), RuleActionSavesCache, "%s; an action runs in its caller's (possibly privileged) context", why)
+		}
+	}
+}
+
+func (c *checker) workflow(root *yaml.Node) {
+	tr := triggers(root)
+	priv, why := privileged(tr)
+	publisher := slices.Contains(c.rules.Publishers, c.file)
+	isolated := slices.Contains(c.rules.IsolatedWriters, c.file)
+	if n, ok := tr["pull_request_target"]; ok && !slices.Contains(c.rules.PullRequestTarget, c.file) {
+		c.add(n, RulePullRequestTarget, "pull_request_target runs with write credentials on PR events; it is not allowlisted for this workflow")
+	}
+	if publisher {
+		c.publisherTriggers(tr)
+	}
+	jobs := get(root, "jobs")
+	topPerms := get(root, "permissions")
+	c.permissions(topPerms, "")
+	allJobsHavePerms := jobs != nil && jobs.Kind == yaml.MappingNode
+	if jobs == nil || jobs.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(jobs.Content); i += 2 {
+		name, job := jobs.Content[i].Value, jobs.Content[i+1]
+		perms := get(job, "permissions")
+		if perms == nil {
+			allJobsHavePerms = false
+		}
+		c.permissions(perms, name)
+		steps := get(job, "steps")
+		var stepList []*yaml.Node
+		if steps != nil && steps.Kind == yaml.SequenceNode {
+			stepList = steps.Content
+		}
+		guarded := strings.Contains(scalar(get(job, "if")), "refs/heads/"+c.rules.DefaultBranch)
+		for _, s := range stepList {
+			ok, reason := savesCache(s)
+			if !ok {
+				continue
+			}
+			at := get(s, "uses")
+			switch {
+			case priv:
+				c.add(at, RulePrivilegedCacheSave, "job %s runs PR-controlled code in a privileged context (%s) and %s", name, why, reason)
+			case publisher:
+				stepGuard := strings.Contains(scalar(get(s, "if")), "refs/heads/"+c.rules.DefaultBranch)
+				if !guarded && !stepGuard && !onlyDefaultBranch(tr, c.rules.DefaultBranch) {
+					c.add(at, RulePublisherBranch, "job %s saves a cache without an if: github.ref == 'refs/heads/%s' guard, and the workflow can run on other refs", name, c.rules.DefaultBranch)
+				}
+			case !isolated:
+				c.add(at, RuleNonPublisherSave, "job %s %s; only the declared publisher may save shared caches", name, reason)
+			}
+		}
+		c.credentials(name, job, stepList)
+	}
+	if topPerms == nil && !allJobsHavePerms {
+		c.add(keyNode(root, "jobs"), RuleNoPermissions, "no workflow-level permissions block and not every job declares one: the token's default (possibly write) permissions apply")
+	}
+}
+
+// publisherTriggers: the publisher runs only default-branch definitions.
+func (c *checker) publisherTriggers(tr map[string]*yaml.Node) {
+	for ev, n := range tr {
+		switch ev {
+		case "push":
+			branches := get(n, "branches")
+			if branches == nil || branches.Kind != yaml.SequenceNode || len(branches.Content) != 1 || branches.Content[0].Value != c.rules.DefaultBranch {
+				c.add(n, RulePublisherBranch, "the publisher's push trigger must list only branches: [%s]", c.rules.DefaultBranch)
+			}
+		case "schedule", "workflow_dispatch":
+		default:
+			c.add(n, RulePublisherBranch, "the publisher must not run on %s: only push to %s, schedule and workflow_dispatch", ev, c.rules.DefaultBranch)
+		}
+	}
+}
+
+func onlyDefaultBranch(tr map[string]*yaml.Node, def string) bool {
+	for ev, n := range tr {
+		switch ev {
+		case "schedule":
+		case "push":
+			b := get(n, "branches")
+			if b == nil || b.Kind != yaml.SequenceNode || len(b.Content) != 1 || b.Content[0].Value != def {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+var writeAll = map[string]bool{"write-all": true}
+
+func (c *checker) permissions(p *yaml.Node, job string) {
+	if p == nil {
+		return
+	}
+	if p.Kind == yaml.ScalarNode {
+		if writeAll[p.Value] {
+			c.add(p, RuleWritePermission, "permissions: write-all grants every scope write access")
+		}
+		return
+	}
+	if p.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(p.Content); i += 2 {
+		scope, level := p.Content[i].Value, p.Content[i+1].Value
+		if level != "write" {
+			continue
+		}
+		allowed := slices.ContainsFunc(c.rules.WriteGrants, func(g WriteGrant) bool {
+			return g.Workflow == c.file && g.Scope == scope && (g.Job == "" || g.Job == job)
+		})
+		if !allowed {
+			where := "the workflow"
+			if job != "" {
+				where = "job " + job
+			}
+			c.add(p.Content[i+1], RuleWritePermission, "%s grants %s: write, which the allowlist does not", where, scope)
+		}
+	}
+}
+
+// credentials: a job that holds provider secrets must not persist checkout
+// credentials.
+func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
+	text := nodeText(job)
+	holds := slices.ContainsFunc(c.rules.ProviderSecrets, func(s string) bool {
+		return regexp.MustCompile(`secrets\.` + regexp.QuoteMeta(s) + `\b`).MatchString(text)
+	})
+	if !holds {
+		return
+	}
+	for _, s := range steps {
+		action, _, _ := strings.Cut(scalar(get(s, "uses")), "@")
+		if action != "actions/checkout" {
+			continue
+		}
+		if v := get(get(s, "with"), "persist-credentials"); v == nil || truthy(scalar(v)) {
+			c.add(get(s, "uses"), RulePersistCredentials, "job %s holds provider secrets; actions/checkout must set persist-credentials: false", name)
+		}
+	}
+}
+
+// keyPair compares a declared publisher/consumer pair of key expressions.
+func keyPair(docs map[string]*yaml.Node, i int, p KeyPair) []Finding {
+	find := func(r StepRef) (*yaml.Node, string) {
+		root := docs[r.File]
+		if root == nil {
+			return nil, fmt.Sprintf("%s is not among the checked files", r.File)
+		}
+		steps := get(get(get(root, "jobs"), r.Job), "steps")
+		if steps == nil {
+			return nil, fmt.Sprintf("%s has no job %s with steps", r.File, r.Job)
+		}
+		for _, s := range steps.Content {
+			if scalar(get(s, "id")) == r.Step || scalar(get(s, "name")) == r.Step {
+				input := r.Input
+				if input == "" {
+					input = "key"
+				}
+				if v := get(get(s, "with"), input); v != nil {
+					return v, ""
+				}
+				return nil, fmt.Sprintf("%s job %s step %s has no with.%s", r.File, r.Job, r.Step, input)
+			}
+		}
+		return nil, fmt.Sprintf("%s job %s has no step %s", r.File, r.Job, r.Step)
+	}
+	pub, perr := find(p.Publisher)
+	con, cerr := find(p.Consumer)
+	switch {
+	case perr != "":
+		return []Finding{{File: p.Publisher.File, Rule: RuleKeyPair, Message: fmt.Sprintf("key_pairs[%d] publisher: %s", i, perr)}}
+	case cerr != "":
+		return []Finding{{File: p.Consumer.File, Rule: RuleKeyPair, Message: fmt.Sprintf("key_pairs[%d] consumer: %s", i, cerr)}}
+	case pub.Value != con.Value:
+		return []Finding{{File: p.Consumer.File, Line: con.Line, Column: con.Column, Rule: RuleKeyPair,
+			Message: fmt.Sprintf("key expression differs from the publisher's (%s:%d): %q vs %q", p.Publisher.File, pub.Line, con.Value, pub.Value)}}
+	}
+	return nil
+}

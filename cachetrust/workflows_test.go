@@ -1,0 +1,245 @@
+package cachetrust
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func rules(t *testing.T) Rules {
+	t.Helper()
+	r, err := LoadRules(ExampleRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func ruleIDs(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Rule)
+	}
+	return out
+}
+
+// check runs one workflow file (as path) alone.
+func check(t *testing.T, path, yml string) []Finding {
+	t.Helper()
+	r := rules(t)
+	r.KeyPairs = nil
+	return CheckWorkflows(map[string][]byte{path: []byte(yml)}, r)
+}
+
+const privilegedHeader = `on:
+  workflow_run: {workflows: [ci], types: [in_progress]}
+permissions: {contents: read}
+jobs:
+  build:
+    runs-on: ubuntu-24.04
+    steps:
+`
+
+func TestCheckWorkflows_PrivilegedCacheSave(t *testing.T) {
+	bad := map[string]string{
+		"actions/cache saves":         "      - uses: actions/cache@v4\n        with: {path: x, key: k}\n",
+		"actions/cache/save":          "      - uses: actions/cache/save@v4\n        with: {path: x, key: k}\n",
+		"setup-go default caching":    "      - uses: actions/setup-go@v5\n",
+		"setup-node with cache":       "      - uses: actions/setup-node@v4\n        with: {cache: npm, package-manager-cache: false}\n",
+		"setup-node default pm cache": "      - uses: actions/setup-node@v5\n",
+		"setup-python with cache":     "      - uses: actions/setup-python@v5\n        with: {cache: pip}\n",
+		"rust-cache saves":            "      - uses: Swatinem/rust-cache@v2\n",
+		"rust-cache save-if true":     "      - uses: Swatinem/rust-cache@v2\n        with: {save-if: true}\n",
+	}
+	for name, step := range bad {
+		t.Run("bad/"+name, func(t *testing.T) {
+			fs := check(t, ".github/workflows/gpu.yml", privilegedHeader+step)
+			if !slices.Equal(ruleIDs(fs), []string{RulePrivilegedCacheSave}) || fs[0].Line != 8 || fs[0].Column != 15 {
+				t.Errorf("%v", fs)
+			}
+		})
+	}
+	good := map[string]string{
+		"cache/restore":          "      - uses: actions/cache/restore@v4\n        with: {path: x, key: k}\n",
+		"setup-go cache false":   "      - uses: actions/setup-go@v5\n        with: {cache: false}\n",
+		"setup-node no cache":    "      - uses: actions/setup-node@v4\n        with: {package-manager-cache: false}\n",
+		"setup-python no cache":  "      - uses: actions/setup-python@v5\n",
+		"rust-cache save-if off": "      - uses: Swatinem/rust-cache@v2\n        with: {save-if: false}\n",
+		"rust-cache expression":  "      - uses: Swatinem/rust-cache@v2\n        with: {save-if: '${{ false }}'}\n",
+	}
+	for name, step := range good {
+		t.Run("good/"+name, func(t *testing.T) {
+			if fs := check(t, ".github/workflows/gpu.yml", privilegedHeader+step); len(fs) != 0 {
+				t.Errorf("%v", fs)
+			}
+		})
+	}
+	// A dispatch with a PR input builds PR code with main's credentials too.
+	dispatch := "on:\n  workflow_dispatch:\n    inputs:\n      pr_number: {required: true}\npermissions: {contents: read}\njobs:\n  b:\n    steps:\n      - uses: actions/cache@v4\n"
+	if fs := check(t, ".github/workflows/gpu.yml", dispatch); !slices.Equal(ruleIDs(fs), []string{RulePrivilegedCacheSave}) {
+		t.Errorf("dispatch with PR input: %v", fs)
+	}
+}
+
+func TestCheckWorkflows_OnlyThePublisherSavesAndOnlyFromTheDefaultBranch(t *testing.T) {
+	save := "    steps:\n      - uses: actions/cache@v4\n        with: {path: x, key: k}\n"
+	if fs := check(t, ".github/workflows/nightly.yml", "on: {schedule: [{cron: '0 0 * * *'}]}\npermissions: {contents: read}\njobs:\n  b:\n"+save); !slices.Equal(ruleIDs(fs), []string{RuleNonPublisherSave}) {
+		t.Errorf("non-publisher: %v", fs)
+	}
+	if fs := check(t, ".github/workflows/ci.yml", "on: pull_request\npermissions: {contents: read}\njobs:\n  b:\n"+save); len(fs) != 0 {
+		t.Errorf("isolated PR writer: %v", fs)
+	}
+	pub := ".github/workflows/ci-cache-publish.yml"
+	tests := map[string]struct {
+		yml  string
+		want []string
+	}{
+		"push to main only":       {"on: {push: {branches: [main]}}\npermissions: {contents: read}\njobs:\n  b:\n" + save, nil},
+		"dispatch needs a guard":  {"on: {workflow_dispatch: {}}\npermissions: {contents: read}\njobs:\n  b:\n" + save, []string{RulePublisherBranch}},
+		"dispatch with job guard": {"on: {workflow_dispatch: {}}\npermissions: {contents: read}\njobs:\n  b:\n    if: github.ref == 'refs/heads/main'\n" + save, nil},
+		"push to any branch":      {"on: {push: {}}\npermissions: {contents: read}\njobs:\n  b:\n    if: github.ref == 'refs/heads/main'\n" + save, []string{RulePublisherBranch}},
+		"pull_request trigger":    {"on: {pull_request: {}, push: {branches: [main]}}\npermissions: {contents: read}\njobs:\n  b:\n    if: github.ref == 'refs/heads/main'\n" + save, []string{RulePublisherBranch}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if fs := check(t, pub, tt.yml); !slices.Equal(ruleIDs(fs), tt.want) {
+				t.Errorf("%v, want %v", fs, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
+	steps := "    steps: [{run: 'true'}]\n"
+	tests := map[string]struct {
+		path, yml string
+		want      []string
+	}{
+		"read only":             {".github/workflows/x.yml", "on: push\npermissions: {contents: read}\njobs:\n  a:\n" + steps, nil},
+		"write-all":             {".github/workflows/x.yml", "on: push\npermissions: write-all\njobs:\n  a:\n" + steps, []string{RuleWritePermission}},
+		"job write":             {".github/workflows/x.yml", "on: push\npermissions: {contents: read}\njobs:\n  a:\n    permissions: {contents: write}\n" + steps, []string{RuleWritePermission}},
+		"allowlisted job write": {".github/workflows/runpod-gpu-test.yml", "on: workflow_run\npermissions: {contents: read}\njobs:\n  watch:\n    permissions: {actions: write}\n" + steps, nil},
+		"grant is per job":      {".github/workflows/runpod-gpu-test.yml", "on: workflow_run\npermissions: {contents: read}\njobs:\n  other:\n    permissions: {actions: write}\n" + steps, []string{RuleWritePermission}},
+		"no permissions":        {".github/workflows/x.yml", "on: push\njobs:\n  a:\n" + steps, []string{RuleNoPermissions}},
+		"every job declares":    {".github/workflows/x.yml", "on: push\njobs:\n  a:\n    permissions: {}\n" + steps, nil},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if fs := check(t, tt.path, tt.yml); !slices.Equal(ruleIDs(fs), tt.want) {
+				t.Errorf("%v, want %v", fs, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckWorkflows_NoPullRequestTargetUnlessAllowlisted(t *testing.T) {
+	yml := "on: pull_request_target\npermissions: {contents: read}\njobs:\n  a:\n    steps: [{run: 'true'}]\n"
+	if fs := check(t, ".github/workflows/x.yml", yml); !slices.Equal(ruleIDs(fs), []string{RulePullRequestTarget}) {
+		t.Errorf("%v", fs)
+	}
+	r := rules(t)
+	r.PullRequestTarget = []string{".github/workflows/x.yml"}
+	if fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(yml)}, Rules{PullRequestTarget: r.PullRequestTarget}); len(fs) != 0 {
+		t.Errorf("allowlisted: %v", fs)
+	}
+}
+
+func TestCheckWorkflows_CheckoutDoesNotPersistCredentialsWithProviderSecrets(t *testing.T) {
+	job := func(with string) string {
+		return "on: workflow_run\npermissions: {contents: read}\njobs:\n  start:\n    steps:\n      - uses: actions/checkout@v4\n" + with +
+			"      - run: provision\n        env: {RUNPOD_API_KEY: '${{ secrets.RUNPOD_API_KEY }}'}\n"
+	}
+	if fs := check(t, ".github/workflows/x.yml", job("")); !slices.Equal(ruleIDs(fs), []string{RulePersistCredentials}) {
+		t.Errorf("default persists: %v", fs)
+	}
+	if fs := check(t, ".github/workflows/x.yml", job("        with: {persist-credentials: false}\n")); len(fs) != 0 {
+		t.Errorf("%v", fs)
+	}
+	noSecret := "on: push\npermissions: {contents: read}\njobs:\n  a:\n    steps:\n      - uses: actions/checkout@v4\n"
+	if fs := check(t, ".github/workflows/x.yml", noSecret); len(fs) != 0 {
+		t.Errorf("no provider secret: %v", fs)
+	}
+}
+
+func TestCheckWorkflows_KeyPairsAreByteIdentical(t *testing.T) {
+	r := rules(t)
+	files := exampleWorkflows(t)
+	if fs := CheckWorkflows(files, r); len(fs) != 0 {
+		t.Fatalf("example workflows: %v", fs)
+	}
+	files[".github/workflows/runpod-gpu-test.yml"] = []byte(strings.Replace(string(files[".github/workflows/runpod-gpu-test.yml"]),
+		"key: ${{ steps.key.outputs.key }}", "key: ${{ steps.key.outputs.key }}-x", 1))
+	fs := CheckWorkflows(files, r)
+	if !slices.Equal(ruleIDs(fs), []string{RuleKeyPair}) || fs[0].Line == 0 {
+		t.Errorf("%v", fs)
+	}
+	delete(files, ".github/workflows/ci-cache-publish.yml")
+	if fs := CheckWorkflows(files, r); !slices.Contains(ruleIDs(fs), RuleKeyPair) {
+		t.Errorf("missing publisher: %v", fs)
+	}
+}
+
+func TestCheckWorkflows_CompositeActionNeverSavesACache(t *testing.T) {
+	bad := "runs:\n  using: composite\n  steps:\n    - uses: actions/setup-go@v5\n"
+	if fs := check(t, "action.yml", bad); !slices.Equal(ruleIDs(fs), []string{RuleActionSavesCache}) {
+		t.Errorf("%v", fs)
+	}
+}
+
+func TestCheckWorkflows_ThisRepositorysActionAndExampleWorkflows(t *testing.T) {
+	files := exampleWorkflows(t)
+	action, err := os.ReadFile("../action.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["action.yml"] = action
+	if fs := CheckWorkflows(files, rules(t)); len(fs) != 0 {
+		for _, f := range fs {
+			t.Error(f)
+		}
+	}
+}
+
+func TestCheckWorkflows_ParseErrorsAreFindings(t *testing.T) {
+	if fs := check(t, "x.yml", "on: [\n"); !slices.Equal(ruleIDs(fs), []string{RuleParse}) {
+		t.Errorf("%v", fs)
+	}
+	if _, err := LoadRules([]byte("publisherz: []")); err == nil {
+		t.Error("unknown rules key must fail")
+	}
+}
+
+// exampleWorkflows maps the repository's example workflows to the paths
+// they take in an adopting repository.
+func exampleWorkflows(t *testing.T) map[string][]byte {
+	t.Helper()
+	paths, _ := filepath.Glob("../examples/workflows/*.yml")
+	if len(paths) == 0 {
+		t.Fatal("no example workflows")
+	}
+	files := map[string][]byte{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[".github/workflows/"+filepath.Base(p)] = data
+	}
+	return files
+}
+
+func FuzzCheckWorkflows(f *testing.F) {
+	f.Add([]byte(privilegedHeader + "      - uses: actions/cache@v4\n"))
+	f.Add([]byte("on: [push, pull_request_target]\njobs: {a: {permissions: write-all}}"))
+	f.Add([]byte("runs: {steps: [{uses: actions/setup-go@v5}]}"))
+	r, _ := LoadRules(ExampleRules)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, fd := range CheckWorkflows(map[string][]byte{".github/workflows/runpod-gpu-test.yml": data}, r) {
+			if fd.Rule == "" || fd.File == "" {
+				t.Fatalf("malformed finding %+v", fd)
+			}
+		}
+	})
+}

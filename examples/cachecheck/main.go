@@ -1,0 +1,135 @@
+// Command cachecheck enforces the cache-trust contract in a repository:
+//
+//	cachecheck [-dir .] [-rules rules.yml]     # check .github/workflows/*.yml and action.yml; exit 1 on findings
+//	cachecheck -key [-spec key.yml] [-toolchain "$(rustc -V)"]   # print key=<content key> (for $GITHUB_OUTPUT)
+//	cachecheck -embeds [-spec key.yml]         # fail when an embedded file is not an input of the key
+//
+// With no flags it checks the current repository with the bundled rules.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/cachetrust"
+	"github.com/gpugate/gpugate/internal/ghaction"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cachecheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", ".", "repository root")
+	rulesFile := fs.String("rules", "", "contract rules (YAML); default: the bundled seed rules")
+	key := fs.Bool("key", false, "print the content key instead of checking workflows")
+	embeds := fs.Bool("embeds", false, "check that every embedded file is an input of the key")
+	specFile := fs.String("spec", "", "key spec (YAML); default: the Rust workspace spec")
+	toolchain := fs.String("toolchain", "", "toolchain string hashed into the key (e.g. rustc -V)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	gha := ghaction.FromEnv(getenv)
+	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
+	if *key || *embeds {
+		spec := cachetrust.RustWorkspaceSpec()
+		if *specFile != "" {
+			data, err := os.ReadFile(*specFile)
+			if err != nil {
+				return fail(fmt.Errorf("cachecheck: %w", err))
+			}
+			if err := yaml.Unmarshal(data, &spec); err != nil {
+				return fail(fmt.Errorf("cachecheck: %s: %w", *specFile, err))
+			}
+		}
+		if *toolchain != "" {
+			spec.Toolchain = *toolchain
+		}
+		if *embeds {
+			es, err := cachetrust.Embeds(os.DirFS(*dir))
+			if err == nil {
+				err = cachetrust.CheckEmbeds(spec, es)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			fmt.Fprintf(stdout, "%d embedded file(s), all inputs of the key\n", len(es))
+			return 0
+		}
+		k, err := cachetrust.Key(os.DirFS(*dir), spec)
+		if err != nil {
+			return fail(err)
+		}
+		if *asJSON {
+			out, _ := json.MarshalIndent(k, "", "  ")
+			fmt.Fprintln(stdout, string(out))
+		} else {
+			fmt.Fprintf(stdout, "key=%s\n", k.Key)
+		}
+		if err := gha.SetOutputs([2]string{"key", k.Key}); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	rules := cachetrust.ExampleRules
+	if *rulesFile != "" {
+		data, err := os.ReadFile(*rulesFile)
+		if err != nil {
+			return fail(fmt.Errorf("cachecheck: %w", err))
+		}
+		rules = data
+	}
+	r, err := cachetrust.LoadRules(rules)
+	if err != nil {
+		return fail(err)
+	}
+	files := map[string][]byte{}
+	paths, _ := filepath.Glob(filepath.Join(*dir, ".github", "workflows", "*.y*ml"))
+	paths = append(paths, filepath.Join(*dir, "action.yml"))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(fmt.Errorf("cachecheck: %w", err))
+		}
+		rel, _ := filepath.Rel(*dir, p)
+		files[filepath.ToSlash(rel)] = data
+	}
+	if *rulesFile == "" {
+		r.KeyPairs = nil // the bundled pairs name the seed's files
+	}
+	findings := cachetrust.CheckWorkflows(files, r)
+	if *asJSON {
+		out, _ := json.MarshalIndent(findings, "", "  ")
+		fmt.Fprintln(stdout, string(out))
+	} else {
+		for _, f := range findings {
+			fmt.Fprintln(stdout, f)
+		}
+		fmt.Fprintf(stdout, "%d file(s) checked, %d finding(s)\n", len(files), len(findings))
+	}
+	if len(findings) > 0 {
+		if gha.Actions {
+			for _, f := range findings {
+				fmt.Fprintf(stdout, "::error file=%s,line=%d,col=%d,title=%s::%s\n", f.File, f.Line, f.Column, f.Rule, f.Message)
+			}
+		}
+		return 1
+	}
+	return 0
+}
