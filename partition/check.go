@@ -1,0 +1,228 @@
+package partition
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Stale is a partition entry whose test no longer exists.
+type Stale struct {
+	Entry Entry
+	Hint  string // a likely rename, when one is found
+}
+
+// Duplicate is a test listed more than once across an archive set's files.
+type Duplicate struct {
+	ID      TestID
+	Entries []Entry
+}
+
+// Report is the result of Check.
+type Report struct {
+	New        []TestID    // in the inventory, in no category
+	Stale      []Stale     // in the partition, not in the inventory
+	Duplicates []Duplicate // in more than one line
+}
+
+// OK reports whether the partition is exhaustive and disjoint and has no
+// stale entries.
+func (r Report) OK() bool { return len(r.New) == 0 && len(r.Stale) == 0 && len(r.Duplicates) == 0 }
+
+// String prints the exact TSV lines to add or remove.
+func (r Report) String() string {
+	if r.OK() {
+		return "partition: every test is in exactly one category\n"
+	}
+	var b strings.Builder
+	if len(r.New) > 0 {
+		fmt.Fprintf(&b, "%d test(s) in no category. Audit each body and its helpers, then add a line with its category (a name, feature gate or #[ignore] alone never decides it):\n", len(r.New))
+		for _, id := range r.New {
+			fmt.Fprintf(&b, "+ %s\t%s\t<category>\n", id.Binary, id.Name)
+		}
+	}
+	if len(r.Stale) > 0 {
+		fmt.Fprintf(&b, "%d stale line(s) for tests that no longer exist; remove them:\n", len(r.Stale))
+		for _, s := range r.Stale {
+			fmt.Fprintf(&b, "- %s: %s", s.Entry.where(), s.Entry.TSV())
+			if s.Hint != "" {
+				fmt.Fprintf(&b, "    # %s", s.Hint)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(r.Duplicates) > 0 {
+		fmt.Fprintf(&b, "%d test(s) listed more than once; keep exactly one line each:\n", len(r.Duplicates))
+		for _, d := range r.Duplicates {
+			for _, e := range d.Entries[1:] {
+				fmt.Fprintf(&b, "- %s: %s    # also at %s\n", e.where(), e.TSV(), d.Entries[0].where())
+			}
+		}
+	}
+	return b.String()
+}
+
+// Check compares the real inventory with the partition: every test in
+// exactly one category (exhaustive, disjoint across the archive set's
+// files), and no entries for tests that no longer exist, with a rename hint
+// when the same name appears under another binary or a near name in the
+// same binary.
+func Check(inv Inventory, p Partition) Report {
+	var r Report
+	inInv := make(map[TestID]bool, len(inv))
+	for _, id := range inv {
+		inInv[id] = true
+	}
+	byID := make(map[TestID][]Entry, len(p.Entries))
+	for _, e := range p.Entries {
+		byID[e.ID] = append(byID[e.ID], e)
+	}
+	for _, id := range inv {
+		if _, ok := byID[id]; !ok {
+			r.New = append(r.New, id)
+		}
+	}
+	// Index the new tests for rename hints.
+	newByName := map[string][]TestID{}
+	newByBinary := map[string][]TestID{}
+	for _, id := range r.New {
+		newByName[id.Name] = append(newByName[id.Name], id)
+		newByBinary[id.Binary] = append(newByBinary[id.Binary], id)
+	}
+	for _, e := range p.Entries {
+		if list := byID[e.ID]; len(list) > 1 && list[0] == e {
+			r.Duplicates = append(r.Duplicates, Duplicate{ID: e.ID, Entries: list})
+		}
+		if !inInv[e.ID] {
+			r.Stale = append(r.Stale, Stale{Entry: e, Hint: hint(e.ID, newByName, newByBinary)})
+		}
+	}
+	return r
+}
+
+func hint(id TestID, byName, byBinary map[string][]TestID) string {
+	if moved := byName[id.Name]; len(moved) > 0 {
+		return fmt.Sprintf("moved? the same test now exists in binary %s", moved[0].Binary)
+	}
+	best, bestD := "", 1<<30
+	candidates := byBinary[id.Binary]
+	if len(candidates) > 2000 {
+		candidates = candidates[:2000] // bounded work per stale line
+	}
+	for _, c := range candidates {
+		if d := distance(id.Name, c.Name, 8); d < bestD {
+			best, bestD = c.Name, d
+		}
+	}
+	if best != "" && bestD <= max(3, len(id.Name)/5) {
+		return fmt.Sprintf("renamed? %s %s is new", id.Binary, best)
+	}
+	return ""
+}
+
+// distance is the Levenshtein distance of a and b, giving up (returning
+// limit+1) once it exceeds limit.
+func distance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Lane is the tests of one category.
+type Lane struct {
+	Category string
+	Tests    []TestID
+}
+
+// Select returns the tests of a category, sorted.
+func Select(p Partition, category string) Lane {
+	l := Lane{Category: category}
+	for _, e := range p.Entries {
+		if e.Category == category {
+			l.Tests = append(l.Tests, e.ID)
+		}
+	}
+	Inventory(l.Tests).sort()
+	l.Tests = slices.Compact(l.Tests)
+	return l
+}
+
+var filtersetSpecial = strings.NewReplacer(`\`, `\\`, `(`, `\(`, `)`, `\)`, `,`, `\,`)
+
+// NextestFilter renders the lane as a nextest filterset expression, exact
+// binary IDs and test names, grouped by binary. An empty lane selects
+// nothing.
+func (l Lane) NextestFilter() string {
+	if len(l.Tests) == 0 {
+		return "none()"
+	}
+	var groups []string
+	for i := 0; i < len(l.Tests); {
+		j := i
+		var names []string
+		for ; j < len(l.Tests) && l.Tests[j].Binary == l.Tests[i].Binary; j++ {
+			names = append(names, "test(="+filtersetSpecial.Replace(l.Tests[j].Name)+")")
+		}
+		groups = append(groups, fmt.Sprintf("(binary_id(=%s) & (%s))", filtersetSpecial.Replace(l.Tests[i].Binary), strings.Join(names, " | ")))
+		i = j
+	}
+	return strings.Join(groups, " | ")
+}
+
+// GoRunPatterns renders the lane as one `go test -run` pattern per package,
+// matching the top-level tests exactly (a subtest runs with its parent).
+func (l Lane) GoRunPatterns() map[string]string {
+	byPkg := map[string][]string{}
+	for _, id := range l.Tests {
+		top, _, _ := strings.Cut(id.Name, "/")
+		if !slices.Contains(byPkg[id.Binary], regexp.QuoteMeta(top)) {
+			byPkg[id.Binary] = append(byPkg[id.Binary], regexp.QuoteMeta(top))
+		}
+	}
+	out := make(map[string]string, len(byPkg))
+	for pkg, names := range byPkg {
+		out[pkg] = "^(" + strings.Join(names, "|") + ")$"
+	}
+	return out
+}
+
+// NotRun lists, for a gate summary, every test in a not-run or excluded
+// category: these are never reported as passed.
+func NotRun(cfg Config, p Partition) []string {
+	var out []string
+	for _, e := range p.Entries {
+		switch cfg.Kind(e.Category) {
+		case KindNotRun, KindExcluded:
+			s := fmt.Sprintf("%s (%s)", e.ID, e.Category)
+			if e.Note != "" {
+				s += ": " + e.Note
+			}
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

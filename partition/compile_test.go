@@ -1,0 +1,138 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func units(n int) []Unit {
+	var us []Unit
+	for i := range n {
+		us = append(us, Unit{Name: fmt.Sprintf("kernels/k%03d.cu", i), Cost: time.Duration(1+(i*37)%90) * time.Minute})
+	}
+	return us
+}
+
+func TestShards_BalancedDeterministicAndStable(t *testing.T) {
+	us := units(60)
+	a, err := Shards(us, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Shards(append(us[30:], us[:30]...), 4) // order of the input does not matter
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("not deterministic (-a +b):\n%s", diff)
+	}
+	lo, hi := a[0].Cost, a[0].Cost
+	var total time.Duration
+	for _, s := range a {
+		lo, hi = min(lo, s.Cost), max(hi, s.Cost)
+		total += s.Cost
+		if len(s.Manifest) != len(s.Units) {
+			t.Errorf("shard %d manifest %v", s.Index, s.Manifest)
+		}
+	}
+	if hi-lo > 90*time.Minute { // LPT bound: within one unit's cost
+		t.Errorf("unbalanced: %v..%v", lo, hi)
+	}
+	// Adding a small unit moves no other unit.
+	c, _ := Shards(append(us, Unit{Name: "kernels/tiny.cu", Cost: time.Second}), 4)
+	moved := 0
+	where := map[string]int{}
+	for _, s := range a {
+		for _, u := range s.Units {
+			where[u] = s.Index
+		}
+	}
+	for _, s := range c {
+		for _, u := range s.Units {
+			if idx, ok := where[u]; ok && idx != s.Index {
+				moved++
+			}
+		}
+	}
+	if moved != 0 {
+		t.Errorf("adding a small unit moved %d others", moved)
+	}
+	if _, err := Shards([]Unit{{Name: "a"}, {Name: "a"}}, 2); !errors.Is(err, ErrShards) {
+		t.Errorf("duplicate unit: %v", err)
+	}
+	if _, err := Shards(us, 0); !errors.Is(err, ErrShards) {
+		t.Errorf("zero shards: %v", err)
+	}
+}
+
+func TestVerifyObjects_ASilentFullRecompileIsImpossible(t *testing.T) {
+	manifests := [][]Object{{{"a.o", "d1"}, {"b.o", "d2"}}, {{"c.o", "d3"}}}
+	if err := VerifyObjects(manifests, []Object{{"a.o", "d1"}, {"b.o", "d2"}, {"c.o", "d3"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := VerifyObjects(manifests, []Object{{"a.o", "d1"}, {"b.o", "rebuilt"}, {"d.o", "x"}})
+	var oe *ObjectError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrObjects) {
+		t.Fatalf("err = %v", err)
+	}
+	want := &ObjectError{Missing: []string{"c.o"}, Changed: []string{"b.o"}, Extra: []string{"d.o"}}
+	if diff := cmp.Diff(want, oe); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestPlanChain_SixHourCapAndTheWiredDepth(t *testing.T) {
+	c, err := PlanChain(10*time.Hour, 6*time.Hour, 2)
+	if err != nil || c.Links != 2 || c.CompileBudget != 5*time.Hour+30*time.Minute {
+		t.Errorf("%+v %v", c, err)
+	}
+	c, err = PlanChain(12*time.Hour, 6*time.Hour, 2)
+	if !errors.Is(err, ErrChain) || c.Links != 3 {
+		t.Errorf("a 12 h build on a 2-link chain must fail loudly: %+v %v", c, err)
+	}
+	if c, err := PlanChain(time.Hour, 6*time.Hour, 1); err != nil || c.Links != 1 {
+		t.Errorf("%+v %v", c, err)
+	}
+	if _, err := PlanChain(time.Hour, 20*time.Minute, 3); !errors.Is(err, ErrChain) {
+		t.Errorf("cap below the margin: %v", err)
+	}
+}
+
+func TestMergeChainState_OneCellsDoneNeverMarksAnother(t *testing.T) {
+	s := ChainState{"linux-py312": {Link: 1}, "windows-py312": {Link: 1}}
+	s, err := MergeChainState(s, "linux-py312", CellState{Link: 2, Done: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s["windows-py312"].Done || !s["linux-py312"].Done {
+		t.Errorf("%v", s)
+	}
+	if got := s.Pending(); !cmp.Equal(got, []string{"windows-py312"}) {
+		t.Errorf("pending %v", got)
+	}
+	// A later, not-done update from the same cell cannot undo done, and links never go back.
+	s, _ = MergeChainState(s, "linux-py312", CellState{Link: 2})
+	if !s["linux-py312"].Done {
+		t.Error("done was undone")
+	}
+	if _, err := MergeChainState(s, "windows-py312", CellState{Link: 0}); !errors.Is(err, ErrCell) {
+		t.Errorf("backwards link: %v", err)
+	}
+}
+
+func TestBatches_ClearWellInsideTheTwentyFourHourQueueCap(t *testing.T) {
+	got, err := Batches(2100, 40, time.Hour, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{480, 480, 480, 480, 180}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Batches(10, 4, 13*time.Hour, 24*time.Hour); !errors.Is(err, ErrBatches) {
+		t.Errorf("a job longer than half the cap: %v", err)
+	}
+	if got, _ := Batches(0, 4, time.Hour, 24*time.Hour); len(got) != 0 {
+		t.Errorf("%v", got)
+	}
+}

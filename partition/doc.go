@@ -1,0 +1,20 @@
+// Package partition keeps test lanes exhaustive and disjoint, and long CUDA
+// compiles inside hosted-runner limits without silent recompiles.
+//
+// Test partitions (the change-aware CI seed, "Device-independent and
+// hardware test partitions"): ParseNextestList and ParseGoTestJSON read the
+// real inventory; partition files (TSV: binary-id, test name, category,
+// note) say where each test runs; Check fails on any test in no category,
+// any test listed twice across an archive set's files, and any stale line,
+// printing the exact TSV lines to add or remove with rename hints. A test's
+// name, feature gate or #[ignore] never classifies it. Select renders a
+// lane as a nextest filterset or go test -run patterns; NotRun lists what a
+// gate summary must report as NOT RUN, never as passed.
+//
+// Long compiles (the compile-sharding ADR): Shards balances compile units
+// deterministically with a manifest per shard; VerifyObjects makes the link
+// step prove it reused every shard object; PlanChain sizes sequential
+// checkpoint chains under the 6-hour job cap and refuses builds the wired
+// depth cannot finish; MergeChainState keeps completion per matrix cell;
+// Batches keeps dispatches inside the 24-hour queue cap.
+package partition

@@ -1,0 +1,298 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func seedInventory(t testing.TB) Inventory {
+	t.Helper()
+	f, err := os.Open("testdata/nextest-list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inv, err := ParseNextestList(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+func seedPartition(t testing.TB) Partition {
+	t.Helper()
+	var ps []Partition
+	for _, f := range []string{"testdata/cuda_test_partition.tsv", "testdata/pjrt_test_partition.tsv"} {
+		p, err := ParseTSVFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return Merge(ps...)
+}
+
+func TestParseNextestList_IgnoredTestsArePartOfTheInventory(t *testing.T) {
+	got := seedInventory(t)
+	want := Inventory{
+		{"tenferro-cuda", "device::tests::context_creates"},
+		{"tenferro-cuda", "layout::tests::strides_roundtrip"},
+		{"tenferro-cuda::capability", "gemm_matches_cpu"},
+		{"tenferro-cuda::capability", "guide_examples_compile"},
+		{"tenferro-cuda::capability", "two_device_registration"},
+		{"tenferro-pjrt::bin/pjrt-e2e", "plugin_executes_add"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseNextestList_AFilteredListingIsAnErrorSayingListWithNoFilters(t *testing.T) {
+	for name, doc := range map[string]string{
+		"skipped binary":  `{"rust-suites": {"a::t": {"binary-id": "a::t", "status": "skipped", "testcases": {}}}}`,
+		"default filter":  `{"rust-suites": {"a::t": {"binary-id": "a::t", "status": "skipped-default-filter", "testcases": {}}}}`,
+		"string filtered": `{"rust-suites": {"a": {"binary-id": "a", "status": "listed", "testcases": {"x": {"ignored": false, "filter-match": {"status": "mismatch", "reason": "string"}}}}}}`,
+		"not a listing":   `{"tests": []}`,
+		"not JSON":        `nope`,
+	} {
+		_, err := ParseNextestList(strings.NewReader(doc))
+		if !errors.Is(err, ErrInventory) {
+			t.Errorf("%s: err = %v", name, err)
+		} else if strings.Contains(name, "filter") || strings.Contains(name, "skipped") {
+			if !strings.Contains(err.Error(), "list with no filters") {
+				t.Errorf("%s: %v does not say how to fix it", name, err)
+			}
+		}
+	}
+}
+
+// TestParseGoTestJSON_RealOutputIncludesSubtests runs go test -json and go
+// test -list on a small module and parses what the go command printed.
+func TestParseGoTestJSON_RealOutputIncludesSubtests(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "m_test.go"), []byte(`package m
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	t.Run("small", func(t *testing.T) {})
+	t.Run("big numbers", func(t *testing.T) {})
+}
+
+func TestSkipped(t *testing.T) { t.Skip("needs a GPU") }
+`), 0o644)
+	want := Inventory{{"example.com/m", "TestAdd"}, {"example.com/m", "TestAdd/big_numbers"}, {"example.com/m", "TestAdd/small"}, {"example.com/m", "TestSkipped"}}
+	for name, args := range map[string][]string{"json": {"test", "-json", "./..."}, "list": {"test", "-list", ".", "./..."}, "list json": {"test", "-json", "-list", ".", "./..."}} {
+		cmd := exec.Command(gobin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: go %v: %v\n%s", name, args, err, out)
+		}
+		got, err := ParseGoTestJSON(strings.NewReader(string(out)))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		w := want
+		if strings.Contains(name, "list") {
+			w = Inventory{{"example.com/m", "TestAdd"}, {"example.com/m", "TestSkipped"}} // -list does not enumerate subtests
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestParseTSV_ErrorsNameFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cuda_test_partition.tsv")
+	os.WriteFile(p, []byte("# header\na\tb\thost\nonly\ttwo\n"), 0o644)
+	_, err := ParseTSVFile(p)
+	if !errors.Is(err, ErrTSV) || !strings.Contains(err.Error(), p+":3") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := ParseTSV(strings.NewReader("a\t \thost\n")); !errors.Is(err, ErrTSV) {
+		t.Errorf("blank name: %v", err)
+	}
+	bad := Partition{Entries: []Entry{{ID: TestID{"a", "b"}, Category: "gpu", File: "x.tsv", Line: 4}}}
+	if err := SeedConfig().Validate(bad); !errors.Is(err, ErrTSV) || !strings.Contains(err.Error(), "x.tsv:4") {
+		t.Errorf("unknown category: %v", err)
+	}
+	if err := SeedConfig().Validate(seedPartition(t)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCheck_TheSeedPartitionIsExhaustiveAndDisjoint(t *testing.T) {
+	if r := Check(seedInventory(t), seedPartition(t)); !r.OK() {
+		t.Errorf("%s", r)
+	}
+}
+
+func TestCheck_NewTestsFailUntilClassified(t *testing.T) {
+	inv := append(seedInventory(t), TestID{"tenferro-cuda::capability", "cuda_fft_roundtrip"})
+	r := Check(inv, seedPartition(t))
+	if r.OK() || len(r.New) != 1 || !strings.Contains(r.String(), "+ tenferro-cuda::capability\tcuda_fft_roundtrip\t<category>") {
+		t.Errorf("%s", r)
+	}
+}
+
+// A CUDA-looking name, a feature gate or #[ignore] never classifies a test:
+// the ignored, CUDA-named test below is still unclassified.
+func TestCheck_NameFeatureGateOrIgnoreAloneNeverClassifies(t *testing.T) {
+	doc := `{"rust-suites": {"tenferro-cuda": {"binary-id": "tenferro-cuda", "status": "listed", "testcases": {
+		"cuda::gpu_only_kernel": {"ignored": true, "filter-match": {"status": "mismatch", "reason": "ignored"}}}}}}`
+	inv, err := ParseNextestList(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Check(inv, Partition{}); len(r.New) != 1 {
+		t.Errorf("%+v", r)
+	}
+}
+
+func TestCheck_DisjointAcrossTheArchiveSetsFiles(t *testing.T) {
+	extra, _ := ParseTSV(strings.NewReader("tenferro-cuda\tlayout::tests::strides_roundtrip\tsingle-gpu\n"))
+	extra.Entries[0].File = "testdata/pjrt_test_partition.tsv"
+	r := Check(seedInventory(t), Merge(seedPartition(t), extra))
+	if len(r.Duplicates) != 1 || len(r.Duplicates[0].Entries) != 2 || !strings.Contains(r.String(), "also at testdata/cuda_test_partition.tsv:3") {
+		t.Errorf("%s", r)
+	}
+}
+
+func TestCheck_StaleEntriesWithRenameHints(t *testing.T) {
+	inv := Inventory{
+		{"tenferro-cuda", "device::tests::context_creates"},
+		{"tenferro-cuda", "layout::tests::strides_round_trip"}, // renamed
+		{"tenferro-cuda::capability_v2", "gemm_matches_cpu"},   // moved binary
+		{"tenferro-cuda::capability", "two_device_registration"},
+		{"tenferro-cuda::capability", "guide_examples_compile"},
+		{"tenferro-pjrt::bin/pjrt-e2e", "plugin_executes_add"},
+	}
+	r := Check(inv, seedPartition(t))
+	hints := map[string]string{}
+	for _, s := range r.Stale {
+		hints[s.Entry.ID.Name] = s.Hint
+	}
+	if !strings.Contains(hints["layout::tests::strides_roundtrip"], "renamed? tenferro-cuda layout::tests::strides_round_trip") ||
+		!strings.Contains(hints["gemm_matches_cpu"], "tenferro-cuda::capability_v2") {
+		t.Errorf("hints %v\n%s", hints, r)
+	}
+	if !strings.Contains(r.String(), "- testdata/cuda_test_partition.tsv:3: tenferro-cuda\tlayout::tests::strides_roundtrip\thost") {
+		t.Errorf("the report must print the exact line to remove:\n%s", r)
+	}
+}
+
+func TestSelect_RendersNextestAndGoFilters(t *testing.T) {
+	l := Select(seedPartition(t), "single-gpu")
+	if len(l.Tests) != 3 {
+		t.Fatalf("%+v", l)
+	}
+	want := "(binary_id(=tenferro-cuda) & (test(=device::tests::context_creates))) | (binary_id(=tenferro-cuda::capability) & (test(=gemm_matches_cpu))) | (binary_id(=tenferro-pjrt::bin/pjrt-e2e) & (test(=plugin_executes_add)))"
+	if got := l.NextestFilter(); got != want {
+		t.Errorf("filter\n got %s\nwant %s", got, want)
+	}
+	gl := Lane{Tests: []TestID{{"example.com/m", "TestAdd/small"}, {"example.com/m", "TestAdd/big"}, {"example.com/m", "TestX.y"}}}
+	if got := gl.GoRunPatterns(); !cmp.Equal(got, map[string]string{"example.com/m": `^(TestAdd|TestX\.y)$`}) {
+		t.Errorf("%v", got)
+	}
+	if (Lane{}).NextestFilter() != "none()" {
+		t.Error("an empty lane must select nothing")
+	}
+}
+
+func TestNotRun_NotRunAndExcludedAreNeverPassed(t *testing.T) {
+	got := NotRun(SeedConfig(), seedPartition(t))
+	want := []string{"tenferro-cuda::capability two_device_registration (two-device): a separately provisioned two-GPU run"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func FuzzParseNextestList(f *testing.F) {
+	data, _ := os.ReadFile("testdata/nextest-list.json")
+	f.Add(data)
+	f.Add([]byte(`{"rust-suites": {}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		inv, err := ParseNextestList(strings.NewReader(string(data)))
+		if err != nil {
+			if !errors.Is(err, ErrInventory) {
+				t.Fatal(err)
+			}
+			return
+		}
+		Check(inv, Partition{})
+	})
+}
+
+func FuzzParseGoTestJSON(f *testing.F) {
+	f.Add([]byte(`{"Action":"run","Package":"p","Test":"TestA"}` + "\n" + "TestB\nok  \tp\t0.01s\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		inv, err := ParseGoTestJSON(strings.NewReader(string(data)))
+		if err != nil && !errors.Is(err, ErrInventory) {
+			t.Fatal(err)
+		}
+		for _, id := range inv {
+			if id.Binary == "" || id.Name == "" {
+				t.Fatalf("empty identity %+v", id)
+			}
+		}
+	})
+}
+
+func FuzzParseTSV(f *testing.F) {
+	data, _ := os.ReadFile("testdata/cuda_test_partition.tsv")
+	f.Add(data)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseTSV(strings.NewReader(string(data)))
+		if err != nil {
+			if !errors.Is(err, ErrTSV) {
+				t.Fatal(err)
+			}
+			return
+		}
+		for _, e := range p.Entries {
+			if e.ID.Binary == "" || e.ID.Name == "" || e.Category == "" || e.Line == 0 {
+				t.Fatalf("%+v", e)
+			}
+		}
+	})
+}
+
+// BenchmarkCheck checks a realistic inventory (2,000 tests) and the 100x
+// case (200,000), each with a handful of new and stale tests.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{2_000, 200_000} {
+		b.Run(fmt.Sprintf("tests=%d", n), func(b *testing.B) {
+			inv := make(Inventory, n)
+			p := Partition{Entries: make([]Entry, 0, n)}
+			for i := range n {
+				inv[i] = TestID{fmt.Sprintf("crate%d::suite%d", i%50, i%7), fmt.Sprintf("module%d::tests::case_%d", i%300, i)}
+				if i%1000 != 0 {
+					p.Entries = append(p.Entries, Entry{ID: inv[i], Category: "host", File: "p.tsv", Line: i})
+				} else {
+					p.Entries = append(p.Entries, Entry{ID: TestID{inv[i].Binary, inv[i].Name + "_old"}, Category: "host", File: "p.tsv", Line: i})
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if Check(inv, p).OK() {
+					b.Fatal("want differences")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package partition
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Entry is one partition line.
+type Entry struct {
+	ID       TestID
+	Category string
+	Note     string
+	File     string // where it was read from
+	Line     int
+}
+
+// TSV renders the entry as its partition line.
+func (e Entry) TSV() string {
+	s := e.ID.Binary + "\t" + e.ID.Name + "\t" + e.Category
+	if e.Note != "" {
+		s += "\t" + e.Note
+	}
+	return s
+}
+
+// where is file:line, or "line N" for a partition read from a stream.
+func (e Entry) where() string {
+	if e.File == "" {
+		return fmt.Sprintf("line %d", e.Line)
+	}
+	return fmt.Sprintf("%s:%d", e.File, e.Line)
+}
+
+// Partition is the entries of one archive set's partition files.
+type Partition struct {
+	Entries []Entry
+}
+
+// Merge combines partitions (the files of one archive set).
+func Merge(ps ...Partition) Partition {
+	var out Partition
+	for _, p := range ps {
+		out.Entries = append(out.Entries, p.Entries...)
+	}
+	return out
+}
+
+// ErrTSV is matched by partition file parse errors.
+var ErrTSV = errors.New("partition: invalid partition file")
+
+// ParseTSV reads a partition file: binary-id<TAB>test-name<TAB>category
+// [<TAB>note] per line, # comments and blank lines ignored.
+func ParseTSV(r io.Reader) (Partition, error) { return parseTSV(r, "") }
+
+// ParseTSVFile reads a partition file; errors name the file and line.
+func ParseTSVFile(path string) (Partition, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Partition{}, fmt.Errorf("partition: %w", err)
+	}
+	defer f.Close()
+	return parseTSV(f, path)
+}
+
+func parseTSV(r io.Reader, file string) (Partition, error) {
+	var p Partition
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	where := func(n int) string {
+		if file == "" {
+			return fmt.Sprintf("line %d", n)
+		}
+		return fmt.Sprintf("%s:%d", file, n)
+	}
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || len(f) > 4 {
+			return Partition{}, fmt.Errorf("%w: %s: want binary-id<TAB>test-name<TAB>category[<TAB>note], got %d field(s)", ErrTSV, where(n), len(f))
+		}
+		for i, v := range f[:3] {
+			if strings.TrimSpace(v) == "" || v != strings.TrimSpace(v) {
+				return Partition{}, fmt.Errorf("%w: %s: field %d is empty or has surrounding spaces", ErrTSV, where(n), i+1)
+			}
+		}
+		e := Entry{ID: TestID{f[0], f[1]}, Category: f[2], File: file, Line: n}
+		if len(f) == 4 {
+			e.Note = f[3]
+		}
+		p.Entries = append(p.Entries, e)
+	}
+	if err := sc.Err(); err != nil {
+		return Partition{}, fmt.Errorf("%w: %s: %v", ErrTSV, file, err)
+	}
+	return p, nil
+}
+
+// Kind says what a category does with its tests.
+type Kind string
+
+// Category kinds.
+const (
+	KindRun      Kind = "run"      // executed in a lane
+	KindNotRun   Kind = "not-run"  // reported NOT RUN (e.g. needs two devices)
+	KindExcluded Kind = "excluded" // runs elsewhere or never (trybuild, benchmarks, external tools)
+)
+
+// Category is one configured category.
+type Category struct {
+	Name        string `yaml:"name"`
+	Kind        Kind   `yaml:"kind"`
+	Description string `yaml:"description"`
+}
+
+// Config lists the categories a partition may use.
+type Config struct {
+	Categories []Category `yaml:"categories"`
+}
+
+// SeedConfig is the seed's categories.
+func SeedConfig() Config {
+	return Config{Categories: []Category{
+		{"host", KindRun, "device-independent: runs on the hosted runner"},
+		{"single-gpu", KindRun, "needs one GPU: runs on the paid pod"},
+		{"two-device", KindNotRun, "needs two GPUs: reported NOT RUN in the single-GPU lane"},
+		{"trybuild", KindExcluded, "compile-fail checks: ordinary hosted CI"},
+		{"benchmark", KindExcluded, "the dedicated A100 benchmark, outside correctness CI"},
+		{"external-tool", KindExcluded, "needs a tool this workflow does not install"},
+	}}
+}
+
+// Validate checks that every entry uses a configured category.
+func (c Config) Validate(p Partition) error {
+	for _, e := range p.Entries {
+		if !slices.ContainsFunc(c.Categories, func(cat Category) bool { return cat.Name == e.Category }) {
+			names := make([]string, len(c.Categories))
+			for i, cat := range c.Categories {
+				names[i] = cat.Name
+			}
+			return fmt.Errorf("%w: %s: unknown category %q (configured: %s)", ErrTSV, e.where(), e.Category, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// Kind returns a category's kind ("" when unknown).
+func (c Config) Kind(name string) Kind {
+	for _, cat := range c.Categories {
+		if cat.Name == name {
+			return cat.Kind
+		}
+	}
+	return ""
+}
