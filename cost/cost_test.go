@@ -1,0 +1,402 @@
+package cost
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-github/v66/github"
+)
+
+func ts(s string) *time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return &t
+}
+
+func TestParsePodRecord_V2AndSavedV1(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want PodRecord
+	}{
+		"v2": {`{"id":"p1","name":"gate-c1","startedAt":"2026-10-06T10:05:00Z","createdAt":"2026-10-06T10:04:40Z","cost":0.43,"gpu":{"id":"NVIDIA L4","count":1}}`,
+			PodRecord{APIVersion: 2, ID: "p1", Name: "gate-c1", GPUTypeID: "NVIDIA L4", StartedAt: ts("2026-10-06T10:05:00Z"), CreatedAt: ts("2026-10-06T10:04:40Z"), ListPrice: 0.43}},
+		"v2 not started": {`{"id":"p2","startedAt":null,"createdAt":"2026-10-06T10:04:40Z","cost":0.43}`,
+			PodRecord{APIVersion: 2, ID: "p2", CreatedAt: ts("2026-10-06T10:04:40Z"), ListPrice: 0.43}},
+		"v1 Go time format": {`{"id":"p3","lastStartedAt":"2026-10-06 10:05:00.123456789 +0000 UTC","costPerHr":0.74,"adjustedCostPerHr":0.69,"machine":{"gpuTypeId":"NVIDIA RTX 6000 Ada Generation"}}`,
+			PodRecord{APIVersion: 1, ID: "p3", GPUTypeID: "NVIDIA RTX 6000 Ada Generation", StartedAt: ts("2026-10-06T10:05:00.123456789Z"), ListPrice: 0.74, AdjustedPrice: 0.69}},
+		"v1 Go time with monotonic reading": {`{"id":"p4","lastStartedAt":"2026-10-06 12:05:00 +0200 CEST m=+12.5","costPerHr":0.74}`,
+			PodRecord{APIVersion: 1, ID: "p4", StartedAt: ts("2026-10-06T10:05:00Z"), ListPrice: 0.74}},
+		"v1 ISO": {`{"id":"p5","lastStartedAt":"2024-07-12T19:14:40.144Z","costPerHr":0.74}`,
+			PodRecord{APIVersion: 1, ID: "p5", StartedAt: ts("2024-07-12T19:14:40.144Z"), ListPrice: 0.74}},
+		"v1 zero time": {`{"id":"p6","lastStartedAt":"0001-01-01 00:00:00 +0000 UTC","costPerHr":0.74}`,
+			PodRecord{APIVersion: 1, ID: "p6", ListPrice: 0.74}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParsePodRecord([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for name, in := range map[string]string{
+		"garbage":       `nope`,
+		"neither":       `{"id":"x"}`,
+		"mixed":         `{"startedAt":"2026-10-06T10:05:00Z","costPerHr":1}`,
+		"bad time":      `{"startedAt":"yesterday","cost":1}`,
+		"negative cost": `{"startedAt":"2026-10-06T10:05:00Z","cost":-1}`,
+	} {
+		if _, err := ParsePodRecord([]byte(in)); !errors.Is(err, ErrRecord) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+func FuzzParsePodRecord(f *testing.F) {
+	f.Add([]byte(`{"id":"p1","startedAt":"2026-10-06T10:05:00Z","cost":0.43,"gpu":{"id":"NVIDIA L4"}}`))
+	f.Add([]byte(`{"id":"p3","lastStartedAt":"2026-10-06 10:05:00.1 +0000 UTC","costPerHr":0.74,"adjustedCostPerHr":0.69}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec, err := ParsePodRecord(data)
+		if err != nil {
+			if !errors.Is(err, ErrRecord) {
+				t.Fatal(err)
+			}
+			return
+		}
+		w, err := PaidWindow(rec, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		if err == nil && w.Known && (w.Seconds < 0 || math.IsNaN(w.Cost)) {
+			t.Fatalf("%+v", w)
+		}
+	})
+}
+
+func TestPaidWindow_StartToConfirmedDeletionAtTheAdjustedPriceElseList(t *testing.T) {
+	del := *ts("2026-10-06T11:05:00Z")
+	rec := PodRecord{ID: "p", StartedAt: ts("2026-10-06T10:05:00Z"), ListPrice: 0.74, AdjustedPrice: 0.69}
+	w, err := PaidWindow(rec, del)
+	if err != nil || !w.Known || w.Seconds != 3600 || w.PriceSource != PriceAdjusted || math.Abs(w.Cost-0.69) > 1e-9 {
+		t.Errorf("%+v %v", w, err)
+	}
+	rec.AdjustedPrice = 0
+	if w, _ := PaidWindow(rec, del); w.PriceSource != PriceList || math.Abs(w.Cost-0.74) > 1e-9 {
+		t.Errorf("list fallback: %+v", w)
+	}
+	rec.ListPrice = 0
+	if w, _ := PaidWindow(rec, del); !w.Known || w.CostKnown() {
+		t.Errorf("unknown price must leave the cost unknown: %+v", w)
+	}
+	if _, err := PaidWindow(PodRecord{StartedAt: ts("2026-10-06T12:00:00Z")}, del); !errors.Is(err, ErrWindow) {
+		t.Errorf("deleted before start: %v", err)
+	}
+}
+
+func TestPaidWindow_AnUnknownStartIsNeverReplacedByCreatedAt(t *testing.T) {
+	rec := PodRecord{ID: "p", CreatedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 0.43}
+	w, err := PaidWindow(rec, *ts("2026-10-06T11:00:00Z"))
+	if err != nil || w.Known || w.Cost != 0 || w.CostKnown() {
+		t.Errorf("%+v %v: unknown, not zero and not from createdAt", w, err)
+	}
+	for _, s := range Stages(w, Marks{}) {
+		if s.Seconds != nil || s.Cost != nil {
+			t.Errorf("stage %+v of an unknown window must be unknown", s)
+		}
+	}
+}
+
+func TestStages_AddUpExactlyToThePaidWindow(t *testing.T) {
+	w, _ := PaidWindow(PodRecord{StartedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 0.36}, *ts("2026-10-06T10:30:00Z"))
+	m := Marks{JobStarted: ts("2026-10-06T10:02:00Z"), TestsStarted: ts("2026-10-06T10:05:00Z"), TestsEnded: ts("2026-10-06T10:27:00Z")}
+	got := Stages(w, m)
+	want := map[string]float64{StageStartup: 120, StageSetup: 180, StageExecution: 1320, StageCleanup: 180, StageUnassigned: 0}
+	total, cost := 0.0, 0.0
+	for _, s := range got {
+		if *s.Seconds != want[s.Name] {
+			t.Errorf("%s = %v s, want %v", s.Name, *s.Seconds, want[s.Name])
+		}
+		total += *s.Seconds
+		cost += *s.Cost
+	}
+	if total != w.Seconds || math.Abs(cost-w.Cost) > 1e-9 {
+		t.Errorf("stages sum to %v s / $%v, window %v s / $%v", total, cost, w.Seconds, w.Cost)
+	}
+}
+
+func TestStages_AMissingMarkIsUnknownNotZero(t *testing.T) {
+	w, _ := PaidWindow(PodRecord{StartedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 0.36}, *ts("2026-10-06T10:30:00Z"))
+	got := Stages(w, Marks{JobStarted: ts("2026-10-06T10:02:00Z"), TestsEnded: ts("2026-10-06T10:27:00Z")})
+	byName := map[string]Stage{}
+	for _, s := range got {
+		byName[s.Name] = s
+	}
+	if byName[StageSetup].Seconds != nil || byName[StageExecution].Seconds != nil {
+		t.Errorf("stages next to the missing mark must be unknown: %+v", got)
+	}
+	if *byName[StageStartup].Seconds != 120 || *byName[StageCleanup].Seconds != 180 || *byName[StageUnassigned].Seconds != 1500 {
+		t.Errorf("%+v", got)
+	}
+	// Out-of-order marks count nothing twice.
+	got = Stages(w, Marks{JobStarted: ts("2026-10-06T10:20:00Z"), TestsStarted: ts("2026-10-06T10:10:00Z"), TestsEnded: ts("2026-10-06T10:25:00Z")})
+	sum := 0.0
+	for _, s := range got {
+		if s.Seconds != nil {
+			sum += *s.Seconds
+		}
+	}
+	if sum != w.Seconds {
+		t.Errorf("out-of-order marks: stages sum to %v, window %v", sum, w.Seconds)
+	}
+}
+
+func TestStages_ReportingAfterDeletionIsNeverCounted(t *testing.T) {
+	w, _ := PaidWindow(PodRecord{StartedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 1}, *ts("2026-10-06T10:30:00Z"))
+	got := Stages(w, Marks{JobStarted: ts("2026-10-06T10:01:00Z"), TestsStarted: ts("2026-10-06T10:02:00Z"), TestsEnded: ts("2026-10-06T10:45:00Z")})
+	total := 0.0
+	for _, s := range got {
+		total += *s.Seconds
+	}
+	if total != 1800 || *got[3].Seconds != 0 {
+		t.Errorf("%v", total)
+	}
+}
+
+func TestReport_RejectedAttemptsApartAndStorageOutOfScope(t *testing.T) {
+	rec := PodRecord{ID: "pod1", GPUTypeID: "NVIDIA L4", StartedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 0.43}
+	rej := []Attempt{{Name: "g-c1", GPUTypeID: "NVIDIA GeForce RTX 4090", Outcome: "exited", Seconds: 95, EstimatedCost: 0.0182}}
+	r, err := NewReport(rec, *ts("2026-10-06T10:30:00Z"), Marks{}, rej)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := r.Markdown()
+	for _, want := range []string{"$0.2150", "Rejected provisioning attempts (separate from the window above): 1, estimated $0.0182", NoteStorage, NoteEstimates, "| test-job setup | unknown | unknown |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	if r.Window.Cost == r.Window.Cost+r.RejectedCost() {
+		t.Error("rejected cost must stay apart from the window")
+	}
+}
+
+func TestWriteBounded_AtomicAndNeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cost-report.json")
+	r := Report{Version: ReportVersion, PodID: "pod1", Notes: []string{NoteStorage}}
+	if err := WriteBounded(context.Background(), time.Second, p, r); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	data, _ := os.ReadFile(p)
+	if err := json.Unmarshal(data, &back); err != nil || back.PodID != "pod1" {
+		t.Errorf("%s %v", data, err)
+	}
+	if err := WriteBounded(context.Background(), time.Second, filepath.Join(dir, "missing-dir", "x.json"), r); err == nil {
+		t.Error("an unwritable path must be an error, not a hang")
+	}
+}
+
+func fixture(t testing.TB) string {
+	t.Helper()
+	return "../examples/costreport/testdata/evidence"
+}
+
+func TestSummarize_TheSavedEvidenceFixture(t *testing.T) {
+	s, err := Summarize(fixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l4 := 0.43 / 3600
+	want := Spend{Useful: 1800*l4 + 2400*1.49/3600, Rejected: 95 * 0.69 / 3600, Retested: 1700 * l4}
+	want.Total = want.Useful + want.Rejected + want.Retested
+	if !cmp.Equal(want, s.Spend, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })) {
+		t.Errorf("spend %+v, want %+v", s.Spend, want)
+	}
+	if s.Runs != 7 || s.Automatic != 6 || s.Manual != 1 || s.ReusedGates != 1 || s.RejectedCandidates != 1 {
+		t.Errorf("%+v", s)
+	}
+	if len(s.RepeatedRefs) != 1 || s.RepeatedRefs[0].Ref != strings.Repeat("a", 40) || s.RepeatedRefs[0].PaidRuns != 2 {
+		t.Errorf("repeated %+v", s.RepeatedRefs)
+	}
+	wantUnknown := Unknowns{NoCostReport: 1, NoLogs: 1, UnknownWindow: 1, NoDeletionEvidence: 1}
+	if s.Unknown != wantUnknown {
+		t.Errorf("unknowns %+v, want %+v", s.Unknown, wantUnknown)
+	}
+	if md := s.Markdown(); !strings.Contains(md, "not invoices") || !strings.Contains(md, "| re-tested refs | 0.20 |") {
+		t.Errorf("%s", md)
+	}
+}
+
+func TestSVG_WellFormedAndItsBarsSumToTheJSONTotals(t *testing.T) {
+	s, err := Summarize(fixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := s.SVG()
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	sum := map[string]float64{}
+	rects := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, svg)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			var series string
+			var usd float64
+			for _, a := range se.Attr {
+				switch a.Name.Local {
+				case "data-series":
+					series = a.Value
+				case "data-usd":
+					usd, _ = strconv.ParseFloat(a.Value, 64)
+					rects++
+				}
+			}
+			switch series {
+			case "rejected candidates", "re-tested refs":
+				sum[series] += usd
+			case "":
+			default:
+				sum["useful"] += usd
+			}
+		}
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-5 }
+	if rects == 0 || !near(sum["useful"], s.Spend.Useful) || !near(sum["rejected candidates"], s.Spend.Rejected) || !near(sum["re-tested refs"], s.Spend.Retested) {
+		t.Errorf("bars %v, JSON %+v", sum, s.Spend)
+	}
+}
+
+// fakeGitHub serves one run with two attempts, logs and two artifacts (one
+// small cost report, one large test archive that must not be downloaded).
+func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
+	t.Helper()
+	hits := map[string]int{}
+	mux := http.NewServeMux()
+	var base string
+	zipOf := func(name, body string) []byte {
+		var b bytes.Buffer
+		z := zip.NewWriter(&b)
+		w, _ := z.Create(name)
+		w.Write([]byte(body))
+		z.Close()
+		return b.Bytes()
+	}
+	mux.HandleFunc("GET /repos/o/r/actions/workflows/gpu.yml/runs", func(w http.ResponseWriter, r *http.Request) {
+		hits["list"]++
+		if r.URL.Query().Get("created") != "2026-10-06..2026-10-09" {
+			t.Errorf("created %q", r.URL.Query().Get("created"))
+		}
+		fmt.Fprint(w, `{"total_count":1,"workflow_runs":[{"id":7,"run_attempt":2,"event":"workflow_run","head_sha":"abc","status":"completed","conclusion":"success","run_started_at":"2026-10-07T10:00:00Z"}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/7/attempts/1", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":7,"run_attempt":1,"event":"workflow_run","head_sha":"abc","status":"completed","conclusion":"failure","run_started_at":"2026-10-07T09:00:00Z"}`)
+	})
+	for _, a := range []string{"1", "2"} {
+		mux.HandleFunc("GET /repos/o/r/actions/runs/7/attempts/"+a+"/logs", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, base+"/blob/logs"+a, http.StatusFound)
+		})
+	}
+	mux.HandleFunc("GET /blob/{name}", func(w http.ResponseWriter, r *http.Request) {
+		hits[r.PathValue("name")]++
+		switch r.PathValue("name") {
+		case "cost":
+			w.Write(zipOf("cost-report.json", `{"version":1,"pod_id":"p","window":{"known":false},"stages":[],"rejected_attempts":[],"notes":[]}`))
+		default:
+			w.Write(zipOf("log.txt", "log"))
+		}
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/7/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":2,"artifacts":[{"id":1,"name":"cost-report-2","size_in_bytes":900},{"id":2,"name":"cuda-tests","size_in_bytes":900000000}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/artifacts/1/zip", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, base+"/blob/cost", http.StatusFound)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/artifacts/2/zip", func(w http.ResponseWriter, r *http.Request) {
+		hits["archive"]++
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	base = srv.URL
+	c := github.NewClient(srv.Client())
+	c.BaseURL, _ = url.Parse(srv.URL + "/")
+	return c, hits
+}
+
+func TestCollect_EveryAttemptLogsAndOnlySmallCostArtifactsResumably(t *testing.T) {
+	c, hits := fakeGitHub(t)
+	dir := t.TempDir()
+	since, until := *ts("2026-10-06T00:00:00Z"), *ts("2026-10-09T00:00:00Z")
+	if err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"runs/7-1/run.json", "runs/7-1/logs.zip", "runs/7-2/run.json", "runs/7-2/logs.zip", "runs/7-2/cost/cost-report.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	if hits["archive"] != 0 {
+		t.Error("a large test archive was downloaded")
+	}
+	before := hits["logs1"] + hits["logs2"] + hits["cost"]
+	if err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, dir); err != nil {
+		t.Fatal(err)
+	}
+	if after := hits["logs1"] + hits["logs2"] + hits["cost"]; after != before {
+		t.Errorf("a second collect downloaded again (%d -> %d)", before, after)
+	}
+	s, err := Summarize(dir)
+	if err != nil || s.Runs != 2 || s.Unknown.NoCostReport != 1 {
+		t.Errorf("%+v %v", s, err)
+	}
+}
+
+// BenchmarkSummarize reads a realistic history (100 saved runs) and the
+// 100x case (10,000).
+func BenchmarkSummarize(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				d := filepath.Join(dir, "runs", fmt.Sprintf("%d-1", i))
+				os.MkdirAll(filepath.Join(d, "cost"), 0o755)
+				run, _ := json.Marshal(RunRecord{ID: int64(i), Attempt: 1, Event: "workflow_run", CreatedAt: time.Date(2026, 10, 1+i%28, 0, 0, 0, 0, time.UTC)})
+				os.WriteFile(filepath.Join(d, "run.json"), run, 0o644)
+				w, _ := PaidWindow(PodRecord{StartedAt: ts("2026-10-06T10:00:00Z"), ListPrice: 0.43}, *ts("2026-10-06T10:30:00Z"))
+				rep, _ := json.Marshal(Report{Version: 1, TestedRef: fmt.Sprintf("%040d", i%(n/2+1)), GateKind: "paid", PodID: "p", GPUTypeID: []string{"NVIDIA L4", "NVIDIA A100-SXM4-80GB"}[i%2],
+					DeletedAt: ts("2026-10-06T10:30:00Z"), Window: w, Stages: Stages(w, Marks{}), Rejected: []Attempt{{GPUTypeID: "NVIDIA GeForce RTX 4090", EstimatedCost: 0.01}}})
+				os.WriteFile(filepath.Join(d, "cost", "cost-report.json"), rep, 0o644)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := Summarize(dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

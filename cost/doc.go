@@ -1,0 +1,24 @@
+// Package cost attributes every paid GPU second and keeps unknowns unknown.
+//
+// It implements the cost rules of the seeds ("GPU cleanup and cost
+// reporting", "Observability" and the cost-history command):
+//
+//   - ParsePodRecord reads v2 pod records (startedAt, cost) and saved v1
+//     records (lastStartedAt in Go's time format, costPerHr,
+//     adjustedCostPerHr).
+//   - PaidWindow runs from the pod's start to its confirmed deletion at the
+//     adjusted hourly price when known, else the list price, and says which.
+//     An unknown start is never replaced by createdAt: the cost is unknown,
+//     not zero.
+//   - Stages splits the window into startup/queue, test-job setup, test
+//     execution, cleanup/queue and unassigned overhead, adding up exactly to
+//     the window; a missing mark makes its stages unknown; nothing after the
+//     deletion is counted.
+//   - Report is the versioned JSON artifact and Markdown summary, written
+//     after deletion and bounded (WriteBounded), with rejected provisioning
+//     attempts apart and storage out of scope.
+//   - Collect saves run evidence (metadata, logs, small cost artifacts)
+//     resumably; Summarize reads it offline into JSON, Markdown and an SVG
+//     chart that sets rejected candidates and re-tested refs apart from
+//     useful spend. These are estimates, not invoices.
+package cost

@@ -1,0 +1,520 @@
+package cost
+
+import (
+	"archive/zip"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// RunRecord is one saved workflow run attempt.
+type RunRecord struct {
+	ID         int64     `json:"id"`
+	Attempt    int       `json:"attempt"`
+	Event      string    `json:"event"`
+	HeadSHA    string    `json:"head_sha"`
+	HeadBranch string    `json:"head_branch"`
+	CreatedAt  time.Time `json:"created_at"`
+	Status     string    `json:"status"`
+	Conclusion string    `json:"conclusion"`
+	URL        string    `json:"url"`
+}
+
+// CostArtifactPrefix starts the names of the cost artifacts Collect
+// downloads: cost-report-<run attempt>.
+const CostArtifactPrefix = "cost-report"
+
+// MaxArtifactBytes bounds what Collect downloads: only small cost
+// artifacts, never test archives.
+const MaxArtifactBytes = 1 << 20
+
+func attemptDir(dir string, id int64, attempt int) string {
+	return filepath.Join(dir, "runs", fmt.Sprintf("%d-%d", id, attempt))
+}
+
+// Collect saves the evidence of every attempt of every run of workflow
+// whose start falls in the inclusive UTC date range [since, until]: run
+// metadata, logs, and only the small cost artifacts, into dir. It is
+// resumable: what is already saved is skipped. Failures of single downloads
+// are collected and returned together after everything else was saved.
+func Collect(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time, dir string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" {
+		return fmt.Errorf("cost: repository %q: want owner/name", repo)
+	}
+	if until.Before(since) {
+		return fmt.Errorf("cost: until %s is before since %s", until.Format(time.DateOnly), since.Format(time.DateOnly))
+	}
+	opts := &github.ListWorkflowRunsOptions{
+		Created:     since.UTC().Format(time.DateOnly) + ".." + until.UTC().Format(time.DateOnly),
+		ListOptions: github.ListOptions{PerPage: 100},
+	}
+	var runs []*github.WorkflowRun
+	for range 1000 {
+		res, resp, err := client.Actions.ListWorkflowRunsByFileName(ctx, owner, name, workflow, opts)
+		if err != nil {
+			return fmt.Errorf("cost: list runs of %s: %w", workflow, err)
+		}
+		runs = append(runs, res.WorkflowRuns...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	var errs []error
+	for _, run := range runs {
+		attempts := max(run.GetRunAttempt(), 1)
+		for a := 1; a <= attempts; a++ {
+			if err := saveAttempt(ctx, client, owner, name, run, a, dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := saveArtifacts(ctx, client, owner, name, run, attempts, dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func saveAttempt(ctx context.Context, client *github.Client, owner, repo string, run *github.WorkflowRun, a int, dir string) error {
+	d := attemptDir(dir, run.GetID(), a)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("cost: %w", err)
+	}
+	meta := filepath.Join(d, "run.json")
+	if _, err := os.Stat(meta); err != nil {
+		r := run
+		if a != run.GetRunAttempt() {
+			var err error
+			if r, _, err = client.Actions.GetWorkflowRunAttempt(ctx, owner, repo, run.GetID(), a, nil); err != nil {
+				return fmt.Errorf("cost: run %d attempt %d: %w", run.GetID(), a, err)
+			}
+		}
+		rec := RunRecord{ID: run.GetID(), Attempt: a, Event: r.GetEvent(), HeadSHA: r.GetHeadSHA(), HeadBranch: r.GetHeadBranch(),
+			CreatedAt: r.GetRunStartedAt().Time, Status: r.GetStatus(), Conclusion: r.GetConclusion(), URL: r.GetHTMLURL()}
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = r.GetCreatedAt().Time
+		}
+		data, _ := json.MarshalIndent(rec, "", "  ")
+		if err := writeAtomic(meta, data); err != nil {
+			return err
+		}
+	}
+	logs := filepath.Join(d, "logs.zip")
+	if _, err := os.Stat(logs); err == nil {
+		return nil
+	}
+	u, _, err := client.Actions.GetWorkflowRunAttemptLogs(ctx, owner, repo, run.GetID(), a, 3)
+	if err != nil {
+		return fmt.Errorf("cost: logs of run %d attempt %d: %w", run.GetID(), a, err)
+	}
+	data, err := fetch(ctx, client, u.String(), 256<<20)
+	if err != nil {
+		return fmt.Errorf("cost: logs of run %d attempt %d: %w", run.GetID(), a, err)
+	}
+	return writeAtomic(logs, data)
+}
+
+// saveArtifacts downloads the run's small cost artifacts and keeps their
+// JSON files, in the directory of the attempt their name names.
+func saveArtifacts(ctx context.Context, client *github.Client, owner, repo string, run *github.WorkflowRun, attempts int, dir string) error {
+	list, _, err := client.Actions.ListWorkflowRunArtifacts(ctx, owner, repo, run.GetID(), &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return fmt.Errorf("cost: artifacts of run %d: %w", run.GetID(), err)
+	}
+	var errs []error
+	for _, a := range list.Artifacts {
+		if !strings.HasPrefix(a.GetName(), CostArtifactPrefix) || a.GetSizeInBytes() > MaxArtifactBytes || a.GetExpired() {
+			continue
+		}
+		attempt := attempts
+		if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(a.GetName(), CostArtifactPrefix), "-")); err == nil && n >= 1 && n <= attempts {
+			attempt = n
+		}
+		d := filepath.Join(attemptDir(dir, run.GetID(), attempt), "cost")
+		done := filepath.Join(d, a.GetName()+".done")
+		if _, err := os.Stat(done); err == nil {
+			continue
+		}
+		u, _, err := client.Actions.DownloadArtifact(ctx, owner, repo, a.GetID(), 3)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cost: artifact %s of run %d: %w", a.GetName(), run.GetID(), err))
+			continue
+		}
+		data, err := fetch(ctx, client, u.String(), MaxArtifactBytes*4)
+		if err == nil {
+			err = extractJSON(data, d)
+		}
+		if err == nil {
+			err = writeAtomic(done, nil)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cost: artifact %s of run %d: %w", a.GetName(), run.GetID(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func fetch(ctx context.Context, client *github.Client, u string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download: status %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("download larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+func extractJSON(zipped []byte, dir string) error {
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		return fmt.Errorf("not a zip: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range zr.File {
+		if !strings.HasSuffix(f.Name, ".json") || f.UncompressedSize64 > MaxArtifactBytes {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(rc, MaxArtifactBytes))
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(dir, filepath.Base(f.Name)), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("cost: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("cost: %w", err)
+	}
+	return nil
+}
+
+// Spend splits money by what it bought.
+type Spend struct {
+	Useful   float64 `json:"useful"`   // the first paid validation of each tested ref, and manual confirmations
+	Rejected float64 `json:"rejected"` // rejected provisioning candidates
+	Retested float64 `json:"retested"` // automatic runs that paid again for an already-paid tested ref
+	Total    float64 `json:"total"`
+}
+
+func (s *Spend) add(useful, rejected, retested float64) {
+	s.Useful += useful
+	s.Rejected += rejected
+	s.Retested += retested
+	s.Total += useful + rejected + retested
+}
+
+// GPUSpend is one GPU type's spend, failures included.
+type GPUSpend struct {
+	GPU      string  `json:"gpu"`
+	Pods     int     `json:"pods"`
+	Accepted float64 `json:"accepted"`
+	Rejected float64 `json:"rejected"`
+}
+
+// DaySpend is one UTC day.
+type DaySpend struct {
+	Day   string             `json:"day"`
+	ByGPU map[string]float64 `json:"by_gpu"` // useful spend per GPU type
+	Spend Spend              `json:"spend"`
+}
+
+// RefSummary is a tested ref that automatic runs paid for more than once.
+type RefSummary struct {
+	Ref      string  `json:"ref"`
+	PaidRuns int     `json:"paid_runs"`
+	Retested float64 `json:"retested_spend"`
+}
+
+// StageTotal sums one stage over the runs where it is known.
+type StageTotal struct {
+	Stage   string  `json:"stage"`
+	Seconds float64 `json:"seconds"`
+	Cost    float64 `json:"cost"`
+	Known   int     `json:"known_runs"`
+	Unknown int     `json:"unknown_runs"`
+}
+
+// Unknowns counts missing evidence; none of it is treated as zero.
+type Unknowns struct {
+	NoCostReport       int `json:"no_cost_report"`
+	NoLogs             int `json:"no_logs"`
+	UnknownWindow      int `json:"unknown_window"`
+	UnknownPrice       int `json:"unknown_price"`
+	NoDeletionEvidence int `json:"no_deletion_evidence"`
+}
+
+// Summary is the offline cost history.
+type Summary struct {
+	Version            int          `json:"version"`
+	Runs               int          `json:"run_attempts"`
+	Automatic          int          `json:"automatic"`
+	Manual             int          `json:"manual_confirmations"`
+	ReusedGates        int          `json:"reused_gates"`
+	RejectedCandidates int          `json:"rejected_candidates"`
+	RepeatedRefs       []RefSummary `json:"repeated_automatic_refs"`
+	Spend              Spend        `json:"spend"`
+	PerGPU             []GPUSpend   `json:"per_gpu"`
+	PerDay             []DaySpend   `json:"per_day"`
+	Stages             []StageTotal `json:"stages"`
+	Unknown            Unknowns     `json:"unknown"`
+	Notes              []string     `json:"notes"`
+}
+
+type evidence struct {
+	run     RunRecord
+	reports []Report
+	logs    bool
+}
+
+// Summarize reads saved evidence only (no network): repeated automatic
+// refs versus manual confirmations, reused gates, rejected candidates,
+// per-GPU spend including failures, per-day spend, and stage totals where
+// available. Missing logs, prices and deletion evidence are counted as
+// unknowns, never as zero.
+func Summarize(dir string) (Summary, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if err != nil {
+		return Summary{}, fmt.Errorf("cost: no saved runs in %s: %w", dir, err)
+	}
+	var evs []evidence
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		d := filepath.Join(dir, "runs", e.Name())
+		data, err := os.ReadFile(filepath.Join(d, "run.json"))
+		if err != nil {
+			return Summary{}, fmt.Errorf("cost: %s: %w", d, err)
+		}
+		var ev evidence
+		if err := json.Unmarshal(data, &ev.run); err != nil {
+			return Summary{}, fmt.Errorf("cost: %s/run.json: %w", d, err)
+		}
+		_, lerr := os.Stat(filepath.Join(d, "logs.zip"))
+		ev.logs = lerr == nil
+		files, _ := filepath.Glob(filepath.Join(d, "cost", "*.json"))
+		slices.Sort(files)
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return Summary{}, fmt.Errorf("cost: %w", err)
+			}
+			var r Report
+			if err := json.Unmarshal(data, &r); err != nil || r.Version != ReportVersion {
+				return Summary{}, fmt.Errorf("cost: %s is not a version %d cost report: %v", f, ReportVersion, err)
+			}
+			ev.reports = append(ev.reports, r)
+		}
+		evs = append(evs, ev)
+	}
+	return summarize(evs), nil
+}
+
+func summarize(evs []evidence) Summary {
+	slices.SortFunc(evs, func(a, b evidence) int {
+		return cmp.Or(a.run.CreatedAt.Compare(b.run.CreatedAt), cmp.Compare(a.run.ID, b.run.ID), cmp.Compare(a.run.Attempt, b.run.Attempt))
+	})
+	s := Summary{Version: ReportVersion, Notes: []string{NoteEstimates, NoteStorage,
+		"Compare GPU rankings only on matched workloads and revisions; totals alone do not select a GPU policy."}}
+	gpus := map[string]*GPUSpend{}
+	days := map[string]*DaySpend{}
+	paidRefs := map[string]int{}
+	retestedBy := map[string]float64{}
+	stages := map[string]*StageTotal{}
+	var stageOrder []string
+	for _, ev := range evs {
+		s.Runs++
+		switch ev.run.Event {
+		case "workflow_dispatch":
+			s.Manual++
+		default:
+			s.Automatic++
+		}
+		if !ev.logs {
+			s.Unknown.NoLogs++
+		}
+		if len(ev.reports) == 0 {
+			s.Unknown.NoCostReport++
+			continue
+		}
+		day := ev.run.CreatedAt.UTC().Format(time.DateOnly)
+		ds := days[day]
+		if ds == nil {
+			ds = &DaySpend{Day: day, ByGPU: map[string]float64{}}
+			days[day] = ds
+		}
+		for _, r := range ev.reports {
+			if r.GateKind == "reused" {
+				s.ReusedGates++
+			}
+			rejected := r.RejectedCost()
+			s.RejectedCandidates += len(r.Rejected)
+			for _, a := range r.Rejected {
+				g := gpu(gpus, a.GPUTypeID)
+				g.Pods++
+				g.Rejected += a.EstimatedCost
+			}
+			accepted := 0.0
+			switch {
+			case r.PodID == "":
+			case r.DeletedAt == nil:
+				s.Unknown.NoDeletionEvidence++
+			case !r.Window.Known:
+				s.Unknown.UnknownWindow++
+			case !r.Window.CostKnown():
+				s.Unknown.UnknownPrice++
+			default:
+				accepted = r.Window.Cost
+			}
+			if r.PodID != "" {
+				g := gpu(gpus, r.GPUTypeID)
+				g.Pods++
+				g.Accepted += accepted
+			}
+			useful, retested := accepted, 0.0
+			if r.GateKind == "paid" && r.TestedRef != "" && ev.run.Event != "workflow_dispatch" {
+				paidRefs[r.TestedRef]++
+				if paidRefs[r.TestedRef] > 1 {
+					useful, retested = 0, accepted
+					retestedBy[r.TestedRef] += accepted
+				}
+			}
+			s.Spend.add(useful, rejected, retested)
+			ds.Spend.add(useful, rejected, retested)
+			if useful > 0 {
+				ds.ByGPU[r.GPUTypeID] += useful
+			}
+			for _, st := range r.Stages {
+				t := stages[st.Name]
+				if t == nil {
+					t = &StageTotal{Stage: st.Name}
+					stages[st.Name] = t
+					stageOrder = append(stageOrder, st.Name)
+				}
+				if st.Seconds == nil {
+					t.Unknown++
+					continue
+				}
+				t.Known++
+				t.Seconds += *st.Seconds
+				if st.Cost != nil {
+					t.Cost += *st.Cost
+				}
+			}
+		}
+	}
+	for ref, n := range paidRefs {
+		if n > 1 {
+			s.RepeatedRefs = append(s.RepeatedRefs, RefSummary{Ref: ref, PaidRuns: n, Retested: retestedBy[ref]})
+		}
+	}
+	slices.SortFunc(s.RepeatedRefs, func(a, b RefSummary) int {
+		return cmp.Or(cmp.Compare(b.Retested, a.Retested), strings.Compare(a.Ref, b.Ref))
+	})
+	for _, g := range gpus {
+		s.PerGPU = append(s.PerGPU, *g)
+	}
+	slices.SortFunc(s.PerGPU, func(a, b GPUSpend) int { return strings.Compare(a.GPU, b.GPU) })
+	for _, d := range days {
+		s.PerDay = append(s.PerDay, *d)
+	}
+	slices.SortFunc(s.PerDay, func(a, b DaySpend) int { return strings.Compare(a.Day, b.Day) })
+	for _, n := range stageOrder {
+		s.Stages = append(s.Stages, *stages[n])
+	}
+	return s
+}
+
+func gpu(m map[string]*GPUSpend, id string) *GPUSpend {
+	if id == "" {
+		id = "unknown"
+	}
+	g := m[id]
+	if g == nil {
+		g = &GPUSpend{GPU: id}
+		m[id] = g
+	}
+	return g
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Markdown renders the summary.
+func (s Summary) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## GPU cost history\n\n%d run attempts: %d automatic, %d manual confirmations; %d reused gates; %d rejected candidates.\n\n", s.Runs, s.Automatic, s.Manual, s.ReusedGates, s.RejectedCandidates)
+	fmt.Fprintf(&b, "| spend | USD |\n| --- | --- |\n| useful | %.2f |\n| rejected candidates | %.2f |\n| re-tested refs | %.2f |\n| **total** | **%.2f** |\n\n", s.Spend.Useful, s.Spend.Rejected, s.Spend.Retested, s.Spend.Total)
+	if len(s.RepeatedRefs) > 0 {
+		b.WriteString("Automatic runs that paid again for an already-validated tested ref:\n\n| tested ref | paid runs | re-tested USD |\n| --- | --- | --- |\n")
+		for _, r := range s.RepeatedRefs {
+			fmt.Fprintf(&b, "| `%s` | %d | %.2f |\n", r.Ref, r.PaidRuns, r.Retested)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| GPU | pods | accepted USD | rejected USD |\n| --- | --- | --- | --- |\n")
+	for _, g := range s.PerGPU {
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f |\n", g.GPU, g.Pods, g.Accepted, g.Rejected)
+	}
+	if len(s.Stages) > 0 {
+		b.WriteString("\n| stage | known runs | unknown runs | seconds | USD |\n| --- | --- | --- | --- | --- |\n")
+		for _, st := range s.Stages {
+			fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.2f |\n", st.Stage, st.Known, st.Unknown, st.Seconds, st.Cost)
+		}
+	}
+	u := s.Unknown
+	fmt.Fprintf(&b, "\nUnknown (not zero): %d runs without a cost report, %d without logs, %d with an unknown start, %d with an unknown price, %d without deletion evidence.\n\n",
+		u.NoCostReport, u.NoLogs, u.UnknownWindow, u.UnknownPrice, u.NoDeletionEvidence)
+	for _, n := range s.Notes {
+		b.WriteString("_" + n + "_\n")
+	}
+	return b.String()
+}

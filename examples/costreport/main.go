@@ -1,0 +1,118 @@
+// Command costreport collects and summarizes the cost history of the paid
+// GPU workflow:
+//
+//	costreport collect   -repo owner/name -workflow runpod-gpu-test.yml -since 2026-10-06 -until 2026-10-09 -dir DIR
+//	costreport summarize -dir DIR [-out DIR]    # offline: JSON, Markdown and an SVG chart
+//
+// collect reads GITHUB_TOKEN. summarize needs no network:
+//
+//	go run ./examples/costreport summarize -dir examples/costreport/testdata/evidence
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/internal/ghaction"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: costreport collect|summarize [flags]")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "collect":
+		err = collect(ctx, args[1:], getenv, stdout, stderr)
+	case "summarize":
+		err = summarize(args[1:], getenv, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "costreport: unknown subcommand %q: use collect or summarize\n", args[0])
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("costreport collect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
+	workflow := fs.String("workflow", "runpod-gpu-test.yml", "the paid GPU workflow file")
+	since := fs.String("since", "", "first UTC day, YYYY-MM-DD (inclusive)")
+	until := fs.String("until", "", "last UTC day, YYYY-MM-DD (inclusive)")
+	dir := fs.String("dir", "", "where to save evidence (outside the repository)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	s, err1 := time.Parse(time.DateOnly, *since)
+	u, err2 := time.Parse(time.DateOnly, *until)
+	if err1 != nil || err2 != nil || *dir == "" {
+		return errors.New("costreport collect: -since and -until (YYYY-MM-DD) and -dir are required")
+	}
+	client, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return fmt.Errorf("costreport: %w", err)
+	}
+	err = cost.Collect(ctx, client, *repo, *workflow, s, u, *dir)
+	fmt.Fprintf(stdout, "evidence saved under %s (run collect again to resume)\n", *dir)
+	return err
+}
+
+func summarize(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("costreport summarize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "saved evidence")
+	out := fs.String("out", "", "write summary.json, summary.md and spend.svg here")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("costreport summarize: -dir is required")
+	}
+	s, err := cost.Summarize(*dir)
+	if err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(s, "", "  ")
+	if *asJSON {
+		fmt.Fprintln(stdout, string(data))
+	} else {
+		fmt.Fprint(stdout, s.Markdown())
+	}
+	if err := ghaction.FromEnv(getenv).AppendSummary(s.Markdown()); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+		for name, body := range map[string][]byte{"summary.json": append(data, '\n'), "summary.md": []byte(s.Markdown()), "spend.svg": []byte(s.SVG())} {
+			if err := os.WriteFile(filepath.Join(*out, name), body, 0o644); err != nil {
+				return fmt.Errorf("costreport: %w", err)
+			}
+		}
+		fmt.Fprintf(stderr, "wrote summary.json, summary.md and spend.svg to %s\n", *out)
+	}
+	return nil
+}
