@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/google/go-querystring v1.1.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )

@@ -1,0 +1,108 @@
+// Command smoke is the on-pod CUDA compatibility proof. It runs as root in
+// the pod's startup script before the runner registers:
+//
+//	smoke [-tiers tiers.yml] [-min-vram-gb 20] [-json]
+//
+// Parameters may also come from the pod's non-secret environment:
+// GPUGATE_TIER_TABLE and GPUGATE_MIN_VRAM_GB. It prints each step and exits
+// non-zero on the first failure, with a code per failure class:
+//
+//	10 driver not visible / nvidia-smi unreadable
+//	11 driver below the lowest tier
+//	12 NVRTC download, checksum or install failed
+//	13 NVRTC compilation failed (or NVRTC newer than the driver)
+//	14 load, launch, synchronize or read-back failed
+//	15 not enough VRAM
+//	 2 bad flags or configuration
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gpugate/gpugate/smoke"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, smoke.RealEnv{}, os.Stdout, os.Stderr))
+}
+
+// ExitCodes maps each step to its exit code.
+var ExitCodes = map[string]int{
+	smoke.StepDriver: 10, smoke.StepTier: 11, smoke.StepInstall: 12,
+	smoke.StepCompile: 13, smoke.StepLaunch: 14, smoke.StepVRAM: 15,
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, env smoke.Env, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("smoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tiers := fs.String("tiers", getenv("GPUGATE_TIER_TABLE"), "tier table (YAML); default: the bundled example (sha256 must be pinned)")
+	minVRAM := fs.Int("min-vram-gb", -1, "VRAM floor in GiB; default GPUGATE_MIN_VRAM_GB or the tier table's")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	data := smoke.ExampleConfig
+	if *tiers != "" {
+		var err error
+		if data, err = os.ReadFile(*tiers); err != nil {
+			fmt.Fprintln(stderr, "smoke:", err)
+			return 2
+		}
+	}
+	cfg, err := smoke.LoadConfig(data)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if v := getenv("GPUGATE_MIN_VRAM_GB"); v != "" && *minVRAM < 0 {
+		if *minVRAM, err = strconv.Atoi(v); err != nil {
+			fmt.Fprintf(stderr, "smoke: GPUGATE_MIN_VRAM_GB %q is not a number\n", v)
+			return 2
+		}
+	}
+	if *minVRAM >= 0 {
+		cfg.MinVRAMGB = *minVRAM
+	}
+	cfg.Env = env
+	if !*asJSON {
+		cfg.Log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	res, err := smoke.Run(ctx, cfg)
+	if *asJSON {
+		out, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(out))
+	} else {
+		for _, s := range res.Steps {
+			status := "ok  "
+			if s.Error != "" {
+				status = "FAIL"
+			}
+			fmt.Fprintf(stdout, "%s %-8s %8s  %s%s\n", status, s.Step, s.Duration.Round(time.Millisecond), s.Detail, s.Error)
+		}
+	}
+	var se *smoke.StepError
+	if errors.As(err, &se) {
+		fmt.Fprintf(stderr, "smoke: the CUDA proof failed at step %s: %v\n", se.Step, se.Err)
+		return ExitCodes[se.Step]
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "CUDA proof passed")
+	return 0
+}

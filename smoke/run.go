@@ -1,0 +1,252 @@
+package smoke
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Env is the proof's outside world. RealEnv is the real one; tests use
+// fakes.
+type Env interface {
+	// NvidiaSMI returns the output of `nvidia-smi QueryArgs...` and of
+	// plain `nvidia-smi`.
+	NvidiaSMI(ctx context.Context) (query, banner []byte, err error)
+	// Download saves url's body to dst.
+	Download(ctx context.Context, url, dst string) error
+	// Install installs a verified .deb directly (dpkg -i), with no package
+	// index refresh.
+	Install(ctx context.Context, deb string) error
+	// CUDA loads the driver API and the tier's NVRTC.
+	CUDA(ctx context.Context, tier Tier) (CUDA, error)
+}
+
+// CUDA is the part of the driver API and NVRTC the proof uses.
+type CUDA interface {
+	DriverVersion() (Version, error)
+	NVRTCVersion() (Version, error)
+	// Compile compiles CUDA C++ source to PTX for arch (e.g. compute_89).
+	Compile(src, name, arch string) (ptx []byte, err error)
+	// Launch loads the PTX through the driver, runs kernel over a, b into
+	// c (n floats), synchronizes and returns c read back.
+	Launch(ptx []byte, kernel string, a, b []float32) ([]float32, error)
+	Close() error
+}
+
+// Steps, in order.
+const (
+	StepDriver  = "driver"  // nvidia-smi: driver visible, CUDA API version
+	StepTier    = "tier"    // runtime tier selection
+	StepInstall = "install" // minimal NVRTC for the tier, verified
+	StepCompile = "compile" // NVRTC compiles a kernel for the device
+	StepLaunch  = "launch"  // the driver loads, launches, syncs, reads back
+	StepVRAM    = "vram"    // at least min_vram_gb
+)
+
+// StepError says which step failed.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("smoke: step %s failed: %v", e.Step, e.Err) }
+
+// Unwrap returns the cause.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// StepResult is one step's outcome.
+type StepResult struct {
+	Step     string        `json:"step"`
+	Duration time.Duration `json:"duration"`
+	Detail   string        `json:"detail,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Result is the proof's outcome.
+type Result struct {
+	Steps []StepResult `json:"steps"`
+	SMI   SMI          `json:"smi"`
+	Tier  Tier         `json:"tier"`
+}
+
+// Sentinels for failure classes.
+var (
+	ErrChecksum   = errors.New("smoke: checksum mismatch")
+	ErrNoChecksum = errors.New("smoke: the tier has no pinned checksum")
+	ErrNVRTCNewer = errors.New("smoke: NVRTC is newer than the driver")
+	ErrWrongValue = errors.New("smoke: the kernel computed a wrong result")
+	ErrVRAM       = errors.New("smoke: not enough GPU memory")
+)
+
+// KernelSource is the tiny kernel the proof compiles.
+const KernelSource = `extern "C" __global__ void gpugate_add(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+`
+
+// Run is the on-pod CUDA compatibility proof. It runs before the runner
+// registers: driver visibility and CUDA version, tier selection, a minimal
+// verified NVRTC install for that tier only, NVRTC compilation for the
+// device's compute capability, a real launch with read-back, and the VRAM
+// floor. Each step is timed and logged; the first failure returns a
+// *StepError naming the step.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, &StepError{StepTier, err}
+	}
+	env := cfg.Env
+	if env == nil {
+		env = RealEnv{}
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var res Result
+	step := func(name string, fn func() (string, error)) error {
+		start := time.Now()
+		detail, err := fn()
+		sr := StepResult{Step: name, Duration: time.Since(start), Detail: detail}
+		attrs := []slog.Attr{slog.String("step", name), slog.Duration("duration", sr.Duration), slog.String("detail", detail)}
+		if err != nil {
+			sr.Error = err.Error()
+			log.LogAttrs(ctx, slog.LevelError, "smoke.step_failed", append(attrs, slog.String("error", err.Error()))...)
+		} else {
+			log.LogAttrs(ctx, slog.LevelInfo, "smoke.step", attrs...)
+		}
+		res.Steps = append(res.Steps, sr)
+		if err != nil {
+			return &StepError{name, err}
+		}
+		return nil
+	}
+	if err := step(StepDriver, func() (string, error) {
+		q, b, err := env.NvidiaSMI(ctx)
+		if err != nil {
+			return "", fmt.Errorf("nvidia-smi: %w", err)
+		}
+		if res.SMI, err = ParseNvidiaSMI(q, b); err != nil {
+			return "", err
+		}
+		g := res.SMI.GPUs[0]
+		return fmt.Sprintf("%d GPU(s); GPU 0 %s, driver %s, CUDA %s, compute %s, %d MiB", len(res.SMI.GPUs), g.Name, g.DriverVersion, res.SMI.CUDAVersion, g.ComputeCap, g.MemoryMiB), nil
+	}); err != nil {
+		return res, err
+	}
+	if err := step(StepTier, func() (string, error) {
+		t, err := SelectTier(res.SMI.CUDAVersion, cfg.Tiers)
+		res.Tier = t
+		return fmt.Sprintf("tier %s (NVRTC %s) for driver CUDA %s", t.Name, t.CUDA, res.SMI.CUDAVersion), err
+	}); err != nil {
+		return res, err
+	}
+	if err := step(StepInstall, func() (string, error) { return install(ctx, env, res.Tier, cfg.WorkDir) }); err != nil {
+		return res, err
+	}
+	var cuda CUDA
+	var ptx []byte
+	arch := fmt.Sprintf("compute_%d%d", res.SMI.GPUs[0].ComputeCap.Major, res.SMI.GPUs[0].ComputeCap.Minor)
+	if err := step(StepCompile, func() (string, error) {
+		var err error
+		if cuda, err = env.CUDA(ctx, res.Tier); err != nil {
+			return "", err
+		}
+		drv, err := cuda.DriverVersion()
+		if err != nil {
+			return "", err
+		}
+		nv, err := cuda.NVRTCVersion()
+		if err != nil {
+			return "", err
+		}
+		if drv.Less(nv) {
+			return "", fmt.Errorf("%w: NVRTC %s, driver CUDA %s", ErrNVRTCNewer, nv, drv)
+		}
+		if ptx, err = cuda.Compile(KernelSource, "gpugate_add.cu", arch); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("NVRTC %s compiled %d bytes of PTX for %s (driver CUDA %s)", nv, len(ptx), arch, drv), nil
+	}); err != nil {
+		if cuda != nil {
+			cuda.Close()
+		}
+		return res, err
+	}
+	defer cuda.Close()
+	if err := step(StepLaunch, func() (string, error) {
+		const n = 1 << 12
+		a, b := make([]float32, n), make([]float32, n)
+		for i := range a {
+			a[i], b[i] = float32(i), float32(2*i)+0.5
+		}
+		c, err := cuda.Launch(ptx, "gpugate_add", a, b)
+		if err != nil {
+			return "", err
+		}
+		if len(c) != n {
+			return "", fmt.Errorf("%w: read back %d values, want %d", ErrWrongValue, len(c), n)
+		}
+		for i := range c {
+			if math.Abs(float64(c[i]-(a[i]+b[i]))) > 1e-3 {
+				return "", fmt.Errorf("%w: c[%d] = %v, want %v", ErrWrongValue, i, c[i], a[i]+b[i])
+			}
+		}
+		return fmt.Sprintf("launched, synchronized and verified %d values", n), nil
+	}); err != nil {
+		return res, err
+	}
+	if err := step(StepVRAM, func() (string, error) {
+		need := cfg.MinVRAMGB * 1024
+		for _, g := range res.SMI.GPUs {
+			if g.MemoryMiB < need {
+				return "", fmt.Errorf("%w: GPU %d (%s) has %d MiB, the floor is %d GiB", ErrVRAM, g.Index, g.Name, g.MemoryMiB, cfg.MinVRAMGB)
+			}
+		}
+		return fmt.Sprintf("every GPU has at least %d GiB", cfg.MinVRAMGB), nil
+	}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// install downloads the tier's package, verifies its checksum before
+// anything is installed, then installs it directly.
+func install(ctx context.Context, env Env, t Tier, dir string) (string, error) {
+	if t.SHA256 == "" {
+		return "", fmt.Errorf("%w: tier %s (%s %s): pin its sha256 in the configuration", ErrNoChecksum, t.Name, t.Package, t.Version)
+	}
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	deb := filepath.Join(dir, fmt.Sprintf("%s_%s.deb", t.Package, t.Version))
+	if err := env.Download(ctx, t.URL, deb); err != nil {
+		return "", fmt.Errorf("download %s: %w", t.URL, err)
+	}
+	f, err := os.Open(deb)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != t.SHA256 {
+		os.Remove(deb)
+		return "", fmt.Errorf("%w: %s has sha256 %s, pinned %s: nothing was installed", ErrChecksum, filepath.Base(deb), got, t.SHA256)
+	}
+	if err := env.Install(ctx, deb); err != nil {
+		return "", fmt.Errorf("dpkg -i %s: %w", filepath.Base(deb), err)
+	}
+	return fmt.Sprintf("installed %s %s (sha256 verified)", t.Package, t.Version), nil
+}

@@ -1,0 +1,452 @@
+package smoke
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const banner = `+-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 570.124.06             Driver Version: 570.124.06     CUDA Version: 12.8     |
+|-----------------------------------------+------------------------+----------------------+
+`
+
+const query = "NVIDIA GeForce RTX 4090, 570.124.06, 24564, 8.9\nNVIDIA GeForce RTX 4090, 570.124.06, 24564, 8.9\n"
+
+func TestParseNvidiaSMI_SeveralGPUs(t *testing.T) {
+	got, err := ParseNvidiaSMI([]byte(query), []byte(banner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SMI{CUDAVersion: Version{12, 8}, GPUs: []GPU{
+		{0, "NVIDIA GeForce RTX 4090", "570.124.06", 24564, Version{8, 9}},
+		{1, "NVIDIA GeForce RTX 4090", "570.124.06", 24564, Version{8, 9}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseNvidiaSMI_MissingOrGarbledOutputIsAClearError(t *testing.T) {
+	tests := map[string]struct{ query, banner, want string }{
+		"no driver":        {"", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "CUDA Version"},
+		"no GPUs":          {"", banner, "lists no GPU"},
+		"too few fields":   {"NVIDIA L4, 550.54, 23034\n", banner, "has 3 fields"},
+		"memory with unit": {"NVIDIA L4, 550.54, 23034 MiB, 8.9\n", banner, "nounits"},
+		"bad compute cap":  {"NVIDIA L4, 550.54, 23034, [N/A]\n", banner, "compute capability"},
+		"bad CUDA version": {query, "CUDA Version: 12.x", "CUDA Version"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseNvidiaSMI([]byte(tt.query), []byte(tt.banner))
+			if !errors.Is(err, ErrSMI) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrSMI mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseVersion_ComparesNumerically(t *testing.T) {
+	a, _ := ParseVersion("12.10")
+	b, _ := ParseVersion("12.9")
+	if !b.Less(a) || a.Less(b) {
+		t.Error("12.10 must be newer than 12.9")
+	}
+	if v := VersionFromInt(12080); v != (Version{12, 8}) {
+		t.Errorf("%v", v)
+	}
+	for _, bad := range []string{"", "x", "12.", "-1.0", "+12.6", "12.6.1"} {
+		if _, err := ParseVersion(bad); !errors.Is(err, ErrVersion) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func FuzzParseNvidiaSMI(f *testing.F) {
+	f.Add([]byte(query), []byte(banner))
+	f.Add([]byte("a,b,1,9.0"), []byte("CUDA Version: 13.0"))
+	f.Fuzz(func(t *testing.T, q, b []byte) {
+		s, err := ParseNvidiaSMI(q, b)
+		if err != nil {
+			if !errors.Is(err, ErrSMI) {
+				t.Fatal(err)
+			}
+			return
+		}
+		if len(s.GPUs) == 0 {
+			t.Fatal("parsed with no GPU")
+		}
+		for _, g := range s.GPUs {
+			if g.MemoryMiB <= 0 || g.Name == "" {
+				t.Fatalf("%+v", g)
+			}
+		}
+	})
+}
+
+func FuzzParseVersion(f *testing.F) {
+	f.Add("12.8")
+	f.Add("13")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseVersion(s)
+		if err == nil {
+			if again, err := ParseVersion(v.String()); err != nil || again != v {
+				t.Fatalf("%q -> %v does not round-trip", s, v)
+			}
+		}
+	})
+}
+
+func tiers() []Tier {
+	cfg, err := LoadConfig(ExampleConfig)
+	if err != nil {
+		panic(err)
+	}
+	return cfg.Tiers
+}
+
+func TestSelectTier_FullBaselineAndRejectionBelow(t *testing.T) {
+	tests := map[string]struct {
+		driver Version
+		want   string
+	}{
+		"driver 12.8 gets the full tier": {Version{12, 8}, "full"},
+		"driver 13.2 gets the full tier": {Version{13, 2}, "full"},
+		"driver 12.7 gets the baseline":  {Version{12, 7}, "baseline"},
+		"driver 12.6 gets the baseline":  {Version{12, 6}, "baseline"},
+		"driver 12.10 is above 12.8":     {Version{12, 10}, "full"},
+	}
+	for name, tt := range tests {
+		got, err := SelectTier(tt.driver, tiers())
+		if err != nil || got.Name != tt.want {
+			t.Errorf("%s: %v %v", name, got.Name, err)
+		}
+		nv, _ := ParseVersion(got.CUDA)
+		if tt.driver.Less(nv) {
+			t.Errorf("%s: NVRTC %s newer than the driver", name, nv)
+		}
+	}
+	if _, err := SelectTier(Version{12, 5}, tiers()); !errors.Is(err, ErrTier) {
+		t.Errorf("below 12.6: %v", err)
+	}
+}
+
+// fakeEnv is a pod whose every part a test can break.
+type fakeEnv struct {
+	query, banner string
+	smiErr        error
+	deb           []byte
+	downloadErr   error
+	installed     []string
+	cuda          *fakeCUDA
+}
+
+func (e *fakeEnv) NvidiaSMI(context.Context) ([]byte, []byte, error) {
+	return []byte(e.query), []byte(e.banner), e.smiErr
+}
+
+func (e *fakeEnv) Download(_ context.Context, url, dst string) error {
+	if e.downloadErr != nil {
+		return e.downloadErr
+	}
+	return os.WriteFile(dst, e.deb, 0o644)
+}
+
+func (e *fakeEnv) Install(_ context.Context, deb string) error {
+	e.installed = append(e.installed, filepath.Base(deb))
+	return nil
+}
+
+func (e *fakeEnv) CUDA(context.Context, Tier) (CUDA, error) { return e.cuda, nil }
+
+type fakeCUDA struct {
+	driver, nvrtc Version
+	compileErr    error
+	launchErr     error
+	wrong         bool
+	compiledArch  string
+	closed        bool
+}
+
+func (c *fakeCUDA) DriverVersion() (Version, error) { return c.driver, nil }
+func (c *fakeCUDA) NVRTCVersion() (Version, error)  { return c.nvrtc, nil }
+func (c *fakeCUDA) Compile(src, name, arch string) ([]byte, error) {
+	c.compiledArch = arch
+	return []byte(".version 8.7\n.target " + strings.Replace(arch, "compute", "sm", 1)), c.compileErr
+}
+func (c *fakeCUDA) Launch(ptx []byte, kernel string, a, b []float32) ([]float32, error) {
+	if c.launchErr != nil {
+		return nil, c.launchErr
+	}
+	out := make([]float32, len(a))
+	for i := range a {
+		out[i] = a[i] + b[i]
+	}
+	if c.wrong {
+		out[7]++
+	}
+	return out, nil
+}
+func (c *fakeCUDA) Close() error { c.closed = true; return nil }
+
+var debBytes = []byte("!<arch>\ndebian-binary   fake nvrtc package")
+
+func pinned() Config {
+	sum := sha256.Sum256(debBytes)
+	cfg, _ := LoadConfig(ExampleConfig)
+	for i := range cfg.Tiers {
+		cfg.Tiers[i].SHA256 = hex.EncodeToString(sum[:])
+	}
+	return cfg
+}
+
+func healthy() *fakeEnv {
+	return &fakeEnv{query: query, banner: banner, deb: debBytes, cuda: &fakeCUDA{driver: Version{12, 8}, nvrtc: Version{12, 8}}}
+}
+
+func run(t *testing.T, env *fakeEnv, mutate func(*Config)) (Result, error) {
+	t.Helper()
+	cfg := pinned()
+	cfg.Env, cfg.WorkDir = env, t.TempDir()
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return Run(context.Background(), cfg)
+}
+
+func TestRun_EveryStepPassesOnAHealthyHost(t *testing.T) {
+	var logs bytes.Buffer
+	env := healthy()
+	res, err := run(t, env, func(c *Config) { c.Log = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, s := range res.Steps {
+		steps = append(steps, s.Step)
+	}
+	if diff := cmp.Diff([]string{StepDriver, StepTier, StepInstall, StepCompile, StepLaunch, StepVRAM}, steps); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if env.cuda.compiledArch != "compute_89" || res.Tier.Name != "full" || !env.cuda.closed {
+		t.Errorf("arch %s tier %s closed %v", env.cuda.compiledArch, res.Tier.Name, env.cuda.closed)
+	}
+	if !cmp.Equal(env.installed, []string{"cuda-nvrtc-12-8_12.8.93-1.deb"}) {
+		t.Errorf("installed %v: only the selected tier's package", env.installed)
+	}
+	if strings.Count(logs.String(), `"msg":"smoke.step"`) != 6 {
+		t.Errorf("want one log record per step:\n%s", logs.String())
+	}
+}
+
+func failedStep(t *testing.T, err error) string {
+	t.Helper()
+	var se *StepError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want a StepError", err)
+	}
+	return se.Step
+}
+
+func TestRun_DriverVisibilityAndCUDAVersion(t *testing.T) {
+	env := healthy()
+	env.smiErr = errors.New("nvidia-smi: executable file not found in $PATH")
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepDriver {
+		t.Error(err)
+	}
+}
+
+func TestRun_RuntimesBelowTheBaselineAreRejected(t *testing.T) {
+	env := healthy()
+	env.banner = strings.Replace(banner, "CUDA Version: 12.8", "CUDA Version: 12.4", 1)
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepTier || !errors.Is(err, ErrTier) || len(env.installed) != 0 {
+		t.Errorf("%v (installed %v)", err, env.installed)
+	}
+}
+
+func TestRun_BaselineDriverGetsTheBaselineNVRTCOnly(t *testing.T) {
+	env := healthy()
+	env.banner = strings.Replace(banner, "CUDA Version: 12.8", "CUDA Version: 12.6", 1)
+	env.cuda.driver, env.cuda.nvrtc = Version{12, 6}, Version{12, 6}
+	res, err := run(t, env, nil)
+	if err != nil || res.Tier.Name != "baseline" || !cmp.Equal(env.installed, []string{"cuda-nvrtc-12-6_12.6.85-1.deb"}) {
+		t.Errorf("%v %v %v", res.Tier.Name, env.installed, err)
+	}
+}
+
+func TestRun_TheChecksumIsVerifiedBeforeAnythingIsInstalled(t *testing.T) {
+	env := healthy()
+	env.deb = []byte("tampered")
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepInstall || !errors.Is(err, ErrChecksum) || len(env.installed) != 0 {
+		t.Errorf("%v (installed %v)", err, env.installed)
+	}
+}
+
+func TestRun_ADownloadFailureStops(t *testing.T) {
+	env := healthy()
+	env.downloadErr = errors.New("connection reset")
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepInstall || len(env.installed) != 0 {
+		t.Error(err)
+	}
+}
+
+func TestRun_ATierWithoutAPinnedChecksumIsNeverInstalled(t *testing.T) {
+	env := healthy()
+	_, err := run(t, env, func(c *Config) { c.Tiers[0].SHA256 = "" })
+	if !errors.Is(err, ErrNoChecksum) || len(env.installed) != 0 {
+		t.Error(err)
+	}
+}
+
+func TestRun_NVRTCNewerThanTheDriverIsRejected(t *testing.T) {
+	env := healthy()
+	env.cuda.driver = Version{12, 6}
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepCompile || !errors.Is(err, ErrNVRTCNewer) {
+		t.Error(err)
+	}
+}
+
+func TestRun_CompileFailureNamesTheNVRTCError(t *testing.T) {
+	env := healthy()
+	env.cuda.compileErr = &CUDAError{Call: "nvrtcCompileProgram", Code: 6, NVRTC: true, Log: "error: identifier undefined"}
+	_, err := run(t, env, nil)
+	var ce *CUDAError
+	if failedStep(t, err) != StepCompile || !errors.As(err, &ce) || ce.Name() != "NVRTC_ERROR_COMPILATION" || !strings.Contains(err.Error(), "identifier undefined") {
+		t.Error(err)
+	}
+}
+
+func TestRun_PTXTheDriverCannotLoadIsRejected(t *testing.T) {
+	env := healthy()
+	env.cuda.launchErr = &CUDAError{Call: "cuModuleLoadData", Code: 222}
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepLaunch || !strings.Contains(err.Error(), "CUDA_ERROR_UNSUPPORTED_PTX_VERSION") {
+		t.Error(err)
+	}
+}
+
+func TestRun_AWrongKernelResultIsRejected(t *testing.T) {
+	env := healthy()
+	env.cuda.wrong = true
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepLaunch || !errors.Is(err, ErrWrongValue) {
+		t.Error(err)
+	}
+}
+
+func TestRun_VRAMBelowTheFloorIsRejected(t *testing.T) {
+	env := healthy()
+	_, err := run(t, env, func(c *Config) { c.MinVRAMGB = 40 })
+	if failedStep(t, err) != StepVRAM || !errors.Is(err, ErrVRAM) {
+		t.Error(err)
+	}
+}
+
+func TestCUDAError_EveryCodeHasItsName(t *testing.T) {
+	for code, name := range map[int32]string{0: "CUDA_SUCCESS", 100: "CUDA_ERROR_NO_DEVICE", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU", 218: "CUDA_ERROR_INVALID_PTX", 803: "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", 999: "CUDA_ERROR_UNKNOWN"} {
+		if got := (&CUDAError{Code: code}).Name(); got != name {
+			t.Errorf("%d: %s", code, got)
+		}
+	}
+	if got := (&CUDAError{Code: 5, NVRTC: true}).Name(); got != "NVRTC_ERROR_INVALID_OPTION" {
+		t.Error(got)
+	}
+	if got := (&CUDAError{Code: 12345}).Name(); got != "unknown code 12345" {
+		t.Error(got)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestStartupScript_Golden(t *testing.T) {
+	got, err := StartupScript(ScriptParams{Env: map[string]string{"GPUGATE_MIN_VRAM_GB": "20", "GPUGATE_TIER_TABLE": "/etc/gpugate/tiers.yml"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "startup.golden.sh")
+	if *update {
+		os.WriteFile(golden, []byte(got), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	proof := strings.Index(got, "sudo --preserve-env env -u RUNNER_JIT_CONFIG /usr/local/bin/gpugate-smoke")
+	register := strings.Index(got, "exec ./run.sh")
+	if proof < 0 || register < proof || !strings.Contains(got[proof:register], "exit 1") {
+		t.Error("the proof must run, JIT config stripped, before the runner registers, and a failure must stop")
+	}
+	if !Fits(got) {
+		t.Errorf("the script (%d bytes) must fit one exec argument", len(got))
+	}
+}
+
+func TestStartupScript_NeverCarriesASecret(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"jit":     {"RUNNER_JIT_CONFIG": "eyJhIjoiYiJ9"},
+		"api key": {"RUNPOD_API_KEY": "rpa_x"},
+		"token":   {"GITHUB_TOKEN": "ghs_x"},
+	} {
+		if _, err := StartupScript(ScriptParams{Env: env}); !errors.Is(err, ErrScript) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if _, err := StartupScript(ScriptParams{ProofPath: "relative/path"}); !errors.Is(err, ErrScript) {
+		t.Error("a relative proof path must be refused")
+	}
+}
+
+func TestStartupScript_EmbeddedPayloadAndTheArgumentLimit(t *testing.T) {
+	small, err := StartupScript(ScriptParams{Payload: bytes.Repeat([]byte{1}, 1000)})
+	if err != nil || !strings.Contains(small, "GPUGATE_PROOF") || !Fits(small) {
+		t.Errorf("small payload: %v", err)
+	}
+	big, _ := StartupScript(ScriptParams{Payload: bytes.Repeat([]byte{1}, 200<<10)})
+	if Fits(big) {
+		t.Error("a 200 KiB payload cannot fit one exec argument")
+	}
+}
+
+// TestRealGPU runs every step on real hardware. It needs a GPU, the
+// driver and network access to the tier's package, and runs only with
+// GPUGATE_REAL_GPU=1 (and GPUGATE_TIERS naming a tier file with pinned
+// checksums).
+func TestRealGPU(t *testing.T) {
+	if os.Getenv("GPUGATE_REAL_GPU") != "1" {
+		t.Skip("set GPUGATE_REAL_GPU=1 on a GPU host to run the proof for real")
+	}
+	data, err := os.ReadFile(os.Getenv("GPUGATE_TIERS"))
+	if err != nil {
+		t.Fatalf("GPUGATE_TIERS: %v", err)
+	}
+	cfg, err := LoadConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir = t.TempDir()
+	res, err := Run(context.Background(), cfg)
+	for _, s := range res.Steps {
+		t.Logf("%-8s %10s %s %s", s.Step, s.Duration, s.Detail, s.Error)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
