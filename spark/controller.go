@@ -1,0 +1,661 @@
+package spark
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+)
+
+// HostConfig declares a fleet member.
+type HostConfig struct {
+	Name    string `yaml:"name"`
+	Managed bool   `yaml:"managed"` // explicitly adopted
+	Service bool   `yaml:"service"` // the resident service lives here
+}
+
+// Options configure the controller. The seed's two-host fleet is
+// SeedOptions.
+type Options struct {
+	Hosts         []HostConfig
+	PreferredHost string                  // one-host requests prefer it (Spark 2 in the seed)
+	Priorities    map[Class]int           // default DefaultPriorities
+	Durations     map[Class]time.Duration // lease length per class
+	// PairTest declares that a real distributed test exists; until then
+	// pair requests of CI classes are refused.
+	PairTest bool
+	// LendMinPriority is the lowest priority that may borrow the service
+	// host (default 70: merge CI and above). Development, pairs and
+	// requests naming the host always may.
+	LendMinPriority  int
+	HeartbeatTimeout time.Duration // default 90 s
+	Service          ResidentService
+	RestoreAttempts  int           // bounded restore policy (default 5)
+	RestoreBackoff   time.Duration // first retry delay, doubling (default 30 s)
+	EmergencyKey     string        // authorizes Terminate; empty disables it
+	Log              *slog.Logger
+	// OnGrant is called after a grant is committed (e.g. to create a
+	// one-job runner and dispatch the workflow).
+	OnGrant func(Request)
+}
+
+// SeedOptions is the seed's fleet: two hosts, the service on spark-1,
+// spark-2 preferred.
+func SeedOptions() Options {
+	return Options{
+		Hosts:         []HostConfig{{Name: "spark-1", Managed: true, Service: true}, {Name: "spark-2", Managed: true}},
+		PreferredHost: "spark-2",
+	}
+}
+
+func (o *Options) defaults() {
+	if o.Priorities == nil {
+		o.Priorities = DefaultPriorities()
+	}
+	if o.Durations == nil {
+		o.Durations = map[Class]time.Duration{Development: 8 * time.Hour, ServiceStart: time.Hour, ManualPR: 2 * time.Hour,
+			MergeCI: 2 * time.Hour, Benchmark: 4 * time.Hour, BackgroundCI: 2 * time.Hour}
+	}
+	if o.LendMinPriority == 0 {
+		o.LendMinPriority = 70
+	}
+	if o.HeartbeatTimeout == 0 {
+		o.HeartbeatTimeout = 90 * time.Second
+	}
+	if o.RestoreAttempts == 0 {
+		o.RestoreAttempts = 5
+	}
+	if o.RestoreBackoff == 0 {
+		o.RestoreBackoff = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Controller owns physical admission of the fleet.
+type Controller struct {
+	store Store
+	opts  Options
+}
+
+// New opens a controller over store, adopting the configured hosts (their
+// persisted state is kept across restarts).
+func New(store Store, opts Options) (*Controller, error) {
+	opts.defaults()
+	if len(opts.Hosts) == 0 {
+		return nil, fmt.Errorf("%w: no hosts configured", ErrInvalid)
+	}
+	names := map[string]bool{}
+	for _, h := range opts.Hosts {
+		if h.Name == "" || names[h.Name] {
+			return nil, fmt.Errorf("%w: host names must be unique and non-empty", ErrInvalid)
+		}
+		names[h.Name] = true
+		if h.Service && opts.Service == nil {
+			return nil, fmt.Errorf("%w: host %s runs the resident service but no ResidentService is configured", ErrInvalid, h.Name)
+		}
+	}
+	if opts.PreferredHost != "" && !names[opts.PreferredHost] {
+		return nil, fmt.Errorf("%w: preferred host %s is not in the fleet", ErrInvalid, opts.PreferredHost)
+	}
+	c := &Controller{store: store, opts: opts}
+	err := store.Tx(context.Background(), func(tx Tx) error {
+		have, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		byName := map[string]Host{}
+		for _, h := range have {
+			byName[h.Name] = h
+		}
+		for _, hc := range opts.Hosts {
+			h, ok := byName[hc.Name]
+			if !ok {
+				h = Host{Name: hc.Name, Mode: Idle}
+				if hc.Service {
+					h.Mode = Restoring // the service is started and verified before it is advertised
+				}
+			}
+			h.Managed, h.Service = hc.Managed, hc.Service
+			if err := tx.PutHost(h); err != nil {
+				return err
+			}
+		}
+		for _, h := range have {
+			if !names[h.Name] && h.Managed {
+				h.Managed = false // no longer configured: never schedulable
+				if err := tx.PutHost(h); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return c, nil
+}
+
+// SubmitRequest asks for fleet time.
+type SubmitRequest struct {
+	Class    Class
+	Topology Topology // default Single
+	Host     string   // a specific host (e.g. the service start)
+	PR       *PRRef
+	Owner    string
+	Suite    string
+	Duration time.Duration // default per class
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "r-" + hex.EncodeToString(b[:])
+}
+
+func (c *Controller) tx(ctx context.Context, fn func(Tx) error) error {
+	if err := c.store.Tx(ctx, fn); err != nil {
+		if errors.Is(err, errRollback) || errors.Is(err, ErrActive) || errors.Is(err, ErrNotQueued) || errors.Is(err, ErrNotFound) ||
+			errors.Is(err, ErrStaleToken) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrPairRefused) || errors.Is(err, ErrUnauthorized) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (c *Controller) event(tx Tx, e Event) error {
+	e.At = time.Now()
+	attrs := []slog.Attr{slog.String("kind", e.Kind), slog.String("request", e.Request), slog.String("host", e.Host), slog.String("detail", e.Detail)}
+	level := slog.LevelInfo
+	if e.Alert {
+		level = slog.LevelError
+	}
+	c.opts.Log.LogAttrs(context.Background(), level, "spark."+e.Kind, attrs...)
+	return tx.AppendEvent(e)
+}
+
+// Submit queues a request. A new commit supersedes a queued request for
+// the same pull request; development puts its target host(s) into draining.
+func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, error) {
+	prio, ok := c.opts.Priorities[s.Class]
+	switch {
+	case !ok:
+		return Request{}, fmt.Errorf("%w: unknown class %q", ErrInvalid, s.Class)
+	case s.Topology == "":
+		s.Topology = Single
+	}
+	if s.Topology != Single && s.Topology != Pair {
+		return Request{}, fmt.Errorf("%w: topology %q: single or pair", ErrInvalid, s.Topology)
+	}
+	if s.Topology == Pair && s.Class != Development && !c.opts.PairTest {
+		return Request{}, fmt.Errorf("%w: refusing a %s pair request: no distributed test is configured, and two independent commands need two one-host requests, not a pair", ErrPairRefused, s.Class)
+	}
+	if s.Topology == Pair && len(c.opts.Hosts) < 2 {
+		return Request{}, fmt.Errorf("%w: the fleet has fewer than two hosts", ErrInvalid)
+	}
+	if s.Class == ServiceStart {
+		s.Host = c.serviceHost()
+		if s.Host == "" {
+			return Request{}, fmt.Errorf("%w: no host runs the resident service", ErrInvalid)
+		}
+	}
+	if s.Host != "" && !slices.ContainsFunc(c.opts.Hosts, func(h HostConfig) bool { return h.Name == s.Host }) {
+		return Request{}, fmt.Errorf("%w: unknown host %q", ErrInvalid, s.Host)
+	}
+	if s.PR != nil && (s.PR.Repo == "" || s.PR.Number <= 0 || s.PR.SHA == "") {
+		return Request{}, fmt.Errorf("%w: a PR request needs repo, number and SHA", ErrInvalid)
+	}
+	if s.Duration <= 0 {
+		s.Duration = c.opts.Durations[s.Class]
+	}
+	r := Request{ID: newID(), Class: s.Class, Topology: s.Topology, Host: s.Host, PR: s.PR, Owner: s.Owner, Suite: s.Suite,
+		Duration: s.Duration, Priority: prio, State: Queued, Submitted: time.Now()}
+	err := c.tx(ctx, func(tx Tx) error {
+		seq, err := tx.NextSeq()
+		if err != nil {
+			return err
+		}
+		r.Seq = seq
+		if r.PR != nil {
+			queued, err := tx.Requests(Queued)
+			if err != nil {
+				return err
+			}
+			for _, q := range queued {
+				if q.PR != nil && q.PR.Repo == r.PR.Repo && q.PR.Number == r.PR.Number && q.PR.SHA != r.PR.SHA {
+					q.State, q.Ended, q.Reason = Superseded, time.Now(), "superseded by "+short(r.PR.SHA)
+					if err := tx.PutRequest(q); err != nil {
+						return err
+					}
+					if err := c.event(tx, Event{Kind: "superseded", Request: q.ID, Detail: "a new commit was pushed"}); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if r.Class == Development {
+			if err := c.drainFor(tx, r); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRequest(r); err != nil {
+			return err
+		}
+		return c.event(tx, Event{Kind: "submitted", Request: r.ID, Detail: fmt.Sprintf("%s %s", r.Class, r.Topology)})
+	})
+	if err != nil {
+		return Request{}, err
+	}
+	return r, nil
+}
+
+func short(sha string) string { return sha[:min(len(sha), 7)] }
+
+func (c *Controller) serviceHost() string {
+	for _, h := range c.opts.Hosts {
+		if h.Service {
+			return h.Name
+		}
+	}
+	return ""
+}
+
+// targets are the hosts a development request will take.
+func (c *Controller) targets(r Request) []string {
+	switch {
+	case r.Host != "":
+		return []string{r.Host}
+	case r.Topology == Pair:
+		var all []string
+		for _, h := range c.opts.Hosts {
+			all = append(all, h.Name)
+		}
+		return all[:2]
+	case c.opts.PreferredHost != "":
+		return []string{c.opts.PreferredHost}
+	}
+	return []string{c.opts.Hosts[0].Name}
+}
+
+// drainFor marks development's target hosts draining: active work
+// finishes, no new CI starts there.
+func (c *Controller) drainFor(tx Tx, r Request) error {
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return err
+	}
+	want := c.targets(r)
+	for _, h := range hosts {
+		if slices.Contains(want, h.Name) && !h.Draining {
+			h.Draining = true
+			if err := tx.PutHost(h); err != nil {
+				return err
+			}
+			if err := c.event(tx, Event{Kind: "draining", Host: h.Name, Request: r.ID, Detail: "development requested this host"}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Cancel removes queued work. Active work returns ErrActive.
+func (c *Controller) Cancel(ctx context.Context, id string) error {
+	return c.tx(ctx, func(tx Tx) error {
+		r, ok, err := tx.Request(id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case r.State == Active:
+			return fmt.Errorf("%w: %s", ErrActive, id)
+		case r.State != Queued:
+			return fmt.Errorf("%w: %s is %s", ErrNotQueued, id, r.State)
+		}
+		r.State, r.Ended, r.Reason = Canceled, time.Now(), "canceled while queued"
+		if err := tx.PutRequest(r); err != nil {
+			return err
+		}
+		if err := c.undrain(tx); err != nil {
+			return err
+		}
+		return c.event(tx, Event{Kind: "canceled", Request: id})
+	})
+}
+
+// undrain clears draining on hosts no queued development request targets.
+func (c *Controller) undrain(tx Tx) error {
+	queued, err := tx.Requests(Queued)
+	if err != nil {
+		return err
+	}
+	wanted := map[string]bool{}
+	for _, q := range queued {
+		if q.Class == Development {
+			for _, h := range c.targets(q) {
+				wanted[h] = true
+			}
+		}
+	}
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if h.Draining && !wanted[h.Name] {
+			h.Draining = false
+			if err := tx.PutHost(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Release ends an active lease. The token must be the lease's: a stale
+// token is refused.
+func (c *Controller) Release(ctx context.Context, id string, token int64) error {
+	return c.tx(ctx, func(tx Tx) error {
+		r, ok, err := tx.Request(id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case r.State != Active:
+			return fmt.Errorf("%w: %s is %s, not active", ErrStaleToken, id, r.State)
+		case r.Token != token:
+			return fmt.Errorf("%w: %s holds token %d, not %d", ErrStaleToken, id, r.Token, token)
+		}
+		return c.end(tx, r, Released, "released by its owner")
+	})
+}
+
+// end finishes an active request and frees (or fences) its hosts.
+func (c *Controller) end(tx Tx, r Request, state State, reason string) error {
+	r.State, r.Ended, r.Reason = state, time.Now(), reason
+	if err := tx.PutRequest(r); err != nil {
+		return err
+	}
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if h.Lease != r.ID {
+			continue
+		}
+		h.Lease, h.Token = "", 0
+		switch {
+		case state == Failed, state == Terminated, h.GPUProcesses > 0:
+			h.Mode = ReleaseRequired
+		case h.Service:
+			h.Mode, h.NextRestore, h.RestoreAttempts = Restoring, time.Time{}, 0 // recreate the service before advertising it
+		default:
+			h.Mode = Idle
+		}
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+	}
+	return c.event(tx, Event{Kind: string(state), Request: r.ID, Detail: reason})
+}
+
+// HostReport is a host agent's heartbeat.
+type HostReport struct {
+	Host         string
+	GPUProcesses int // compute processes present on the GPU
+}
+
+// Heartbeat records a host's liveness. A release-required host whose GPU
+// is clean again returns to service.
+func (c *Controller) Heartbeat(ctx context.Context, hr HostReport) error {
+	return c.tx(ctx, func(tx Tx) error {
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			if h.Name != hr.Host {
+				continue
+			}
+			if !h.Managed {
+				return fmt.Errorf("%w: host %s is not managed", ErrUnauthorized, hr.Host)
+			}
+			h.LastHeartbeat, h.GPUProcesses = time.Now(), hr.GPUProcesses
+			if h.Mode == ReleaseRequired && hr.GPUProcesses == 0 && h.Lease == "" {
+				h.Mode = Idle
+				if h.Service {
+					h.Mode, h.RestoreAttempts, h.NextRestore = Restoring, 0, time.Time{}
+				}
+				if err := c.event(tx, Event{Kind: "cleaned", Host: h.Name, Detail: "no GPU processes remain"}); err != nil {
+					return err
+				}
+			}
+			return tx.PutHost(h)
+		}
+		return fmt.Errorf("%w: unknown host %s", ErrUnauthorized, hr.Host)
+	})
+}
+
+// CheckToken is the fencing check a host action presents: the token must
+// be the current lease's on that host.
+func (c *Controller) CheckToken(ctx context.Context, host string, token int64) error {
+	return c.tx(ctx, func(tx Tx) error {
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		for _, h := range hosts {
+			if h.Name == host {
+				if h.Mode != Leased || h.Token == 0 || h.Token != token {
+					return fmt.Errorf("%w: host %s is %s with token %d, not %d", ErrStaleToken, host, h.Mode, h.Token, token)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: unknown host %s", ErrStaleToken, host)
+	})
+}
+
+// Terminate is the separately authorized emergency stop of active work.
+func (c *Controller) Terminate(ctx context.Context, id, key string) error {
+	if c.opts.EmergencyKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(c.opts.EmergencyKey)) != 1 {
+		return fmt.Errorf("%w: emergency termination needs the emergency key", ErrUnauthorized)
+	}
+	return c.tx(ctx, func(tx Tx) error {
+		r, ok, err := tx.Request(id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case r.State != Active:
+			return fmt.Errorf("%w: %s is %s", ErrNotQueued, id, r.State)
+		}
+		return c.end(tx, r, Terminated, "emergency termination")
+	})
+}
+
+// Status is a request with its queue position and pending reason.
+type Status struct {
+	Request  Request `json:"request"`
+	Position int     `json:"position,omitempty"` // 1-based, in admission order, while queued
+	Pending  string  `json:"pending,omitempty"`  // why it is not running yet
+}
+
+// Status reports a request's state, queue position and pending reason.
+func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
+	var st Status
+	err := c.tx(ctx, func(tx Tx) error {
+		r, ok, err := tx.Request(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		st.Request = r
+		if r.State != Queued {
+			return nil
+		}
+		plan, err := c.plan(tx)
+		if err != nil {
+			return err
+		}
+		for i, q := range plan.order {
+			if q.ID == id {
+				st.Position = i + 1
+			}
+		}
+		st.Pending = plan.pending[id]
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return st, err
+}
+
+var errRollback = errors.New("spark: read-only transaction")
+
+func (c *Controller) online(h Host, now time.Time) bool {
+	return h.Managed && !h.LastHeartbeat.IsZero() && now.Sub(h.LastHeartbeat) <= c.opts.HeartbeatTimeout
+}
+
+// plan is one admission pass over the queue, in priority order, then
+// submission order.
+type plan struct {
+	order   []Request
+	grants  map[string][]string // request -> hosts
+	pending map[string]string
+}
+
+// plan decides admission without writing anything. Priority is
+// non-preemptive: only free hosts are placed. A pair request holds the
+// free hosts it needs against lower-priority work until both are free; a
+// higher-priority request may still take a held host (a waiting pair never
+// blocks more important work: no priority inversion).
+func (c *Controller) plan(tx Tx) (plan, error) {
+	p := plan{grants: map[string][]string{}, pending: map[string]string{}}
+	queued, err := tx.Requests(Queued)
+	if err != nil {
+		return p, err
+	}
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return p, err
+	}
+	slices.SortFunc(queued, func(a, b Request) int { return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.Seq, b.Seq)) })
+	p.order = queued
+	now := time.Now()
+	taken := map[string]string{} // host -> request that takes or holds it
+	byName := map[string]Host{}
+	for _, h := range hosts {
+		byName[h.Name] = h
+	}
+	// why explains, for the pending reason, why host h cannot take r.
+	why := func(r Request, h Host) string {
+		switch {
+		case !h.Managed:
+			return fmt.Sprintf("host %s is not managed", h.Name)
+		case !c.online(h, now):
+			return fmt.Sprintf("host %s is offline (no fresh heartbeat)", h.Name)
+		case taken[h.Name] != "":
+			return fmt.Sprintf("host %s is claimed by request %s", h.Name, taken[h.Name])
+		case h.Mode == Leased:
+			return fmt.Sprintf("host %s is running request %s", h.Name, h.Lease)
+		case h.Mode == ReleaseRequired:
+			return fmt.Sprintf("host %s needs cleanup (release required)", h.Name)
+		case h.Mode == Lending, h.Mode == Restoring:
+			return fmt.Sprintf("host %s is %s the resident service", h.Name, map[Mode]string{Lending: "stopping", Restoring: "restoring"}[h.Mode])
+		case h.Mode == OutOfService:
+			return fmt.Sprintf("host %s is out of service after failed restores", h.Name)
+		case h.Draining && r.Class != Development:
+			return fmt.Sprintf("host %s is draining for development", h.Name)
+		case h.Mode == ServiceRunning && !c.lendable(r):
+			return fmt.Sprintf("host %s runs the resident service, which %s work does not borrow", h.Name, r.Class)
+		}
+		return ""
+	}
+	usable := func(r Request, h Host) bool { return why(r, h) == "" }
+	for _, r := range queued {
+		var candidates []string
+		switch {
+		case r.Host != "":
+			candidates = []string{r.Host}
+		case r.Class == Development:
+			candidates = c.targets(r) // the drained target(s): development waits for them
+
+		default:
+			for _, h := range hosts {
+				candidates = append(candidates, h.Name)
+			}
+			slices.SortStableFunc(candidates, func(a, b string) int {
+				return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
+					cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
+			})
+		}
+		need := 1
+		if r.Topology == Pair {
+			need = 2
+		}
+		var free, reasons []string
+		for _, name := range candidates {
+			h, ok := byName[name]
+			if !ok {
+				reasons = append(reasons, fmt.Sprintf("host %s is unknown", name))
+				continue
+			}
+			if r.Class == ServiceStart && h.Mode == ServiceRunning {
+				reasons = append(reasons, "the service is already running")
+				continue
+			}
+			if usable(r, h) {
+				free = append(free, name)
+			} else {
+				reasons = append(reasons, why(r, h))
+			}
+		}
+		if len(free) >= need {
+			p.grants[r.ID] = free[:need]
+			for _, h := range free[:need] {
+				taken[h] = r.ID
+			}
+			continue
+		}
+		if r.Topology == Pair {
+			for _, h := range free {
+				taken[h] = r.ID // held for the pair against lower-priority work
+			}
+			reasons = append(reasons, fmt.Sprintf("a pair needs both hosts; holding %s", strings.Join(free, ", ")))
+		}
+		if len(reasons) == 0 {
+			reasons = []string{"no host is free"}
+		}
+		p.pending[r.ID] = strings.Join(reasons, "; ")
+	}
+	return p, nil
+}
+
+func rank(name, want string) int {
+	if name == want {
+		return 1
+	}
+	return 0
+}
+
+func (c *Controller) lendable(r Request) bool {
+	return r.Class == Development || r.Topology == Pair || r.Host != "" || r.Priority >= c.opts.LendMinPriority
+}
