@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -526,149 +525,13 @@ func TestEventsCarryNoTokensOrCommands(t *testing.T) {
 	})
 }
 
-// checkInvariants verifies the scheduler's safety properties.
-func checkInvariants(t testing.TB, c *spark.Controller, seed uint64, lastToken *int64) {
-	t.Helper()
-	hosts, reqs, err := c.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := map[string]string{}
-	for _, r := range reqs {
-		if r.State != spark.Active || r.Class == spark.ServiceStart {
-			continue
-		}
-		if r.Topology == spark.Pair && (len(r.Hosts) != 2 || r.Hosts[0] == r.Hosts[1]) {
-			t.Fatalf("seed %d: pair %s on %v", seed, r.ID, r.Hosts)
-		}
-		for _, h := range r.Hosts {
-			if o := owner[h]; o != "" {
-				t.Fatalf("seed %d: host %s has two active leases (%s, %s)", seed, h, o, r.ID)
-			}
-			owner[h] = r.ID
-		}
-		if r.Token <= 0 {
-			t.Fatalf("seed %d: active lease without token", seed)
-		}
-	}
-	for _, h := range hosts {
-		if h.Mode == spark.Leased && owner[h.Name] == "" {
-			t.Fatalf("seed %d: host %s leased to nothing active", seed, h.Name)
-		}
-	}
-	for _, r := range reqs {
-		if r.State == spark.Active && r.Token > *lastToken {
-			*lastToken = r.Token
-		}
-	}
-}
-
 // TestInvariantsUnderRandomEventSequences drives thousands of random event
 // sequences, restarting the controller on the same store.
 func TestInvariantsUnderRandomEventSequences(t *testing.T) {
 	for seed := range uint64(1500) {
-		synctest.Test(t, func(t *testing.T) { randomSequence(t, seed, sparktest.NewStore()) })
-	}
-}
-
-func randomSequence(t *testing.T, seed uint64, store spark.Store) {
-	t.Helper()
-	r := rand.New(rand.NewPCG(seed, 42))
-	svc := &sparktest.Service{}
-	opts := spark.SeedOptions()
-	opts.Service, opts.PairTest = svc, true
-	var granted []spark.Request
-	var lastGrantToken int64
-	opts.OnGrant = func(g spark.Request) {
-		if g.Token <= lastGrantToken {
-			t.Fatalf("seed %d: token %d not above %d", seed, g.Token, lastGrantToken)
-		}
-		lastGrantToken = g.Token
-		granted = append(granted, g)
-	}
-	c, err := spark.New(store, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	alive := map[string]bool{"spark-1": true, "spark-2": true}
-	procs := map[string]int{}
-	var ids []string
-	classes := []spark.Class{spark.Development, spark.ServiceStart, spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
-	var lastToken int64
-	for step := range 120 {
-		switch r.IntN(10) {
-		case 0, 1, 2:
-			s := spark.SubmitRequest{Class: classes[r.IntN(len(classes))], Duration: time.Duration(1+r.IntN(90)) * time.Minute}
-			if r.IntN(4) == 0 && s.Class != spark.ServiceStart {
-				s.Topology = spark.Pair
-			}
-			if r.IntN(5) == 0 && s.Topology != spark.Pair {
-				s.Host = []string{"spark-1", "spark-2"}[r.IntN(2)]
-			}
-			if s.Class == spark.ManualPR {
-				s.PR = pr(1+r.IntN(3), fmt.Sprint("sha", step))
-			}
-			if req, err := c.Submit(ctx, s); err == nil {
-				ids = append(ids, req.ID)
-			}
-		case 3:
-			if len(ids) > 0 {
-				id := ids[r.IntN(len(ids))]
-				st, err := c.Status(ctx, id)
-				if err == nil && st.Request.State == spark.Active {
-					c.Release(ctx, id, st.Request.Token)
-				} else {
-					c.Cancel(ctx, id)
-				}
-			}
-		case 4:
-			h := []string{"spark-1", "spark-2"}[r.IntN(2)]
-			alive[h] = !alive[h]
-		case 5:
-			procs[[]string{"spark-1", "spark-2"}[r.IntN(2)]] = r.IntN(2) * r.IntN(4)
-		case 6:
-			svc.FailHealth = r.IntN(3)
-			svc.FailStop = r.IntN(6) == 0
-		case 7:
-			c, err = spark.New(store, opts) // controller restart on the same store
-			if err != nil {
-				t.Fatal(err)
-			}
-		default:
-		}
-		for h, ok := range alive {
-			if ok {
-				c.Heartbeat(ctx, spark.HostReport{Host: h, GPUProcesses: procs[h]})
-			}
-		}
-		if err := c.Reconcile(ctx); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		checkInvariants(t, c, seed, &lastToken)
-		time.Sleep(time.Duration(r.IntN(20)) * time.Minute)
-	}
-	// Liveness: with both hosts healthy and no new work, a queued pair is
-	// eventually admitted.
-	svc.FailHealth, svc.FailStop = 0, false
-	procs = map[string]int{}
-	p, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Topology: spark.Pair, Duration: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hosts, _, _ := c.Snapshot(ctx)
-	outOfService := slices.ContainsFunc(hosts, func(h spark.Host) bool { return h.Mode == spark.OutOfService })
-	for range 400 {
-		for _, h := range []string{"spark-1", "spark-2"} {
-			c.Heartbeat(ctx, spark.HostReport{Host: h})
-		}
-		c.Reconcile(ctx)
-		if st, _ := c.Status(ctx, p.ID); st.Request.State != spark.Queued {
-			return
-		}
-		time.Sleep(30 * time.Minute)
-	}
-	if !outOfService {
-		st, _ := c.Status(ctx, p.ID)
-		t.Fatalf("seed %d: a pair was never admitted with both hosts healthy: %+v", seed, st)
+		synctest.Test(t, func(t *testing.T) {
+			store := sparktest.NewStore()
+			sparktest.RandomSequence(t, seed, func() spark.Store { return store })
+		})
 	}
 }
