@@ -186,3 +186,24 @@ func (s *Service) CallsSnapshot() []string {
 	defer s.mu.Unlock()
 	return slices.Clone(s.Calls)
 }
+
+// Checks are fake preflight checks.
+type Checks struct {
+	Apps       []string
+	AppsErr    error
+	FreeBytes  uint64
+	LinkErr    error
+	ServiceErr error
+}
+
+// ComputeApps returns Apps.
+func (c *Checks) ComputeApps(context.Context) ([]string, error) { return c.Apps, c.AppsErr }
+
+// Free returns FreeBytes.
+func (c *Checks) Free(string) (uint64, error) { return c.FreeBytes, nil }
+
+// Check returns LinkErr.
+func (c *Checks) Check(context.Context) error { return c.LinkErr }
+
+// Released returns ServiceErr.
+func (c *Checks) Released(context.Context) error { return c.ServiceErr }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparktest"
+	"github.com/gpugate/gpugate/spark/sqlitestore"
+)
+
+const token = "ctl-test-token-0123456789"
+
+func TestCommandsAgainstTheAPI(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := sqlitestore.Open(t.TempDir() + "/spark.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := spark.NewHandler(c, token)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond) // the controller's admission loop
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			for _, host := range []string{"spark-1", "spark-2"} {
+				c.Heartbeat(ctx, spark.HostReport{Host: host})
+			}
+			c.Reconcile(ctx)
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	env := map[string]string{"SPARK_ADDR": srv.URL, "SPARK_TOKEN": token}
+	ctl := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	code, out := ctl("-class", "development", "request")
+	var st spark.Status
+	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
+		t.Fatalf("request: %d %s", code, out)
+	}
+	code, out = ctl("wait", st.Request.ID)
+	json.Unmarshal([]byte(out), &st)
+	if code != 0 || st.Request.State != spark.Active {
+		t.Fatalf("wait: %d %s", code, out)
+	}
+	if code, out := ctl("status", st.Request.ID); code != 0 || !strings.Contains(out, `"state": "active"`) {
+		t.Errorf("status: %d %s", code, out)
+	}
+	if code, out := ctl("cancel", st.Request.ID); code != 1 || !strings.Contains(out, "active") {
+		t.Errorf("cancel active: %d %s", code, out)
+	}
+	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token+7, 10)); code != 1 || !strings.Contains(out, "stale") {
+		t.Errorf("stale release: %d %s", code, out)
+	}
+	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 {
+		t.Errorf("release: %d %s", code, out)
+	}
+	if code, out := ctl("hosts"); code != 0 || !strings.Contains(out, "spark-2") {
+		t.Errorf("hosts: %d %s", code, out)
+	}
+	env["SPARK_TOKEN"] = "wrong-token-wrong-token"
+	if code, _ := ctl("hosts"); code != 1 {
+		t.Error("a wrong token must fail")
+	}
+	if code, _ := ctl("bogus"); code != 2 {
+		t.Error("an unknown command must exit 2")
+	}
+}

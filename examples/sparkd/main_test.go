@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan [2]string, 1)
+	done := make(chan int, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/spark.db", "-reconcile", "20ms"}, &logs, ready)
+	}()
+	var info [2]string
+	select {
+	case info = <-ready:
+	case code := <-done:
+		t.Fatalf("sparkd exited %d: %s", code, logs.String())
+	}
+	data, err := os.ReadFile(info[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(data))
+	if fi, _ := os.Stat(info[1]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v", fi.Mode().Perm())
+	}
+	cl, _ := spark.NewAPIClient(info[0], token, nil)
+	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if st, err = cl.Wait(wctx, st.Request.ID); err != nil || st.Request.State != spark.Active {
+		t.Fatalf("%+v %v", st, err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Error("the token was logged")
+	}
+}

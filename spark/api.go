@@ -1,0 +1,294 @@
+package spark
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// LeaseRequest is the API's request body for POST /v1/leases.
+type LeaseRequest struct {
+	Class           Class    `json:"class"`
+	Topology        Topology `json:"topology,omitempty"`
+	Host            string   `json:"host,omitempty"`
+	Owner           string   `json:"owner,omitempty"`
+	Suite           string   `json:"suite,omitempty"`
+	DurationSeconds int      `json:"duration_seconds,omitempty"`
+	PR              *PRRef   `json:"pr,omitempty"`
+}
+
+// APIError is the API's error body.
+type APIError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"error"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("spark: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+var apiErrors = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{ErrNotFound, http.StatusNotFound, "not_found"},
+	{ErrActive, http.StatusConflict, "active"},
+	{ErrNotQueued, http.StatusConflict, "not_queued"},
+	{ErrStaleToken, http.StatusConflict, "stale_token"},
+	{ErrPairRefused, http.StatusUnprocessableEntity, "pair_refused"},
+	{ErrInvalid, http.StatusBadRequest, "invalid"},
+	{ErrUnauthorized, http.StatusForbidden, "forbidden"},
+	{ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
+}
+
+// Is lets a client-side APIError match the sentinel its code came from.
+func (e *APIError) Is(target error) bool {
+	for _, a := range apiErrors {
+		if a.code == e.Code {
+			return target == a.err
+		}
+	}
+	return false
+}
+
+// NewHandler serves the agent and CLI API over the controller with bearer
+// token authentication:
+//
+//	POST   /v1/leases               request a lease (201, a Status)
+//	GET    /v1/leases/{id}          status with queue position and pending reason
+//	GET    /v1/leases/{id}/wait     wait (long poll, ?timeout=60s) until it is no longer queued
+//	POST   /v1/leases/{id}/release  {"token": N}: release an active lease
+//	DELETE /v1/leases/{id}          cancel queued work (409 when active)
+//	GET    /v1/hosts                sanitized host state
+func NewHandler(c *Controller, token string) (http.Handler, error) {
+	if len(token) < 16 {
+		return nil, fmt.Errorf("%w: the API token must be at least 16 characters", ErrInvalid)
+	}
+	mux := http.NewServeMux()
+	write := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	fail := func(w http.ResponseWriter, err error) {
+		for _, a := range apiErrors {
+			if errors.Is(err, a.err) {
+				write(w, a.status, APIError{Code: a.code, Message: err.Error()})
+				return
+			}
+		}
+		write(w, http.StatusInternalServerError, APIError{Code: "internal", Message: err.Error()})
+	}
+	mux.HandleFunc("POST /v1/leases", func(w http.ResponseWriter, r *http.Request) {
+		var lr LeaseRequest
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&lr); err != nil {
+			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
+			return
+		}
+		req, err := c.Submit(r.Context(), SubmitRequest{Class: lr.Class, Topology: lr.Topology, Host: lr.Host, Owner: lr.Owner, Suite: lr.Suite,
+			Duration: time.Duration(lr.DurationSeconds) * time.Second, PR: lr.PR})
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		st, err := c.Status(r.Context(), req.ID)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		write(w, http.StatusCreated, st)
+	})
+	mux.HandleFunc("GET /v1/leases/{id}", func(w http.ResponseWriter, r *http.Request) {
+		st, err := c.Status(r.Context(), r.PathValue("id"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		write(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("GET /v1/leases/{id}/wait", func(w http.ResponseWriter, r *http.Request) {
+		timeout := 60 * time.Second
+		if v := r.URL.Query().Get("timeout"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > 10*time.Minute {
+				fail(w, fmt.Errorf("%w: timeout %q: a duration up to 10m", ErrInvalid, v))
+				return
+			}
+			timeout = d
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		for {
+			st, err := c.Status(r.Context(), r.PathValue("id"))
+			if err != nil {
+				fail(w, err)
+				return
+			}
+			if st.Request.State != Queued {
+				write(w, http.StatusOK, st)
+				return
+			}
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				write(w, http.StatusOK, st) // still queued: the caller waits again
+				return
+			case <-t.C:
+			}
+		}
+	})
+	mux.HandleFunc("POST /v1/leases/{id}/release", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Token int64 `json:"token"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<12)).Decode(&body); err != nil {
+			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
+			return
+		}
+		if err := c.Release(r.Context(), r.PathValue("id"), body.Token); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /v1/leases/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if err := c.Cancel(r.Context(), r.PathValue("id")); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+		hosts, _, err := c.Snapshot(r.Context())
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		out := make([]map[string]any, 0, len(hosts))
+		for _, h := range hosts {
+			out = append(out, map[string]any{"name": h.Name, "mode": h.Mode, "draining": h.Draining, "online": c.online(h, time.Now()), "managed": h.Managed})
+		}
+		write(w, http.StatusOK, out)
+	})
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="spark"`)
+			write(w, http.StatusUnauthorized, APIError{Code: "unauthorized", Message: "a bearer token is required"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}), nil
+}
+
+// APIClient is the agent and CLI client of the API.
+type APIClient struct {
+	base  *url.URL
+	token string
+	hc    *http.Client
+}
+
+// NewAPIClient builds a client; hc nil uses a client with a 15-minute
+// timeout (long polls).
+func NewAPIClient(base, token string, hc *http.Client) (*APIClient, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("%w: API address %q", ErrInvalid, base)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 15 * time.Minute}
+	}
+	return &APIClient{base: u, token: token, hc: hc}, nil
+}
+
+func (a *APIClient) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	u := *a.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawQuery = query.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		e := &APIError{Status: resp.StatusCode}
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(e)
+		return e
+	}
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	return nil
+}
+
+// Request asks for a lease.
+func (a *APIClient) Request(ctx context.Context, lr LeaseRequest) (Status, error) {
+	var st Status
+	return st, a.do(ctx, http.MethodPost, "/v1/leases", nil, lr, &st)
+}
+
+// Status reads a lease.
+func (a *APIClient) Status(ctx context.Context, id string) (Status, error) {
+	var st Status
+	return st, a.do(ctx, http.MethodGet, "/v1/leases/"+url.PathEscape(id), nil, nil, &st)
+}
+
+// Wait blocks until the lease is no longer queued or ctx ends, long
+// polling.
+func (a *APIClient) Wait(ctx context.Context, id string) (Status, error) {
+	for {
+		var st Status
+		if err := a.do(ctx, http.MethodGet, "/v1/leases/"+url.PathEscape(id)+"/wait", url.Values{"timeout": {"60s"}}, nil, &st); err != nil {
+			return st, err
+		}
+		if st.Request.State != Queued {
+			return st, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+	}
+}
+
+// Release releases an active lease with its fencing token.
+func (a *APIClient) Release(ctx context.Context, id string, token int64) error {
+	return a.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/release", nil, map[string]int64{"token": token}, nil)
+}
+
+// Cancel cancels queued work.
+func (a *APIClient) Cancel(ctx context.Context, id string) error {
+	return a.do(ctx, http.MethodDelete, "/v1/leases/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// Hosts lists sanitized host state.
+func (a *APIClient) Hosts(ctx context.Context) ([]map[string]any, error) {
+	var out []map[string]any
+	return out, a.do(ctx, http.MethodGet, "/v1/hosts", nil, nil, &out)
+}

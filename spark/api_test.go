@@ -1,0 +1,77 @@
+package spark_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+const apiToken = "test-token-0123456789"
+
+func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
+	f := newFleet(t)
+	h, err := spark.NewHandler(f.c, apiToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	first, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, Owner: "agent-1"})
+	if err != nil || first.Request.State != spark.Queued || first.Position != 1 {
+		t.Fatalf("%+v %v", first, err)
+	}
+	second, _ := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	f.reconcile(t)
+	st, err := cl.Wait(ctx, first.Request.ID)
+	if err != nil || st.Request.State != spark.Active || st.Request.Token == 0 {
+		t.Fatalf("wait: %+v %v", st, err)
+	}
+	st2, _ := cl.Status(ctx, second.Request.ID)
+	if st2.Position != 1 || !strings.Contains(st2.Pending, "spark-2") {
+		t.Errorf("status %+v", st2)
+	}
+	if err := cl.Cancel(ctx, first.Request.ID); !errors.Is(err, spark.ErrActive) {
+		t.Errorf("cancel active: %v", err)
+	}
+	if err := cl.Release(ctx, first.Request.ID, st.Request.Token+1); !errors.Is(err, spark.ErrStaleToken) {
+		t.Errorf("stale release: %v", err)
+	}
+	if err := cl.Release(ctx, first.Request.ID, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Cancel(ctx, second.Request.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.ManualPR, Topology: spark.Pair, PR: pr(9, "abc")}); !errors.Is(err, spark.ErrPairRefused) {
+		t.Errorf("pair: %v", err)
+	}
+	hosts, err := cl.Hosts(ctx)
+	if err != nil || len(hosts) != 2 {
+		t.Errorf("%v %v", hosts, err)
+	}
+}
+
+func TestAPI_BearerTokenRequired(t *testing.T) {
+	f := newFleet(t)
+	h, _ := spark.NewHandler(f.c, apiToken)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + apiToken} {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/hosts", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%q: %v %v", auth, resp.StatusCode, err)
+		}
+	}
+	if _, err := spark.NewHandler(f.c, "short"); err == nil {
+		t.Error("a short token must be refused")
+	}
+}

@@ -1,0 +1,86 @@
+package spark_test
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"testing/synctest"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparktest"
+)
+
+func TestPreflight_RejectsEachUnsafeCondition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t)
+		r := f.submit(t, spark.SubmitRequest{Class: spark.MergeCI})
+		f.reconcile(t)
+		tok := f.status(t, r.ID).Request.Token
+		ok := func() (spark.PreflightChecks, spark.PreflightRequest) {
+			ch := &sparktest.Checks{FreeBytes: 100 << 30}
+			return spark.PreflightChecks{Token: f.c, GPU: ch, Disk: ch, Interconnect: ch, Service: ch},
+				spark.PreflightRequest{Host: "spark-2", Token: tok, Topology: spark.Single, WorkDir: "/work", MinFree: 50 << 30}
+		}
+		c, req := ok()
+		if err := spark.Preflight(ctx, c, req); err != nil {
+			t.Fatal(err)
+		}
+		tests := map[string]struct {
+			mutate func(*spark.PreflightChecks, *spark.PreflightRequest)
+			check  string
+		}{
+			"stale fencing token":    {func(_ *spark.PreflightChecks, r *spark.PreflightRequest) { r.Token = tok - 1 }, "fencing"},
+			"unknown resource state": {func(_ *spark.PreflightChecks, r *spark.PreflightRequest) { r.Host = "spark-1" }, "fencing"},
+			"competing GPU process": {func(c *spark.PreflightChecks, _ *spark.PreflightRequest) {
+				c.GPU = &sparktest.Checks{Apps: []string{"4242, python"}}
+			}, "gpu-processes"},
+			"unreadable GPU state": {func(c *spark.PreflightChecks, _ *spark.PreflightRequest) {
+				c.GPU = &sparktest.Checks{AppsErr: errors.New("nvidia-smi failed")}
+			}, "gpu-processes"},
+			"insufficient disk": {func(c *spark.PreflightChecks, _ *spark.PreflightRequest) {
+				c.Disk = &sparktest.Checks{FreeBytes: 1 << 30}
+			}, "disk"},
+			"failed interconnect": {func(c *spark.PreflightChecks, r *spark.PreflightRequest) {
+				r.Topology, c.Interconnect = spark.Pair, &sparktest.Checks{LinkErr: errors.New("link down")}
+			}, "interconnect"},
+			"service not released": {func(c *spark.PreflightChecks, r *spark.PreflightRequest) {
+				r.ServiceHost, c.Service = true, &sparktest.Checks{ServiceErr: errors.New("GPU still allocated")}
+			}, "service-released"},
+			"no fencing check at all": {func(c *spark.PreflightChecks, _ *spark.PreflightRequest) { c.Token = nil }, "fencing"},
+		}
+		for name, tt := range tests {
+			c, req := ok()
+			tt.mutate(&c, &req)
+			err := spark.Preflight(ctx, c, req)
+			var pe *spark.PreflightError
+			if !errors.As(err, &pe) || pe.Check != tt.check || !errors.Is(err, spark.ErrPreflight) {
+				t.Errorf("%s: %v, want check %s", name, err, tt.check)
+			}
+		}
+	})
+}
+
+func TestPreflight_RealChecks(t *testing.T) {
+	free, err := spark.StatfsDisk{}.Free(os.TempDir())
+	if err != nil || free == 0 {
+		t.Errorf("statfs: %d %v", free, err)
+	}
+	apps := spark.ParseComputeApps([]byte("1234, /usr/bin/python3\n\n5678, ollama\n"))
+	if len(apps) != 2 {
+		t.Errorf("%v", apps)
+	}
+	if apps := spark.ParseComputeApps([]byte("No running processes found\n")); len(apps) != 0 {
+		t.Errorf("%v", apps)
+	}
+}
+
+func FuzzParseComputeApps(f *testing.F) {
+	f.Add([]byte("1234, python\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		for _, a := range spark.ParseComputeApps(out) {
+			if a == "" {
+				t.Fatal("empty app")
+			}
+		}
+	})
+}
