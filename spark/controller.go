@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -154,6 +155,8 @@ type SubmitRequest struct {
 	Owner    string
 	Suite    string
 	Duration time.Duration // default per class
+	// Annotations are stored with the request (see Request.Annotations).
+	Annotations map[string]string
 }
 
 func newID() string {
@@ -219,7 +222,7 @@ func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, erro
 		s.Duration = c.opts.Durations[s.Class]
 	}
 	r := Request{ID: newID(), Class: s.Class, Topology: s.Topology, Host: s.Host, PR: s.PR, Owner: s.Owner, Suite: s.Suite,
-		Duration: s.Duration, Priority: prio, State: Queued, Submitted: time.Now()}
+		Duration: s.Duration, Priority: prio, State: Queued, Submitted: time.Now(), Annotations: s.Annotations}
 	err := c.tx(ctx, func(tx Tx) error {
 		seq, err := tx.NextSeq()
 		if err != nil {
@@ -361,6 +364,25 @@ func (c *Controller) undrain(tx Tx) error {
 		}
 	}
 	return nil
+}
+
+// Annotate sets one annotation on a request.
+func (c *Controller) Annotate(ctx context.Context, id, key, value string) error {
+	return c.tx(ctx, func(tx Tx) error {
+		r, ok, err := tx.Request(id)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		r.Annotations = maps.Clone(r.Annotations) // never mutate the stored copy in place
+		if r.Annotations == nil {
+			r.Annotations = map[string]string{}
+		}
+		r.Annotations[key] = value
+		return tx.PutRequest(r)
+	})
 }
 
 // Release ends an active lease. The token must be the lease's: a stale

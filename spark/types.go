@@ -74,6 +74,9 @@ type Request struct {
 	Expires   time.Time     `json:"expires,omitzero"`
 	Ended     time.Time     `json:"ended,omitzero"`
 	Reason    string        `json:"reason,omitempty"` // why it ended
+	// Annotations carry integration state (a check run ID, say). Never
+	// secrets: they are shown on status pages.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Mode is what a host is doing.

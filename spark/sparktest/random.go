@@ -121,7 +121,6 @@ func RandomSequence(t testing.TB, seed uint64, open func() spark.Store) {
 	svc.mu.Lock()
 	svc.FailHealth, svc.FailStop = 0, false
 	svc.mu.Unlock()
-	procs = map[string]int{}
 	p, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Topology: spark.Pair, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)

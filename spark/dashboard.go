@@ -1,0 +1,99 @@
+package spark
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// DashboardSnapshot is the sanitized mirror for a control-room dashboard.
+// Its types can carry only allowed fields: resource state, reservation
+// kind, topology, queue position, service health and GitHub linkage. Never
+// host addresses, usernames, commands, environment values, model paths,
+// credentials, raw logs or fencing tokens.
+type DashboardSnapshot struct {
+	GeneratedAt  time.Time              `json:"generated_at"`
+	Hosts        []DashboardHost        `json:"hosts"`
+	Reservations []DashboardReservation `json:"reservations"`
+}
+
+// DashboardHost is one resource's sanitized state.
+type DashboardHost struct {
+	Name           string `json:"name"` // the configured display name
+	State          Mode   `json:"state"`
+	Online         bool   `json:"online"`
+	Draining       bool   `json:"draining"`
+	ServiceHealthy *bool  `json:"service_healthy,omitempty"` // service hosts only
+}
+
+// DashboardReservation is one queued or active reservation.
+type DashboardReservation struct {
+	ID       string   `json:"id"`
+	Kind     Class    `json:"kind"`
+	Topology Topology `json:"topology"`
+	State    State    `json:"state"`
+	Position int      `json:"position,omitempty"`
+	Hosts    []string `json:"hosts,omitempty"` // display names
+	Repo     string   `json:"repo,omitempty"`
+	PR       int      `json:"pr,omitempty"`
+	SHA      string   `json:"sha,omitempty"` // short
+}
+
+// Dashboard builds the sanitized snapshot. names maps host names to
+// display names (a host missing from it is shown by its name).
+func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (DashboardSnapshot, error) {
+	hosts, reqs, err := c.Snapshot(ctx)
+	if err != nil {
+		return DashboardSnapshot{}, err
+	}
+	display := func(h string) string {
+		if n, ok := names[h]; ok {
+			return n
+		}
+		return h
+	}
+	now := time.Now()
+	out := DashboardSnapshot{GeneratedAt: now.UTC(), Hosts: []DashboardHost{}, Reservations: []DashboardReservation{}}
+	for _, h := range hosts {
+		dh := DashboardHost{Name: display(h.Name), State: h.Mode, Online: c.online(h, now), Draining: h.Draining}
+		if h.Service {
+			healthy := h.Mode == ServiceRunning
+			dh.ServiceHealthy = &healthy
+		}
+		out.Hosts = append(out.Hosts, dh)
+	}
+	for _, r := range reqs {
+		d := DashboardReservation{ID: r.ID, Kind: r.Class, Topology: r.Topology, State: r.State}
+		if r.State == Queued {
+			if st, err := c.Status(ctx, r.ID); err == nil {
+				d.Position = st.Position
+			}
+		}
+		for _, h := range r.Hosts {
+			d.Hosts = append(d.Hosts, display(h))
+		}
+		if r.PR != nil {
+			d.Repo, d.PR, d.SHA = r.PR.Repo, r.PR.Number, short(r.PR.SHA)
+		}
+		out.Reservations = append(out.Reservations, d)
+	}
+	return out, nil
+}
+
+// DashboardHandler serves the snapshot read-only as JSON.
+func (c *Controller) DashboardHandler(names map[string]string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "read-only", http.StatusMethodNotAllowed)
+			return
+		}
+		snap, err := c.Dashboard(r.Context(), names)
+		if err != nil {
+			http.Error(w, "the controller state is unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(snap)
+	})
+}

@@ -1,0 +1,349 @@
+// Package sparkgh connects the spark fleet controller to GitHub:
+// maintainers request fleet time from pull requests with labels or comment
+// commands, the controller answers with check runs on the exact SHA,
+// dispatches the admitted default-branch workflow with a one-job JIT
+// runner, and mirrors a sanitized dashboard. It implements the
+// "Maintainer experience" and "Repository enablement" sections of the
+// shared-fleet seed.
+package sparkgh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpugate/gpugate/internal/secret"
+	"github.com/gpugate/gpugate/spark"
+)
+
+// Lane is what a label or command asks for.
+type Lane struct {
+	Suite    string         `yaml:"suite"` // smoke or performance
+	Topology spark.Topology `yaml:"topology"`
+}
+
+// Config is the integration's configuration.
+type Config struct {
+	WebhookSecret secret.Secret
+	Labels        map[string]Lane // label -> lane
+	CommandPrefix string          // default /spark
+	MinRole       string          // default maintain
+	CheckName     string          // default "Spark test"
+	Workflow      string          // default spark-test.yml
+	RunnerLabels  []string        // the fleet's base labels
+	HostNames     map[string]string
+	Class         spark.Class // default ManualPR
+}
+
+// SeedConfig is the seed's labels, commands and runner labels.
+func SeedConfig(secretValue string) Config {
+	return Config{
+		WebhookSecret: secret.Secret(secretValue),
+		Labels: map[string]Lane{
+			"spark-test":      {Suite: "smoke", Topology: spark.Single},
+			"spark-test-long": {Suite: "performance", Topology: spark.Single},
+			"spark-pair-test": {Suite: "smoke", Topology: spark.Pair},
+		},
+		RunnerLabels: []string{"self-hosted", "Linux", "ARM64", "waffuru-spark"},
+		HostNames:    map[string]string{"spark-1": "Spark 1", "spark-2": "Spark 2"},
+	}
+}
+
+func (c *Config) defaults() {
+	if c.CommandPrefix == "" {
+		c.CommandPrefix = "/spark"
+	}
+	if c.MinRole == "" {
+		c.MinRole = "maintain"
+	}
+	if c.CheckName == "" {
+		c.CheckName = "Spark test"
+	}
+	if c.Workflow == "" {
+		c.Workflow = "spark-test.yml"
+	}
+	if c.Class == "" {
+		c.Class = spark.ManualPR
+	}
+}
+
+// PR is a pull request as the integration needs it.
+type PR struct {
+	Repo       string // owner/name
+	Number     int
+	HeadSHA    string
+	Open       bool
+	HeadRepoID int64
+	BaseRepoID int64
+	Labels     []string
+}
+
+// Check is a check run's content.
+type Check struct {
+	Status     string // queued, in_progress, completed
+	Conclusion string // success, failure, cancelled, neutral
+	Title      string
+	Summary    string
+}
+
+// GitHub is the surface the integration uses; GitHubAPI is the go-github
+// adapter.
+type GitHub interface {
+	Permission(ctx context.Context, repo, user string) (string, error)
+	PullRequest(ctx context.Context, repo string, number int) (PR, error)
+	CreateCheck(ctx context.Context, repo, sha, name string, c Check) (int64, error)
+	UpdateCheck(ctx context.Context, repo string, id int64, name string, c Check) error
+	Comment(ctx context.Context, repo string, number int, body string) error
+	// Dispatch runs workflow at the repository's default branch.
+	Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error
+	// MintJIT creates a one-job runner registration.
+	MintJIT(ctx context.Context, name string, labels []string) (secret.Secret, error)
+}
+
+// Annotation keys the integration stores on requests.
+const (
+	keyRepo   = "gh.repo"
+	keyCheck  = "gh.check"
+	keyLabel  = "gh.label"
+	keyRunner = "gh.runner"
+	keyPhase  = "gh.phase"
+)
+
+// Integration drives GitHub from the controller.
+type Integration struct {
+	cfg  Config
+	ctrl *spark.Controller
+	gh   GitHub
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	tracked map[string]bool // requests with a live check
+	// JITConfigs receives each minted JIT config with its runner name; the
+	// deployment hands it to the host agent. It is never logged.
+	JITConfigs func(runner string, cfg secret.Secret)
+}
+
+// ErrNoSecret is returned by New without a webhook secret: go-github
+// accepts unsigned payloads when no secret is expected.
+var ErrNoSecret = errors.New("sparkgh: refusing to start without a webhook secret: set Config.WebhookSecret to the GitHub webhook's secret (8 characters or more)")
+
+// New builds the integration. Wire its OnGrant into spark.Options.OnGrant.
+func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Integration, error) {
+	if len(cfg.WebhookSecret) < 8 {
+		return nil, ErrNoSecret
+	}
+	cfg.defaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}}, nil
+}
+
+// SetController attaches the controller (it is built after the
+// integration when OnGrant is wired).
+func (in *Integration) SetController(c *spark.Controller) { in.ctrl = c }
+
+func (in *Integration) hostName(h string) string {
+	if n, ok := in.cfg.HostNames[h]; ok {
+		return n
+	}
+	return h
+}
+
+func short(sha string) string { return sha[:min(len(sha), 7)] }
+
+// authorize is the decision a label or command makes: the actor's role,
+// and never a fork.
+func (in *Integration) authorize(ctx context.Context, pr PR, actor string) error {
+	if pr.HeadRepoID == 0 || pr.HeadRepoID != pr.BaseRepoID {
+		return fmt.Errorf("fork pull requests are never admitted to private hardware")
+	}
+	role, err := in.gh.Permission(ctx, pr.Repo, actor)
+	if err != nil {
+		return fmt.Errorf("could not read @%s's permission: %v", actor, err)
+	}
+	order := []string{"none", "read", "triage", "write", "maintain", "admin"}
+	if slices.Index(order, role) < slices.Index(order, in.cfg.MinRole) || slices.Index(order, role) < 0 {
+		return fmt.Errorf("@%s has the %s role; requesting fleet time needs %s or higher", actor, role, in.cfg.MinRole)
+	}
+	return nil
+}
+
+// request queues a lane for a PR and opens its check run.
+func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label string) error {
+	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: in.cfg.Class, Topology: lane.Topology, Suite: lane.Suite,
+		PR: &spark.PRRef{Repo: pr.Repo, Number: pr.Number, SHA: pr.HeadSHA}, Owner: "github",
+		Annotations: map[string]string{keyRepo: pr.Repo, keyLabel: label, keyPhase: "queued"}})
+	if err != nil {
+		return err
+	}
+	st, err := in.ctrl.Status(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	id, err := in.gh.CreateCheck(ctx, pr.Repo, pr.HeadSHA, in.cfg.CheckName, in.render(st))
+	if err != nil {
+		return fmt.Errorf("create check: %w", err)
+	}
+	if err := in.ctrl.Annotate(ctx, r.ID, keyCheck, strconv.FormatInt(id, 10)); err != nil {
+		return err
+	}
+	in.mu.Lock()
+	in.tracked[r.ID] = true
+	in.mu.Unlock()
+	in.log.Info("sparkgh.queued", "request", r.ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+	return nil
+}
+
+// render is the check a maintainer reads for a request's state.
+func (in *Integration) render(st spark.Status) Check {
+	r := st.Request
+	sha := ""
+	if r.PR != nil {
+		sha = short(r.PR.SHA)
+	}
+	hosts := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		hosts[i] = in.hostName(h)
+	}
+	where := strings.Join(hosts, " + ")
+	switch r.State {
+	case spark.Queued:
+		title := fmt.Sprintf("Spark test queued — position %d", st.Position)
+		// The first host the reasons name is the request's first choice.
+		best := -1
+		for h, name := range in.cfg.HostNames {
+			for _, phrase := range []string{"host " + h + " is running request", "host " + h + " is draining"} {
+				if i := strings.Index(st.Pending, phrase); i >= 0 && (best < 0 || i < best) {
+					best, title = i, fmt.Sprintf("%s draining — active job finishing", name)
+				}
+			}
+		}
+		return Check{Status: "queued", Title: title, Summary: "Waiting: " + in.sanitize(st.Pending)}
+	case spark.Active:
+		if r.Annotations[keyPhase] == "running" {
+			return Check{Status: "in_progress", Title: "Spark test running — exact SHA " + sha,
+				Summary: fmt.Sprintf("Running the %s suite on %s at %s.", r.Suite, where, sha)}
+		}
+		return Check{Status: "in_progress", Title: where + " allocated — environment preparing",
+			Summary: fmt.Sprintf("Reservation %s holds %s; the workflow is being dispatched for %s.", r.ID, where, sha)}
+	case spark.Released:
+		if r.Annotations[keyPhase] == "passed" {
+			return Check{Status: "completed", Conclusion: "success", Title: "Spark test passed — evidence receipt recorded",
+				Summary: fmt.Sprintf("The %s suite passed on %s at exact SHA %s.", r.Suite, where, sha)}
+		}
+		return Check{Status: "completed", Conclusion: "failure", Title: "Spark test failed",
+			Summary: fmt.Sprintf("The %s suite did not pass on %s at %s: %s", r.Suite, where, sha, r.Annotations[keyPhase])}
+	case spark.Superseded:
+		return Check{Status: "completed", Conclusion: "neutral", Title: "Spark test superseded", Summary: "A newer commit was pushed: " + r.Reason}
+	case spark.Canceled:
+		return Check{Status: "completed", Conclusion: "cancelled", Title: "Spark test cancelled", Summary: "The queued request was cancelled: " + r.Reason}
+	}
+	return Check{Status: "completed", Conclusion: "failure", Title: "Spark test " + string(r.State), Summary: r.Reason}
+}
+
+// sanitize keeps request IDs and host names but nothing else sensitive:
+// pending reasons come from the controller and carry no addresses.
+func (in *Integration) sanitize(s string) string {
+	for h, name := range in.cfg.HostNames {
+		s = strings.ReplaceAll(s, "host "+h, name)
+	}
+	return s
+}
+
+func (in *Integration) checkID(r spark.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.Annotations[keyCheck], 10, 64)
+	return id, err == nil && id > 0
+}
+
+// Sync refreshes every tracked check from the controller and completes the
+// checks of requests that ended (cancelled and superseded included). Call it
+// after each Reconcile.
+func (in *Integration) Sync(ctx context.Context) error {
+	in.mu.Lock()
+	ids := make([]string, 0, len(in.tracked))
+	for id := range in.tracked {
+		ids = append(ids, id)
+	}
+	in.mu.Unlock()
+	_, live, err := in.ctrl.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range live { // also pick up requests tracked before a restart
+		if _, ok := in.checkID(r); ok && !slices.Contains(ids, r.ID) {
+			ids = append(ids, r.ID)
+		}
+	}
+	var errs []error
+	for _, id := range ids {
+		st, err := in.ctrl.Status(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		check, ok := in.checkID(st.Request)
+		if !ok {
+			continue
+		}
+		if err := in.gh.UpdateCheck(ctx, st.Request.Annotations[keyRepo], check, in.cfg.CheckName, in.render(st)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in.mu.Lock()
+		if st.Request.State == spark.Queued || st.Request.State == spark.Active {
+			in.tracked[id] = true
+		} else {
+			delete(in.tracked, id)
+		}
+		in.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// RunnerName is the one-job runner of a reservation.
+func RunnerName(requestID string) string { return "spark-" + requestID }
+
+// OnGrant dispatches the admitted default-branch workflow with the
+// reservation's inputs and mints a one-job JIT runner with the
+// allocation's cumulative labels. Wire it into spark.Options.OnGrant. If
+// either fails, the lease is released so the capacity is not held idle.
+func (in *Integration) OnGrant(r spark.Request) {
+	if r.PR == nil || r.Annotations[keyRepo] == "" {
+		return // not a GitHub request
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topo := "spark-single"
+	if r.Topology == spark.Pair {
+		topo = "spark-pair"
+	}
+	labels := append(slices.Clone(in.cfg.RunnerLabels), topo)
+	runner := RunnerName(r.ID)
+	err := func() error {
+		jit, err := in.gh.MintJIT(ctx, runner, labels)
+		if err != nil {
+			return fmt.Errorf("mint the one-job runner: %w", err)
+		}
+		if in.JITConfigs != nil {
+			in.JITConfigs(runner, jit)
+		}
+		return in.gh.Dispatch(ctx, r.Annotations[keyRepo], in.cfg.Workflow, map[string]any{
+			"reservation_id": r.ID, "head_sha": r.PR.SHA, "topology": string(r.Topology), "suite": r.Suite,
+		})
+	}()
+	if err != nil {
+		in.log.Error("sparkgh.dispatch_failed", "request", r.ID, "error", err)
+		in.ctrl.Annotate(ctx, r.ID, keyPhase, "dispatch failed: "+err.Error())
+		in.ctrl.Release(ctx, r.ID, r.Token)
+		return
+	}
+	in.ctrl.Annotate(ctx, r.ID, keyRunner, runner)
+	in.log.Info("sparkgh.dispatched", "request", r.ID, "runner", runner, "labels", strings.Join(labels, ","))
+}

@@ -1,0 +1,453 @@
+package sparkgh
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/gpugate/gpugate/internal/secret"
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparktest"
+)
+
+var ctx = context.Background()
+
+// fakeGH is an in-memory GitHub.
+type fakeGH struct {
+	mu         sync.Mutex
+	roles      map[string]string
+	prs        map[int]PR
+	checks     map[int64]*checkRec
+	next       int64
+	comments   []string
+	dispatches []map[string]any
+	minted     map[string][]string
+}
+
+type checkRec struct {
+	sha     string
+	history []Check
+}
+
+func newFakeGH() *fakeGH {
+	return &fakeGH{roles: map[string]string{"maint": "maintain", "admin1": "admin", "dev": "write"}, prs: map[int]PR{},
+		checks: map[int64]*checkRec{}, minted: map[string][]string{}}
+}
+
+func (g *fakeGH) Permission(_ context.Context, _, user string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r, ok := g.roles[user]; ok {
+		return r, nil
+	}
+	return "read", nil
+}
+func (g *fakeGH) PullRequest(_ context.Context, _ string, n int) (PR, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.prs[n], nil
+}
+func (g *fakeGH) CreateCheck(_ context.Context, _, sha, _ string, c Check) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.next++
+	g.checks[g.next] = &checkRec{sha: sha, history: []Check{c}}
+	return g.next, nil
+}
+func (g *fakeGH) UpdateCheck(_ context.Context, _ string, id int64, _ string, c Check) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rec := g.checks[id]
+	if last := rec.history[len(rec.history)-1]; last != c {
+		rec.history = append(rec.history, c)
+	}
+	return nil
+}
+func (g *fakeGH) Comment(_ context.Context, _ string, _ int, body string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.comments = append(g.comments, body)
+	return nil
+}
+func (g *fakeGH) Dispatch(_ context.Context, _, _ string, inputs map[string]any) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.dispatches = append(g.dispatches, inputs)
+	return nil
+}
+func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (secret.Secret, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.minted[name] = labels
+	return "JIT-SECRET-" + secret.Secret(name), nil
+}
+
+func (g *fakeGH) titles(id int64) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, c := range g.checks[id].history {
+		out = append(out, c.Title)
+	}
+	return out
+}
+
+func (g *fakeGH) last(id int64) Check {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.checks[id].history
+	return h[len(h)-1]
+}
+
+type world struct {
+	gh   *fakeGH
+	in   *Integration
+	c    *spark.Controller
+	opts spark.Options
+}
+
+func newWorld(t *testing.T, pairTest bool) *world {
+	t.Helper()
+	w := &world{gh: newFakeGH()}
+	in, err := New(SeedConfig("webhook-secret-123"), nil, w.gh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.in = in
+	w.opts = spark.SeedOptions()
+	w.opts.Service, w.opts.PairTest, w.opts.OnGrant = &sparktest.Service{}, pairTest, in.OnGrant
+	c, err := spark.New(sparktest.NewStore(), w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.SetController(c)
+	w.c = c
+	w.tick(t)
+	return w
+}
+
+func (w *world) tick(t *testing.T) {
+	t.Helper()
+	for _, h := range []string{"spark-1", "spark-2"} {
+		w.c.Heartbeat(ctx, spark.HostReport{Host: h})
+	}
+	if err := w.c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.in.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const repoID = 99
+
+func prJSON(number int, sha string, labels []string, fork bool) map[string]any {
+	head := repoID
+	if fork {
+		head = 1234
+	}
+	var ls []map[string]any
+	for _, l := range labels {
+		ls = append(ls, map[string]any{"name": l})
+	}
+	return map[string]any{"number": number, "state": "open", "labels": ls,
+		"head": map[string]any{"sha": sha, "repo": map[string]any{"id": head}}, "base": map[string]any{"repo": map[string]any{"id": repoID}}}
+}
+
+func (w *world) event(t *testing.T, event string, payload map[string]any) {
+	t.Helper()
+	payload["repository"] = map[string]any{"full_name": "o/butter", "id": repoID}
+	data, _ := json.Marshal(payload)
+	if err := w.in.Process(ctx, event, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *world) label(t *testing.T, action, label, sender string, pr map[string]any) {
+	w.event(t, "pull_request", map[string]any{"action": action, "label": map[string]any{"name": label}, "sender": map[string]any{"login": sender}, "pull_request": pr})
+}
+
+var sha1 = strings.Repeat("1", 40)
+var sha2 = strings.Repeat("2", 40)
+
+func TestLabelByAMaintainerQueuesACheckOnTheExactSHA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+		if len(w.gh.checks) != 1 || w.gh.checks[1].sha != sha1 {
+			t.Fatalf("checks %v", w.gh.checks)
+		}
+		if got := w.gh.titles(1)[0]; got != "Spark test queued — position 1" {
+			t.Errorf("title %q", got)
+		}
+	})
+}
+
+func TestLabelAuthorization(t *testing.T) {
+	tests := map[string]struct {
+		label, sender string
+		fork          bool
+		want          string
+	}{
+		"writer is not a maintainer":      {"spark-test", "dev", false, "needs maintain or higher"},
+		"fork":                            {"spark-test", "maint", true, "fork pull requests are never admitted"},
+		"pair without a distributed test": {"spark-pair-test", "maint", false, "pair requests need a configured distributed test"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				w.label(t, "labeled", tt.label, tt.sender, prJSON(7, sha1, []string{tt.label}, tt.fork))
+				if len(w.gh.checks) != 0 || len(w.gh.comments) != 1 || !strings.Contains(w.gh.comments[0], tt.want) {
+					t.Errorf("checks %d comments %v", len(w.gh.checks), w.gh.comments)
+				}
+			})
+		})
+	}
+}
+
+func TestLabelRemovalAndClosingCancelQueuedWorkOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+		w.tick(t) // active on spark-2
+		w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test", "spark-test-long"}, false))
+		w.label(t, "unlabeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+		if c := w.gh.last(2); c.Conclusion != "cancelled" {
+			t.Errorf("queued check %+v", c)
+		}
+		w.label(t, "closed", "", "maint", prJSON(7, sha1, nil, false))
+		if c := w.gh.last(1); c.Status != "in_progress" {
+			t.Errorf("closing must not stop active work: %+v", c)
+		}
+	})
+}
+
+func TestANewCommitSupersedesTheQueuedOldSHA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"}) // keep both hosts busy
+		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-1"})
+		w.tick(t)
+		w.tick(t)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(8, sha1, []string{"spark-test"}, false))
+		w.label(t, "synchronize", "", "maint", prJSON(8, sha2, []string{"spark-test"}, false))
+		w.tick(t)
+		if c := w.gh.last(1); c.Conclusion != "neutral" || !strings.Contains(c.Title, "superseded") {
+			t.Errorf("old SHA check %+v", c)
+		}
+		if w.gh.checks[2].sha != sha2 || w.gh.last(2).Status != "queued" {
+			t.Errorf("new SHA check %+v", w.gh.last(2))
+		}
+		if title := w.gh.last(2).Title; title != "Spark 2 draining — active job finishing" {
+			t.Errorf("title %q", title)
+		}
+	})
+}
+
+func TestAnUnreviewedPushDropsTheQueuedWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
+		w.tick(t)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(8, sha1, []string{"spark-test"}, false))
+		w.label(t, "synchronize", "", "dev", prJSON(8, sha2, []string{"spark-test"}, false))
+		if len(w.gh.checks) != 1 || w.gh.last(1).Conclusion != "cancelled" || len(w.gh.comments) != 1 {
+			t.Errorf("checks %d last %+v comments %v", len(w.gh.checks), w.gh.last(1), w.gh.comments)
+		}
+	})
+}
+
+func comment(w *world, t *testing.T, sender, body string) {
+	w.event(t, "issue_comment", map[string]any{"action": "created", "sender": map[string]any{"login": sender},
+		"issue": map[string]any{"number": 9, "pull_request": map[string]any{"url": "x"}}, "comment": map[string]any{"body": body}})
+}
+
+func TestCommentCommands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.gh.prs[9] = PR{Repo: "o/butter", Number: 9, HeadSHA: sha1, Open: true, HeadRepoID: repoID, BaseRepoID: repoID}
+		comment(w, t, "maint", "Looks good.\n/spark test\n")
+		if len(w.gh.checks) != 1 {
+			t.Fatalf("checks %d", len(w.gh.checks))
+		}
+		comment(w, t, "maint", "/spark status")
+		comment(w, t, "maint", "/spark frobnicate")
+		comment(w, t, "maint", "please run /spark test later") // not at the start of a line
+		comment(w, t, "dev", "/spark test")
+		if len(w.gh.comments) != 3 || !strings.Contains(w.gh.comments[0], "Spark test queued") ||
+			!strings.Contains(w.gh.comments[1], "Unknown command `/spark frobnicate`") || !strings.Contains(w.gh.comments[2], "refused") {
+			t.Errorf("comments %q", w.gh.comments)
+		}
+		comment(w, t, "maint", "/spark test --pair")
+		if !strings.Contains(w.gh.comments[3], "pair requests need") {
+			t.Errorf("pair: %q", w.gh.comments[3])
+		}
+		comment(w, t, "maint", "/spark cancel")
+		if w.gh.last(1).Conclusion != "cancelled" {
+			t.Errorf("%+v", w.gh.last(1))
+		}
+	})
+}
+
+func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		var jits []string
+		w.in.JITConfigs = func(runner string, s secret.Secret) { jits = append(jits, runner) }
+		w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test-long"}, false))
+		w.tick(t)
+		if len(w.gh.dispatches) != 1 {
+			t.Fatalf("dispatches %v", w.gh.dispatches)
+		}
+		d := w.gh.dispatches[0]
+		runner := RunnerName(d["reservation_id"].(string))
+		if d["head_sha"] != sha1 || d["topology"] != "single" || d["suite"] != "performance" ||
+			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single"}) || len(jits) != 1 {
+			t.Errorf("dispatch %v minted %v", d, w.gh.minted)
+		}
+		job := func(action, conclusion string) {
+			w.event(t, "workflow_job", map[string]any{"action": action, "workflow_job": map[string]any{"runner_name": runner, "conclusion": conclusion}})
+		}
+		job("in_progress", "")
+		job("completed", "success")
+		want := []string{"Spark test queued — position 1", "Spark 2 allocated — environment preparing", "Spark test running — exact SHA 1111111", "Spark test passed — evidence receipt recorded"}
+		if diff := strings.Join(w.gh.titles(1), " | "); diff != strings.Join(want, " | ") {
+			t.Errorf("titles %s", diff)
+		}
+		hosts, live, _ := w.c.Snapshot(ctx)
+		if len(live) != 0 || hosts[1].Mode != spark.Idle {
+			t.Errorf("the lease must be released: %+v %+v", live, hosts)
+		}
+	})
+}
+
+func sign(body []byte, key string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
+	in, err := New(SeedConfig("It's a Secret to Everybody"), nil, newFakeGH(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := in.NewWebhook(4)
+	post := func(sig, delivery string) int {
+		r := httptest.NewRequest("POST", "/webhook", strings.NewReader("Hello, World!"))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-GitHub-Event", "ping")
+		r.Header.Set("X-GitHub-Delivery", delivery)
+		r.Header.Set("X-Hub-Signature-256", sig)
+		rec := httptest.NewRecorder()
+		wh.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	const published = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+	if code := post(published, "d1"); code != http.StatusAccepted || len(wh.queue) != 1 {
+		t.Errorf("published example: %d, queued %d", code, len(wh.queue))
+	}
+	if code := post(published, "d1"); code != http.StatusOK || len(wh.queue) != 1 {
+		t.Errorf("a duplicate delivery must not queue twice: %d", code)
+	}
+	if code := post("sha256="+strings.Repeat("0", 64), "d2"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
+		t.Errorf("a bad signature must queue nothing: %d", code)
+	}
+	if code := post("", "d3"); code != http.StatusUnauthorized {
+		t.Errorf("an unsigned payload must be refused: %d", code)
+	}
+	if _, err := New(SeedConfig(""), nil, newFakeGH(), nil); err != ErrNoSecret {
+		t.Errorf("empty secret: %v", err)
+	}
+}
+
+func TestDashboardCarriesOnlySanitizedFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		jitSeen := ""
+		w.in.JITConfigs = func(_ string, s secret.Secret) { jitSeen = s.Reveal() }
+		w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Owner: "alice-secret-user"})
+		w.tick(t)
+		var buf bytes.Buffer
+		w.c.DashboardHandler(SeedConfig("").HostNames).ServeHTTP(httptestRecorder(&buf), httptest.NewRequest("GET", "/dashboard.json", nil))
+		out := buf.String()
+		_, live, _ := w.c.Snapshot(ctx)
+		forbidden := []string{"alice-secret-user", "webhook-secret-123", jitSeen, `"token"`, `"owner"`, `"annotations"`, "gh.check"}
+		for _, r := range live {
+			if r.Token != 0 {
+				forbidden = append(forbidden, fmt.Sprintf(`:%d,`, r.Token))
+			}
+		}
+		for _, f := range forbidden {
+			if f != "" && strings.Contains(out, f) {
+				t.Errorf("dashboard leaks %q:\n%s", f, out)
+			}
+		}
+		if !strings.Contains(out, `"name":"Spark 2"`) || !strings.Contains(out, `"repo":"o/butter"`) {
+			t.Errorf("dashboard lacks state or linkage:\n%s", out)
+		}
+	})
+}
+
+type bufRecorder struct {
+	*httptest.ResponseRecorder
+	buf *bytes.Buffer
+}
+
+func httptestRecorder(buf *bytes.Buffer) *bufRecorder {
+	return &bufRecorder{httptest.NewRecorder(), buf}
+}
+
+func (b *bufRecorder) Write(p []byte) (int, error) { b.buf.Write(p); return len(p), nil }
+
+func TestParseCommands(t *testing.T) {
+	body := "LGTM\n/spark test\n> /spark cancel\n  /spark status\n/spark test --pair\n/sparkle test\n```\n/spark cancel\n```\n/spark deploy now\n/spark"
+	got := ParseCommands(body, "/spark")
+	var verbs []string
+	for _, c := range got {
+		verbs = append(verbs, fmt.Sprintf("%s:%v:%v", c.Verb, c.Pair, c.Known))
+	}
+	want := []string{"test:false:true", "test:true:true", "deploy:false:false", ":false:false"}
+	if !slices.Equal(verbs, want) {
+		t.Errorf("got %v, want %v", verbs, want)
+	}
+}
+
+func FuzzParseCommands(f *testing.F) {
+	f.Add("/spark test\n/spark test --pair\n/spark status")
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, c := range ParseCommands(body, "/spark") {
+			if !strings.HasPrefix(c.Line, "/spark") || (c.Known && c.Verb == "") {
+				t.Fatalf("%+v", c)
+			}
+		}
+	})
+}
+
+func FuzzWebhookDecoder(f *testing.F) {
+	f.Add("pull_request", []byte(`{"action":"labeled","label":{"name":"spark-test"},"pull_request":{"number":1}}`))
+	f.Add("issue_comment", []byte(`{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`))
+	f.Add("workflow_job", []byte(`{"action":"completed","workflow_job":{"runner_name":"spark-r-1"}}`))
+	f.Fuzz(func(t *testing.T, event string, payload []byte) {
+		gh := newFakeGH()
+		in, _ := New(SeedConfig("fuzz-secret-123"), nil, gh, nil)
+		opts := spark.SeedOptions()
+		opts.Service = &sparktest.Service{}
+		c, _ := spark.New(sparktest.NewStore(), opts)
+		in.SetController(c)
+		in.Process(context.Background(), event, payload) // must not panic
+	})
+}

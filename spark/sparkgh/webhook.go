@@ -1,0 +1,315 @@
+package sparkgh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// delivery is one verified webhook waiting to be processed.
+type delivery struct {
+	event   string
+	payload []byte
+}
+
+// Webhook receives GitHub webhooks: it verifies X-Hub-Signature-256,
+// de-duplicates by delivery ID, answers at once, and processes
+// asynchronously (Run).
+type Webhook struct {
+	in    *Integration
+	queue chan delivery
+
+	mu   sync.Mutex
+	seen map[string]bool
+	ring []string
+}
+
+// NewWebhook builds the receiver; Run must be running to process.
+func (in *Integration) NewWebhook(queue int) *Webhook {
+	if queue <= 0 {
+		queue = 256
+	}
+	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}}
+}
+
+// ServeHTTP verifies and enqueues a delivery: 202 when queued, 200 for a
+// duplicate, 401 for a bad signature (nothing is queued), 503 when the
+// queue is full (GitHub redelivers).
+func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	payload, err := github.ValidatePayload(r, []byte(wh.in.cfg.WebhookSecret.Reveal()))
+	if err != nil {
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	id := github.DeliveryID(r)
+	wh.mu.Lock()
+	dup := id != "" && wh.seen[id]
+	if !dup && id != "" {
+		wh.seen[id] = true
+		wh.ring = append(wh.ring, id)
+		if len(wh.ring) > 10000 {
+			delete(wh.seen, wh.ring[0])
+			wh.ring = wh.ring[1:]
+		}
+	}
+	wh.mu.Unlock()
+	if dup {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	select {
+	case wh.queue <- delivery{github.WebHookType(r), payload}:
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		wh.mu.Lock()
+		delete(wh.seen, id) // let the redelivery through
+		wh.mu.Unlock()
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}
+}
+
+// Run processes deliveries until ctx ends.
+func (wh *Webhook) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-wh.queue:
+			if err := wh.in.Process(ctx, d.event, d.payload); err != nil {
+				wh.in.log.Error("sparkgh.process", "event", d.event, "error", err)
+			}
+		}
+	}
+}
+
+// ErrPayload is matched by Process errors for undecodable payloads.
+var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
+
+// Process handles one verified delivery.
+func (in *Integration) Process(ctx context.Context, event string, payload []byte) error {
+	switch event {
+	case "pull_request", "issue_comment", "workflow_job":
+	default:
+		return nil // not ours (ping and others)
+	}
+	ev, err := github.ParseWebHook(event, payload)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrPayload, event, err)
+	}
+	switch e := ev.(type) {
+	case *github.PullRequestEvent:
+		return in.pullRequest(ctx, e)
+	case *github.IssueCommentEvent:
+		return in.comment(ctx, e)
+	case *github.WorkflowJobEvent:
+		return in.workflowJob(ctx, e)
+	}
+	return nil
+}
+
+func prOf(repo string, p *github.PullRequest) PR {
+	out := PR{Repo: repo, Number: p.GetNumber(), HeadSHA: p.GetHead().GetSHA(), Open: p.GetState() == "open",
+		HeadRepoID: p.GetHead().GetRepo().GetID(), BaseRepoID: p.GetBase().GetRepo().GetID()}
+	for _, l := range p.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
+	return out
+}
+
+// refuse reports a refusal on the PR.
+func (in *Integration) refuse(ctx context.Context, pr PR, why string) error {
+	return in.gh.Comment(ctx, pr.Repo, pr.Number, "Spark request refused: "+why)
+}
+
+func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEvent) error {
+	repo := e.GetRepo().GetFullName()
+	pr := prOf(repo, e.GetPullRequest())
+	actor := e.GetSender().GetLogin()
+	switch e.GetAction() {
+	case "labeled":
+		label := e.GetLabel().GetName()
+		lane, ok := in.cfg.Labels[label]
+		if !ok {
+			return nil
+		}
+		if !pr.Open {
+			return nil
+		}
+		if err := in.authorize(ctx, pr, actor); err != nil {
+			return in.refuse(ctx, pr, err.Error())
+		}
+		if err := in.request(ctx, pr, lane, label); err != nil {
+			if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
+				return in.refuse(ctx, pr, err.Error())
+			}
+			return err
+		}
+		return nil
+	case "unlabeled":
+		label := e.GetLabel().GetName()
+		if _, ok := in.cfg.Labels[label]; !ok {
+			return nil
+		}
+		return in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.Annotations[keyLabel] == label }, "label "+label+" removed")
+	case "closed":
+		return in.cancelQueued(ctx, pr, func(spark.Request) bool { return true }, "the pull request was closed")
+	case "synchronize":
+		var lanes []string
+		for _, l := range pr.Labels {
+			if _, ok := in.cfg.Labels[l]; ok {
+				lanes = append(lanes, l)
+			}
+		}
+		if len(lanes) == 0 {
+			return nil
+		}
+		if err := in.authorize(ctx, pr, actor); err != nil {
+			// The new commit was not reviewed by someone who may spend
+			// fleet time: drop the queued old-SHA work and say so.
+			if cerr := in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA }, "superseded by an unreviewed push"); cerr != nil {
+				return cerr
+			}
+			return in.refuse(ctx, pr, fmt.Sprintf("the new commit %s was pushed by someone who cannot request fleet time (%v); a maintainer can label the PR again", short(pr.HeadSHA), err))
+		}
+		for _, l := range lanes {
+			if err := in.request(ctx, pr, in.cfg.Labels[l], l); err != nil && !errors.Is(err, spark.ErrPairRefused) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// cancelQueued cancels this PR's queued requests that match; active work
+// finishes.
+func (in *Integration) cancelQueued(ctx context.Context, pr PR, match func(spark.Request) bool, reason string) error {
+	_, live, err := in.ctrl.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range live {
+		if r.State != spark.Queued || r.PR == nil || r.PR.Repo != pr.Repo || r.PR.Number != pr.Number || !match(r) {
+			continue
+		}
+		if err := in.ctrl.Cancel(ctx, r.ID); err != nil && !errors.Is(err, spark.ErrNotQueued) && !errors.Is(err, spark.ErrActive) {
+			return err
+		}
+		in.log.Info("sparkgh.canceled", "request", r.ID, "reason", reason)
+	}
+	return in.Sync(ctx)
+}
+
+func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent) error {
+	if e.GetAction() != "created" || !e.GetIssue().IsPullRequest() {
+		return nil
+	}
+	cmds := ParseCommands(e.GetComment().GetBody(), in.cfg.CommandPrefix)
+	if len(cmds) == 0 {
+		return nil
+	}
+	repo := e.GetRepo().GetFullName()
+	pr, err := in.gh.PullRequest(ctx, repo, e.GetIssue().GetNumber())
+	if err != nil {
+		return err
+	}
+	actor := e.GetSender().GetLogin()
+	if err := in.authorize(ctx, pr, actor); err != nil {
+		return in.refuse(ctx, pr, err.Error())
+	}
+	for _, c := range cmds {
+		switch {
+		case !c.Known:
+			if err := in.gh.Comment(ctx, repo, pr.Number, fmt.Sprintf("Unknown command `%s`. Commands: `%[2]s test` (one host), `%[2]s test --pair` (both hosts), `%[2]s status`, `%[2]s cancel` (queued work only).", c.Line, in.cfg.CommandPrefix)); err != nil {
+				return err
+			}
+		case c.Verb == "test":
+			lane := Lane{Suite: "smoke", Topology: spark.Single}
+			if c.Pair {
+				lane.Topology = spark.Pair
+			}
+			if err := in.request(ctx, pr, lane, ""); err != nil {
+				if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
+					if err := in.refuse(ctx, pr, err.Error()); err != nil {
+						return err
+					}
+					continue
+				}
+				return err
+			}
+		case c.Verb == "status":
+			if err := in.gh.Comment(ctx, repo, pr.Number, in.statusText(ctx, pr)); err != nil {
+				return err
+			}
+		case c.Verb == "cancel":
+			if err := in.cancelQueued(ctx, pr, func(spark.Request) bool { return true }, "cancelled by a comment"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (in *Integration) statusText(ctx context.Context, pr PR) string {
+	_, live, err := in.ctrl.Snapshot(ctx)
+	if err != nil {
+		return "The Spark controller is unavailable; nothing new starts until it is back."
+	}
+	var b strings.Builder
+	for _, r := range live {
+		if r.PR == nil || r.PR.Repo != pr.Repo || r.PR.Number != pr.Number {
+			continue
+		}
+		st, err := in.ctrl.Status(ctx, r.ID)
+		if err != nil {
+			continue
+		}
+		c := in.render(st)
+		fmt.Fprintf(&b, "- %s (%s, %s, SHA %s)\n", c.Title, r.Suite, r.Topology, short(r.PR.SHA))
+	}
+	if b.Len() == 0 {
+		return "No Spark request is queued or running for this pull request."
+	}
+	return "Spark requests for this pull request:\n" + b.String()
+}
+
+func (in *Integration) workflowJob(ctx context.Context, e *github.WorkflowJobEvent) error {
+	runner := e.GetWorkflowJob().GetRunnerName()
+	id, ok := strings.CutPrefix(runner, "spark-")
+	if !ok {
+		return nil
+	}
+	st, err := in.ctrl.Status(ctx, id)
+	if errors.Is(err, spark.ErrNotFound) {
+		return nil
+	}
+	if err != nil || st.Request.State != spark.Active || st.Request.Annotations[keyRunner] != runner {
+		return err
+	}
+	switch e.GetAction() {
+	case "in_progress":
+		if err := in.ctrl.Annotate(ctx, id, keyPhase, "running"); err != nil {
+			return err
+		}
+	case "completed":
+		phase := "passed"
+		if c := e.GetWorkflowJob().GetConclusion(); c != "success" {
+			phase = "job concluded " + c
+		}
+		if err := in.ctrl.Annotate(ctx, id, keyPhase, phase); err != nil {
+			return err
+		}
+		if err := in.ctrl.Release(ctx, id, st.Request.Token); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	return in.Sync(ctx)
+}
