@@ -1,11 +1,21 @@
 // Command sparkd runs the shared-fleet controller and its agent/CLI API.
 //
 //	sparkd [-addr 127.0.0.1:8765] [-db spark.db] [-token-file FILE] [-simulate=true]
+//	       [-webhook-secret-file FILE -github-org ORG -runner-group ID -jit-dir DIR]
 //
 // With no flags it starts on an embedded default: a SQLite file in a
 // temporary directory, the seed's two hosts simulated (heartbeats and a
 // resident service on spark-1), and a fresh API token written to a file
 // readable only by you. sparkctl talks to it.
+//
+// Routes: /v1/... is the bearer-authenticated agent and CLI API;
+// GET /dashboard.json is the sanitized, read-only dashboard mirror (no
+// addresses, users, commands, tokens or credentials can be carried by its
+// types, so it needs no token); POST /github/webhook receives GitHub
+// deliveries when -webhook-secret-file is set (GITHUB_TOKEN must then
+// hold a token that may write checks, dispatch workflows and mint JIT
+// runners; each minted JIT config is written 0600 to -jit-dir for the
+// host agent and never logged).
 package main
 
 import (
@@ -25,7 +35,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/secret"
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
 	"github.com/gpugate/gpugate/spark/sparktest"
 	"github.com/gpugate/gpugate/spark/sqlitestore"
 )
@@ -46,6 +59,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	tokenFile := fs.String("token-file", "", "API token file (default: generated beside the database)")
 	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts and resident service")
 	every := fs.Duration("reconcile", 2*time.Second, "admission cadence")
+	whSecretFile := fs.String("webhook-secret-file", "", "GitHub webhook secret file; enables POST /github/webhook")
+	org := fs.String("github-org", "", "organization whose runner group receives one-job JIT runners")
+	group := fs.Int64("runner-group", 1, "runner group ID for JIT runners")
+	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for the host agent")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,15 +93,32 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	opts.Log = log
 	svc := &sparktest.Service{}
 	opts.Service = svc // a simulated resident service; a real deployment supplies its own
+	var gh *sparkgh.Integration
+	if *whSecretFile != "" {
+		if gh, err = github(ctx, *whSecretFile, *org, *group, *jitDir, log); err != nil {
+			fmt.Fprintln(stderr, "sparkd:", err)
+			return 1
+		}
+		opts.OnGrant = gh.OnGrant
+	}
 	c, err := spark.New(store, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	h, err := spark.NewHandler(c, token)
+	api, err := spark.NewHandler(c, token)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
+	}
+	h := http.NewServeMux()
+	h.Handle("/", api)
+	h.Handle("/dashboard.json", c.DashboardHandler(sparkgh.SeedConfig("").HostNames))
+	if gh != nil {
+		gh.SetController(c)
+		wh := gh.NewWebhook(0)
+		go wh.Run(ctx)
+		h.Handle("POST /github/webhook", wh)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -110,6 +144,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		if err := c.Reconcile(ctx); err != nil {
 			log.Error("reconcile", "error", err) // fails closed: nothing was admitted
 		}
+		if gh != nil {
+			if err := gh.Sync(ctx); err != nil {
+				log.Error("github sync", "error", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -119,6 +158,33 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		case <-tick.C:
 		}
 	}
+}
+
+// github builds the GitHub integration from the seed's labels and
+// commands, the webhook secret file and GITHUB_TOKEN.
+func github(ctx context.Context, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
+	if org == "" || jitDir == "" {
+		return nil, errors.New("-webhook-secret-file needs -github-org (where JIT runners are minted) and -jit-dir (where the host agent collects them)")
+	}
+	data, err := os.ReadFile(secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	client, err := ghaction.GitHubClient(ctx, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	in, err := sparkgh.New(sparkgh.SeedConfig(strings.TrimSpace(string(data))), nil,
+		&sparkgh.GitHubAPI{Client: client, Org: org, RunnerGroupID: group}, log)
+	if err != nil {
+		return nil, err
+	}
+	in.JITConfigs = func(runner string, cfg secret.Secret) {
+		if err := os.WriteFile(filepath.Join(jitDir, runner+".jitconfig"), []byte(cfg.Reveal()), 0o600); err != nil {
+			log.Error("jit config", "runner", runner, "error", err)
+		}
+	}
+	return in, nil
 }
 
 // loadToken reads the token file, or creates one (0600) with a fresh

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -44,11 +46,40 @@ func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
 	if st, err = cl.Wait(wctx, st.Request.ID); err != nil || st.Request.State != spark.Active {
 		t.Fatalf("%+v %v", st, err)
 	}
+	// The dashboard mirror is read-only and needs no token.
+	resp, err := http.Get(info[0] + "/dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Spark 1"`) || strings.Contains(string(body), token) {
+		t.Errorf("dashboard %d: %s", resp.StatusCode, body)
+	}
+	if resp, err := http.Post(info[0]+"/dashboard.json", "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("the dashboard must be read-only: %v %v", resp.Status, err)
+	}
+	if resp, err := http.Get(info[0] + "/v1/hosts"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the API still needs the token: %v %v", resp.Status, err)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
 	}
 	if strings.Contains(logs.String(), token) {
 		t.Error("the token was logged")
+	}
+}
+
+func TestWebhookNeedsItsOrganizationAndJITDirectory(t *testing.T) {
+	secretFile := t.TempDir() + "/whsecret"
+	os.WriteFile(secretFile, []byte("a-webhook-secret\n"), 0o600)
+	var logs bytes.Buffer
+	code := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/spark.db", "-webhook-secret-file", secretFile}, &logs, nil)
+	if code != 1 || !strings.Contains(logs.String(), "-github-org") {
+		t.Errorf("exit %d: %s", code, logs.String())
+	}
+	if strings.Contains(logs.String(), "a-webhook-secret") {
+		t.Error("the webhook secret was printed")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -450,4 +451,16 @@ func FuzzWebhookDecoder(f *testing.F) {
 		in.SetController(c)
 		in.Process(context.Background(), event, payload) // must not panic
 	})
+}
+
+func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
+	in, _ := New(SeedConfig("a-webhook-secret"), nil, newFakeGH(), nil)
+	for event, body := range map[string]string{
+		"pull_request":  `{"action":"labeled"}`,
+		"issue_comment": `{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`,
+	} {
+		if err := in.Process(ctx, event, []byte(body)); !errors.Is(err, ErrPayload) {
+			t.Errorf("%s: %v, want ErrPayload", event, err)
+		}
+	}
 }

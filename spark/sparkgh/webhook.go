@@ -105,8 +105,14 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 	}
 	switch e := ev.(type) {
 	case *github.PullRequestEvent:
+		if e.PullRequest == nil || e.GetRepo().GetFullName() == "" {
+			return fmt.Errorf("%w: pull_request: the payload lacks pull_request or repository.full_name", ErrPayload)
+		}
 		return in.pullRequest(ctx, e)
 	case *github.IssueCommentEvent:
+		if e.GetRepo().GetFullName() == "" {
+			return fmt.Errorf("%w: issue_comment: the payload lacks repository.full_name", ErrPayload)
+		}
 		return in.comment(ctx, e)
 	case *github.WorkflowJobEvent:
 		return in.workflowJob(ctx, e)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# scripts/ci/spark-test.sh — the repository's bounded Spark test entry point
+# (an example to copy). spark-test.yml runs it after the controller admitted
+# the reservation and the managed runner verified the lease and preflight.
+#
+#   SPARK_TEST_SUITE=smoke|performance scripts/ci/spark-test.sh single|pair
+#
+# Deterministic, bounded and topology-aware:
+#   - prints toolchain and source revisions;
+#   - uses the controller-provided work and cache directories;
+#   - runs correctness before any performance measurement;
+#   - serializes writes to the shared build target;
+#   - emits a compact receipt; large logs stay in the work directory;
+#   - cleans its disposable work directory on success;
+#   - never stops services or processes it does not own.
+# A pair topology exits with an error until a real distributed assertion is
+# configured (SPARK_DISTRIBUTED_CMD): it never consumes two nodes to run
+# independent commands. Submit two one-node reservations for that.
+set -euo pipefail
+
+topology="${1:-}"
+suite="${SPARK_TEST_SUITE:-smoke}"
+work="${SPARK_WORK_DIR:-${RUNNER_TEMP:-/tmp}/spark-work}"
+cache="${SPARK_CACHE_DIR:-${HOME}/.cache/spark}"
+# The repository's commands; the defaults are Butter's CUDA smoke and its
+# bounded serving benchmark from the seed.
+smoke_cmd="${SPARK_SMOKE_CMD:-cargo test --release -p wh-butter-cuda --test cuda_smoke}"
+perf_cmd="${SPARK_PERF_CMD:-cargo run --release -p wh-butter-bench -- --prompt-tokens 512 --decode-tokens 32 --warmup 1 --runs 2}"
+distributed_cmd="${SPARK_DISTRIBUTED_CMD:-}"
+
+die() { echo "spark-test: $*" >&2; exit 2; }
+
+case "$topology" in
+single) ;;
+pair)
+	[[ -n "$distributed_cmd" ]] || die "pair topology refused: no distributed assertion is configured (set SPARK_DISTRIBUTED_CMD to a test that exercises placement or collectives across both hosts; for two independent commands submit two one-node reservations)"
+	;;
+*) die "topology \"$topology\": want single or pair" ;;
+esac
+case "$suite" in
+smoke | performance) ;;
+*) die "SPARK_TEST_SUITE \"$suite\": want smoke or performance" ;;
+esac
+
+mkdir -p "$work" "$cache"
+echo "spark-test: topology=$topology suite=$suite"
+echo "spark-test: source $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+for tool in nvcc rustc cargo go; do
+	if command -v "$tool" >/dev/null; then
+		echo "spark-test: $tool $("$tool" --version 2>/dev/null | tail -n1)"
+	fi
+done
+
+started=$(date +%s)
+# Writes to the shared build target are serialized across reservations.
+exec 9>"$cache/build.lock"
+run() { # name command...
+	local name="$1"
+	shift
+	echo "spark-test: $name: $*"
+	flock 9
+	if ! bash -c "$*" >"$work/$name.log" 2>&1; then
+		flock -u 9
+		tail -n 50 "$work/$name.log" >&2
+		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"log\":\"$work/$name.log\"}"
+		exit 1
+	fi
+	flock -u 9
+}
+
+run correctness "$smoke_cmd"
+if [[ "$topology" == pair ]]; then
+	run distributed "$distributed_cmd"
+fi
+if [[ "$suite" == performance ]]; then
+	run performance "$perf_cmd"
+fi
+
+echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"passed\":true,\"seconds\":$(($(date +%s) - started))}"
+rm -rf "$work"
