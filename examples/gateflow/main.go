@@ -1,0 +1,404 @@
+// Command gateflow is gpugate's main job: one run of the paid GPU gate's
+// lifecycle for a change.
+//
+//	classify the diff → authorize → reuse check → candidate plan from the
+//	catalog → resolve the runner image → provision with the CUDA proof →
+//	hand the accepted runner to the test job → watchdog → cleanup with
+//	confirmed deletion → gate publication → cost report
+//
+// With no flags it runs on embedded defaults, in process, without
+// credentials or network: a bundled code change, the fake RunPod (its
+// catalog snapshot) and a fake GitHub, and a scenario with a capacity miss,
+// a host that fails the CUDA proof and a 429. It then runs the same tested
+// ref again (the gate is reused; no pod is created) and a docs-only change
+// (the gate is not required; no pod is created). Simulated time runs about
+// 100x faster than real provisioning.
+//
+//	gateflow                     # the embedded demonstration
+//	gateflow -simulate-fleet     # a month of pull requests: gpugate vs baselines
+//	gateflow -real -repo owner/name -pr 45 -actor LOGIN -run-id ID -job "Run GPU tests" \
+//	    [-config runpod.yml] [-image REF] [-org ORG]
+//
+// The real mode reads RUNPOD_API_KEY and GITHUB_TOKEN and drives the same
+// code against the real services: the test job is the workflow run's GPU
+// job, which the watchdog follows.
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+//go:embed example.diff
+var exampleDiff []byte
+
+//go:embed docs-only.diff
+var docsOnlyDiff []byte
+
+// pinnedImage is the runner image of the demonstration, pinned by digest as
+// ResolveImage would pin it.
+const pinnedImage = "ghcr.io/actions/actions-runner:2.323.0@sha256:831a2607a2618e4b79d9323b4c72330f3861768a061c2b92a845e9d214d80e5b"
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+type options struct {
+	real, simulateFleet      bool
+	repo, actor, config      string
+	image, org, job, step    string
+	pr                       int
+	runID                    int64
+	seed                     int64
+	months, prsPerMonth      int
+	deliveriesPerUpstreamRun float64
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gateflow", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.BoolVar(&o.real, "real", false, "run against the real RunPod and GitHub (RUNPOD_API_KEY, GITHUB_TOKEN)")
+	fs.BoolVar(&o.simulateFleet, "simulate-fleet", false, "replay a month of pull requests through gpugate and the baselines")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name (real mode)")
+	fs.IntVar(&o.pr, "pr", 0, "pull request number (real mode)")
+	fs.StringVar(&o.actor, "actor", getenv("GITHUB_ACTOR"), "who asked for validation (real mode)")
+	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML); default: the bundled example")
+	fs.StringVar(&o.image, "image", "ghcr.io/actions/actions-runner:latest", "runner image (real mode; pinned to its digest before any GPU is bought)")
+	fs.StringVar(&o.org, "org", "", "organization whose runners the pod registers with (real mode; default: repository runners)")
+	fs.Int64Var(&o.runID, "run-id", 0, "the workflow run whose GPU job uses the pod (real mode)")
+	fs.StringVar(&o.job, "job", "Run GPU tests", "the GPU job's name (real mode)")
+	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step that runs the tests (real mode)")
+	fs.Int64Var(&o.seed, "seed", 1, "simulation seed (-simulate-fleet)")
+	fs.IntVar(&o.prsPerMonth, "merge-refs", 120, "tested merge refs in the simulated month (-simulate-fleet)")
+	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gateflow: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var err error
+	switch {
+	case o.simulateFleet:
+		err = simulateFleet(ctx, o, stdout)
+	case o.real:
+		err = realFlow(ctx, o, getenv, stdout)
+	default:
+		err = demo(ctx, stdout)
+	}
+	if err != nil {
+		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// world is everything one lifecycle touches.
+type world struct {
+	policy   *changepolicy.Policy
+	repo     gate.Repo
+	checks   gate.Checks
+	api      *runpod.Client
+	registry runpod.RunnerRegistry
+	progress runpod.Progress
+	pr       runpod.PRState
+	runs     runpod.Runs
+	runID    int64
+	cfg      runpod.Config
+	image    string
+	watch    runpod.WatchOptions
+	owner    runpod.Ownership
+	// startJob, in the simulation, plays the GPU test job once the runner
+	// is handed over; it returns the job's marks when it ends.
+	startJob func(runner string) <-chan cost.Marks
+	// afterCatalog, in the demonstration, changes stock between the
+	// catalog read and the first create.
+	afterCatalog func()
+	log          *slog.Logger
+}
+
+// outcome is what one lifecycle did.
+type outcome struct {
+	Gate    gate.Kind
+	PodID   string
+	Report  *cost.Report
+	Result  runpod.Result
+	Reason  string
+	Created int
+}
+
+// lifecycle runs the gate for one change. out receives what a maintainer
+// needs to see as it goes.
+func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, actor string, pr int, out io.Writer) (outcome, error) {
+	step := func(n int, name, format string, a ...any) {
+		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
+	}
+	dec, err := changepolicy.Classify(w.policy, changes)
+	if err != nil {
+		return outcome{}, err
+	}
+	step(1, "classify", "%s; GPU gate required: %v (%s)", dec.Class, dec.GPU, dec.Reason)
+	a, err := gate.Authorize(ctx, w.repo, gate.AuthRequest{Actor: actor, PR: pr})
+	if err != nil {
+		return outcome{}, err
+	}
+	step(2, "authorize", "%s (%s) may spend on PR #%d: head %.7s, tested merge ref %.7s", a.Actor, a.Role, pr, a.HeadSHA, a.TestedRef)
+	if !dec.GPU {
+		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindNotRequired},
+			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason}}, time.Now())
+		if err != nil {
+			return outcome{}, err
+		}
+		step(3, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+		return outcome{Gate: gate.KindNotRequired, Reason: dec.Reason}, nil
+	}
+	if d := gate.LookupReuse(ctx, w.checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName); d.Reuse {
+		step(3, "reuse", "%s", d.Reason)
+		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
+		if err != nil {
+			return outcome{}, err
+		}
+		step(4, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+		return outcome{Gate: gate.KindReused, Reason: d.Reason}, nil
+	} else {
+		step(3, "reuse", "%s", d.Reason)
+	}
+	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: w.cfg.Cloud, Count: 1, MinCUDAVersion: w.cfg.MinCUDAVersion})
+	if err != nil {
+		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
+	}
+	plan := runpod.CandidatePlan(w.cfg, offers)
+	if w.afterCatalog != nil {
+		w.afterCatalog()
+	}
+	var names []string
+	for _, c := range plan {
+		p := "static"
+		if c.Live {
+			p = fmt.Sprintf("$%.2f/h", c.Price)
+		}
+		names = append(names, fmt.Sprintf("%s (%s, %s)", c.GPUTypeID, c.Tier, p))
+	}
+	step(4, "plan", "%d candidates: %s", len(plan), strings.Join(names, ", "))
+	step(5, "image", "%s", w.image)
+	if err := gate.Recheck(ctx, w.repo, a); err != nil {
+		return outcome{}, err
+	}
+	tmpl := runpod.PodTemplate{Image: w.image, Owner: w.owner, Disk: 40}
+	res, perr := runpod.Provision(ctx, runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: a.HeadSHA, Log: w.log}, w.cfg, plan, tmpl)
+	oc := outcome{Result: res, Created: len(res.Attempts)}
+	for _, at := range res.Attempts {
+		price := "   -   "
+		if at.HourlyPrice > 0 {
+			price = fmt.Sprintf("$%.2f/h", at.HourlyPrice)
+		}
+		fmt.Fprintf(out, "    attempt %d  %-32s %s  %-13s %5.1fs  est. $%.6f  %s\n", at.N, at.Candidate.GPUTypeID, price, at.Outcome, at.Seconds, at.EstimatedCost, firstLine(at.Reason))
+	}
+	if perr != nil {
+		step(6, "provision", "failed: %v", perr)
+		return oc, publishFailed(ctx, w, a, "provisioning failed: "+perr.Error(), perr)
+	}
+	oc.PodID = res.PodID
+	step(6, "provision", "accepted %s at $%.2f/h after %d attempts (%.1f s); runner label %s", res.GPUTypeID, res.HourlyPrice, len(res.Attempts), res.StartupSeconds, res.Label)
+	marksCh := w.startJob(res.Label)
+	step(7, "hand over", "the GPU test job runs on %s", res.Label)
+	wres, werr := runpod.Watch(ctx, runpod.WatchDeps{API: w.api, Progress: w.progress, PR: w.pr, Head: a.HeadSHA, Runs: w.runs, RunID: w.runID, Log: w.log}, res.PodID, w.watch)
+	if werr != nil {
+		step(8, "watchdog", "%v", werr)
+	} else {
+		step(8, "watchdog", "%s: %s (%d pod reads)", wres.Outcome, wres.Reason, wres.PodReads)
+	}
+	marks := <-marksCh
+	// Read the billing record before deletion; the pod is gone afterwards.
+	pod, gerr := w.api.GetPod(ctx, res.PodID)
+	deletedAt := time.Now()
+	if wres.Deleted && wres.DeletedAt != nil {
+		deletedAt = *wres.DeletedAt
+	} else {
+		if err := runpod.Delete(ctx, w.api, res.PodID); err != nil {
+			step(9, "cleanup", "deletion NOT confirmed: %v — the reaper will retry", err)
+			return oc, err
+		}
+		deletedAt = time.Now()
+	}
+	step(9, "cleanup", "pod %s deleted (confirmed)", res.PodID)
+	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && strings.Contains(wres.Reason, "(success)")
+	kind := gate.KindPaid
+	if !passed {
+		kind = gate.KindFailed
+	}
+	g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: kind},
+		Ran: []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}}, time.Now())
+	if err != nil {
+		return oc, err
+	}
+	oc.Gate = kind
+	step(10, "publish", "%q: %s (%s)", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+	if gerr != nil {
+		step(11, "cost", "unknown: the pod record could not be read (%v)", gerr)
+		return oc, nil
+	}
+	rec := cost.PodRecord{APIVersion: 2, ID: pod.ID, GPUTypeID: res.GPUTypeID, StartedAt: pod.StartedAt, ListPrice: pod.Cost}
+	var rejected []cost.Attempt
+	for _, at := range res.Attempts {
+		if at.Outcome != runpod.OutcomeAccepted {
+			rejected = append(rejected, cost.Attempt{Name: at.Name, GPUTypeID: at.Candidate.GPUTypeID, Outcome: string(at.Outcome), Seconds: at.Seconds, EstimatedCost: at.EstimatedCost})
+		}
+	}
+	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
+	if err != nil {
+		return oc, err
+	}
+	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = a.TestedRef, string(kind), pod.ID, res.GPUTypeID
+	oc.Report = &rep
+	step(11, "cost", "accepted pod: %.1f paid s, $%.6f; rejected candidates: $%.6f", rep.Window.Seconds, rep.Window.Cost, rep.RejectedCost())
+	for _, s := range rep.Stages {
+		if s.Seconds != nil && s.Cost != nil {
+			fmt.Fprintf(out, "    %-22s %6.1f s  $%.6f\n", s.Name, *s.Seconds, *s.Cost)
+		} else {
+			fmt.Fprintf(out, "    %-22s unknown\n", s.Name)
+		}
+	}
+	if !passed {
+		return oc, fmt.Errorf("gateflow: the GPU gate failed: %s", wres.Reason)
+	}
+	return oc, nil
+}
+
+func publishFailed(ctx context.Context, w world, a gate.Authorization, why string, cause error) error {
+	if _, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: why}, time.Now()); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return s
+}
+
+// demo is the embedded demonstration.
+func demo(ctx context.Context, out io.Writer) error {
+	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
+	if err != nil {
+		return err
+	}
+	code, err := changepolicy.ParseNameStatus(exampleDiff)
+	if err != nil {
+		return err
+	}
+	docs, err := changepolicy.ParseNameStatus(docsOnlyDiff)
+	if err != nil {
+		return err
+	}
+	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if err != nil {
+		return err
+	}
+	cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 10*time.Second
+	fake := runpodtest.New(runpodtest.WithSchedule(200*time.Millisecond, 300*time.Millisecond))
+	api, err := fake.NewClient()
+	if err != nil {
+		return err
+	}
+	reg := fake.NewRegistry()
+	reg.SetProofTime(300 * time.Millisecond)
+	// The scenario: the cheapest card sells out after the catalog read, the
+	// next host fails its CUDA proof, and a 429 with Retry-After pauses the
+	// client once.
+	reg.FailProofOn("NVIDIA GeForce RTX 4090")
+	fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"})
+
+	const head1, merge1 = "7fc2a91c3b5e4d6f8a9b0c1d2e3f405162738495", "9a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
+	const head2, merge2 = "5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f", "1f2e3d4c5b6a79880716253443526170f9e8d7c6"
+	repo := gatetest.NewRepo()
+	repo.Roles = map[string]string{"maintainer": "maintain"}
+	repo.PRs = map[int]gate.PullRequest{
+		42: {Number: 42, Open: true, HeadSHA: head1, MergeSHA: merge1, HeadRepoID: 1, BaseRepoID: 1},
+		43: {Number: 43, Open: true, HeadSHA: head2, MergeSHA: merge2, HeadRepoID: 1, BaseRepoID: 1},
+	}
+	progress := &runpodtest.Progress{}
+	w := world{
+		policy: policy, repo: repo, checks: gatetest.NewChecks(), api: api, registry: reg, progress: progress,
+		pr: runpodtest.NewPR(head1), cfg: cfg, image: pinnedImage, log: slog.New(slog.DiscardHandler),
+		owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: ".github/workflows/runpod-gpu-test.yml", RunID: 1, RunAttempt: 1},
+		watch: runpod.WatchOptions{SetupDeadline: 10 * time.Second, Lifetime: 30 * time.Second, Poll: 100 * time.Millisecond, StartGrace: 2 * time.Second},
+		startJob: func(string) <-chan cost.Marks {
+			return playJob(progress, 200*time.Millisecond, 800*time.Millisecond, "success")
+		},
+		afterCatalog: func() { fake.SetStock("NVIDIA L4", 0) },
+	}
+	fmt.Fprintln(out, "== PR #42: a CUDA kernel change (first run of its tested merge ref)")
+	first, err := lifecycle(ctx, w, code, "maintainer", 42, out)
+	if err != nil {
+		return err
+	}
+	created := fake.Count("POST", "/v2/pods")
+	fmt.Fprintln(out, "\n== PR #42 again: a duplicate delivery for the same tested merge ref")
+	if _, err := lifecycle(ctx, w, code, "maintainer", 42, out); err != nil {
+		return err
+	}
+	again := fake.Count("POST", "/v2/pods") - created
+	fmt.Fprintln(out, "\n== PR #43: a docs-only change")
+	w.pr = runpodtest.NewPR(head2)
+	if _, err := lifecycle(ctx, w, docs, "maintainer", 43, out); err != nil {
+		return err
+	}
+	docsCreated := fake.Count("POST", "/v2/pods") - created - again
+	total := fake.TotalCost()
+	throttled := 0
+	for _, r := range fake.Requests() {
+		if r.Status == 429 {
+			throttled++
+		}
+	}
+	fmt.Fprintf(out, "\nconclusion: CI GPU gate %s on %s for PR #42 (pod create requests: first run %d, second run %d); docs-only PR #43: gate not required, %d pods.\n",
+		first.Gate, first.Result.GPUTypeID, created, again, docsCreated)
+	fmt.Fprintf(out, "the fake provider's own ledger: $%.6f for every pod (the report above estimates from the pod's whole-second startedAt; simulated times are ~100x shorter than real); %d answers were 429; pods still running: %d\n", total, throttled, len(fake.Running()))
+	if n := len(fake.Running()); n != 0 || again != 0 || docsCreated != 0 {
+		return fmt.Errorf("gateflow: invariant broken: %d pods running, %d created on reuse, %d for docs", n, again, docsCreated)
+	}
+	return nil
+}
+
+// playJob plays the GPU test job against the fake progress: the job
+// starts, its tests start after setup, and it completes after run.
+func playJob(p *runpodtest.Progress, setup, run time.Duration, conclusion string) <-chan cost.Marks {
+	p.Set(runpod.JobProgress{})
+	ch := make(chan cost.Marks, 1)
+	start := time.Now()
+	time.AfterFunc(setup, func() {
+		testsStarted := time.Now()
+		p.Set(runpod.JobProgress{TestsStarted: true})
+		time.AfterFunc(run, func() {
+			ended := time.Now()
+			p.Set(runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: conclusion})
+			ch <- cost.Marks{JobStarted: &start, TestsStarted: &testsStarted, TestsEnded: &ended}
+		})
+	})
+	return ch
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/runpod"
+)
+
+// realFlow runs the lifecycle against RunPod and GitHub. The test job is
+// the GPU job of -run-id, which picks up the accepted runner by its label;
+// the watchdog follows it through the Actions API.
+func realFlow(ctx context.Context, o options, getenv func(string) string, out io.Writer) error {
+	key := getenv("RUNPOD_API_KEY")
+	switch {
+	case key == "":
+		return errors.New("gateflow: RUNPOD_API_KEY is not set (or run without -real for the embedded demonstration)")
+	case o.repo == "" || o.pr == 0 || o.actor == "":
+		return errors.New("gateflow: -real needs -repo owner/name, -pr N and -actor LOGIN")
+	case o.runID == 0:
+		return errors.New("gateflow: -real needs -run-id: the reaper relies on the ownership tag and the watchdog follows that run's GPU job")
+	}
+	owner, name, ok := strings.Cut(o.repo, "/")
+	if !ok {
+		return fmt.Errorf("gateflow: -repo %q: want owner/name", o.repo)
+	}
+	gh, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return fmt.Errorf("gateflow: %w", err)
+	}
+	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if o.config != "" {
+		cfg, err = runpod.LoadConfigFile(o.config)
+	}
+	if err != nil {
+		return err
+	}
+	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
+	if err != nil {
+		return err
+	}
+	changes, err := changepolicy.FromPullRequest(ctx, gh, owner, name, o.pr)
+	if err != nil {
+		return err
+	}
+	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	if err != nil {
+		return err
+	}
+	image, err := runpod.ResolveImage(ctx, o.image)
+	if err != nil {
+		return err
+	}
+	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
+	if o.org == "" {
+		reg.Owner, reg.Repo = owner, name
+	}
+	repo := &gate.GitHub{Client: gh, Owner: owner, Repo: name}
+	w := world{
+		policy: policy, repo: repo, checks: repo, api: api, registry: reg,
+		progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: 1, Job: o.job, TestStep: o.step},
+		pr:       &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
+		runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
+		cfg: cfg, image: image, watch: runpod.DefaultWatchOptions(),
+		owner: runpod.Ownership{Repository: o.repo, Workflow: getenv("GITHUB_WORKFLOW_REF"), RunID: o.runID, RunAttempt: 1},
+		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		// The real job reports its own marks through the cost evidence
+		// (cost.Collect); here the stages after startup stay unknown.
+		startJob: func(string) <-chan cost.Marks {
+			ch := make(chan cost.Marks, 1)
+			ch <- cost.Marks{}
+			return ch
+		},
+	}
+	oc, err := lifecycle(ctx, w, changes, o.actor, o.pr, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "conclusion: CI GPU gate %s\n", oc.Gate)
+	return nil
+}

@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
+)
+
+// The simulation replays a month of tested merge refs through the real
+// planning (CandidatePlan), provisioning (Provision, with its CUDA proof and
+// early stop), reuse (gate.LookupReuse/Publish), watchdog (Watch) and cleanup
+// (Delete) code against a fresh in-process fake RunPod per run. The failure
+// model is drawn per (seed, ref, try), so every policy faces the same world.
+// Paid seconds come from a duration model applied to each attempt's outcome,
+// not from the wall clock, so a seed gives the same figures every time.
+
+// failureModel is what can go wrong in one run. The defaults are the seed's
+// observations turned into rates.
+type failureModel struct {
+	StockOut        map[string]float64 // per GPU type: sold out between the catalog read and the create
+	ProofFail       map[string]float64 // per GPU type: the host cannot run the project's CUDA
+	Outage          float64            // the provider refuses every create (5xx) for the whole run
+	NotDelivering   float64            // every created pod dies before its runner comes online
+	MaxTriesPerRef  int                // a failed gate is re-run at most this often
+	FailedJobSecond float64            // without the proof, a broken host fails the job after this long (setup and the whole test run: nextest reports every failure)
+}
+
+// durations is the paid-time model (seconds).
+type durations struct {
+	Boot, Proof, Setup, Tests, Cleanup float64
+}
+
+func defaultModel() failureModel {
+	return failureModel{
+		StockOut:        map[string]float64{"NVIDIA L4": 0.30, "NVIDIA GeForce RTX 4090": 0.15, "NVIDIA L40S": 0.08, "NVIDIA RTX 6000 Ada Generation": 0.10, "NVIDIA A100-SXM4-80GB": 0.05},
+		ProofFail:       map[string]float64{"NVIDIA GeForce RTX 4090": 0.20, "NVIDIA L4": 0.08, "NVIDIA L40S": 0.03, "NVIDIA RTX 6000 Ada Generation": 0.03, "NVIDIA A100-SXM4-80GB": 0.02},
+		Outage:          0.03,
+		NotDelivering:   0.04,
+		MaxTriesPerRef:  3,
+		FailedJobSecond: model.Setup + model.Tests,
+	}
+}
+
+var model = durations{Boot: 80, Proof: 35, Setup: 120, Tests: 600, Cleanup: 20}
+
+// policy is gpugate or a baseline.
+type policy struct {
+	Name    string
+	Premium bool // only the premium and A100 tiers
+	NoReuse bool
+	NoStop  bool // no early stop after consecutive startup failures
+	NoProof bool // the runner registers without proving CUDA
+}
+
+var policies = []policy{
+	{Name: "gpugate"},
+	{Name: "always premium tier", Premium: true},
+	{Name: "no gate reuse", NoReuse: true},
+	{Name: "no early stop", NoStop: true},
+	{Name: "no smoke proof", NoProof: true},
+}
+
+// runWorld is one run's draw.
+type runWorld struct {
+	stockOut, proofFail map[string]bool
+	outage, dead        bool
+}
+
+func draw(seed int64, ref, try int, m failureModel, gpus []string) runWorld {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d/%d", seed, ref, try)
+	r := rand.New(rand.NewPCG(h.Sum64(), uint64(seed)))
+	w := runWorld{stockOut: map[string]bool{}, proofFail: map[string]bool{}}
+	for _, g := range gpus { // a fixed order: the draw must not depend on map iteration
+		w.stockOut[g] = r.Float64() < m.StockOut[g]
+		w.proofFail[g] = r.Float64() < m.ProofFail[g]
+	}
+	w.outage = r.Float64() < m.Outage
+	w.dead = r.Float64() < m.NotDelivering
+	return w
+}
+
+// tally is one policy's month.
+type tally struct {
+	PaidRuns, Runs, Validated, Failed int
+	Dollars, Wasted, Seconds          float64
+}
+
+func simulateFleet(ctx context.Context, o options, out io.Writer) error {
+	if o.prsPerMonth <= 0 || o.deliveriesPerUpstreamRun < 1 {
+		return fmt.Errorf("gateflow: -merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
+	}
+	base, m, gpus, err := simConfig()
+	if err != nil {
+		return err
+	}
+	results := make([]tally, len(policies))
+	var wg sync.WaitGroup
+	errs := make([]error, len(policies))
+	for i, p := range policies {
+		wg.Go(func() { results[i], errs[i] = simulatePolicy(ctx, o, base, m, gpus, p) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	oracle := oracleBound(o, base, m, gpus)
+	fmt.Fprintf(out, "simulated month: %d tested merge refs, %.1f GPU-gate runs started per upstream CI run, seed %d\n", o.prsPerMonth, o.deliveriesPerUpstreamRun, o.seed)
+	fmt.Fprintf(out, "failure model: stock-outs and CUDA-proof failures per GPU type, provider outage %.0f%% of runs, provider not delivering runners %.0f%% of runs, up to %d tries per ref\n",
+		m.Outage*100, m.NotDelivering*100, m.MaxTriesPerRef)
+	fmt.Fprintf(out, "paid-time model: boot %.0f s, proof %.0f s, job setup %.0f s, tests %.0f s, cleanup %.0f s\n\n", model.Boot, model.Proof, model.Setup, model.Tests, model.Cleanup)
+	fmt.Fprintf(out, "%-20s %13s %12s %9s %11s %10s %13s\n", "policy", "paid runs/ref", "$/validated", "$ wasted", "paid s/run", "validated", "failed gates")
+	row := func(name string, t tally) {
+		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", name, ratio(float64(t.PaidRuns), float64(o.prsPerMonth)),
+			ratio(t.Dollars, float64(t.Validated)), t.Wasted, ratio(t.Seconds, float64(t.PaidRuns)), t.Validated, o.prsPerMonth, t.Failed)
+	}
+	for i, p := range policies {
+		row(p.Name, results[i])
+	}
+	row("oracle lower bound", oracle)
+	fmt.Fprintln(out, "\n$ wasted: paid time on rejected candidates. failed gates: red checks a maintainer saw before a re-run.")
+	return nil
+}
+
+// simConfig is the bundled configuration, the failure model and the GPU
+// types in a fixed order.
+func simConfig() (runpod.Config, failureModel, []string, error) {
+	base, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if err != nil {
+		return runpod.Config{}, failureModel{}, nil, err
+	}
+	var gpus []string
+	for _, t := range base.Tiers {
+		gpus = append(gpus, t.GPUTypes...)
+	}
+	return base, defaultModel(), gpus, nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func deliveries(seed int64, ref int, per float64) int {
+	n := int(per)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "deliveries/%d/%d", seed, ref)
+	if rand.New(rand.NewPCG(h.Sum64(), 7)).Float64() < per-float64(n) {
+		n++
+	}
+	return n
+}
+
+// simulatePolicy runs the month for one policy.
+func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failureModel, gpus []string, p policy) (tally, error) {
+	cfg := base
+	cfg.StartupPoll, cfg.StartupTimeout = time.Millisecond, 10*time.Second
+	if p.Premium {
+		cfg.Tiers = slices.DeleteFunc(slices.Clone(cfg.Tiers), func(t runpod.Tier) bool { return t.Name == "cost-preferred" })
+	}
+	if p.NoStop {
+		cfg.MaxConsecutiveStartupFailures = 0
+	}
+	checks := gatetest.NewChecks()
+	var t tally
+	for ref := range o.prsPerMonth {
+		head := fmt.Sprintf("%040x", 2*ref+1)
+		merge := fmt.Sprintf("%040x", 2*ref+2)
+		validated := false
+		try := 0
+		for range deliveries(o.seed, ref, o.deliveriesPerUpstreamRun) {
+			if !p.NoReuse {
+				if d := gate.LookupReuse(ctx, checks, head, merge, gate.DefaultCheckName); d.Reuse {
+					t.Runs++
+					continue
+				}
+			}
+			if validated && !p.NoReuse {
+				continue
+			}
+			ok, err := oneRun(ctx, o, cfg, m, gpus, p, ref, try, &t)
+			if err != nil {
+				return t, err
+			}
+			try++
+			kind := gate.KindFailed
+			if ok {
+				kind, validated = gate.KindPaid, true
+			}
+			if _, err := gate.Publish(ctx, checks, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: kind}}, time.Unix(int64(ref), 0)); err != nil {
+				return t, err
+			}
+		}
+		// A failed gate is re-run by a maintainer, up to the limit.
+		for !validated && try < m.MaxTriesPerRef {
+			ok, err := oneRun(ctx, o, cfg, m, gpus, p, ref, try, &t)
+			if err != nil {
+				return t, err
+			}
+			try++
+			validated = ok
+		}
+		if validated {
+			t.Validated++
+		}
+	}
+	return t, nil
+}
+
+// oneRun provisions, watches and cleans up one gate run on a fresh fake.
+func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, gpus []string, p policy, ref, try int, t *tally) (bool, error) {
+	w := draw(o.seed, ref, try, m, gpus)
+	fake := runpodtest.New(runpodtest.WithSchedule(time.Millisecond, time.Millisecond))
+	api, err := fake.NewClient(runpod.WithRetryPolicy(runpod.RetryPolicy{Deadline: 5 * time.Second, MaxAttempts: 2, RequestTimeout: 5 * time.Second,
+		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, Multiplier: 1}))
+	if err != nil {
+		return false, err
+	}
+	reg := fake.NewRegistry()
+	reg.SetProofTime(time.Millisecond)
+	for _, g := range gpus {
+		if w.stockOut[g] {
+			fake.SetStock(g, 0)
+		}
+		if (w.proofFail[g] && !p.NoProof) || w.dead {
+			reg.FailProofOn(g)
+		}
+	}
+	if w.outage {
+		fake.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 503, Times: 1000})
+	}
+	offers, err := api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	if err != nil {
+		offers = nil
+	}
+	plan := runpod.CandidatePlan(cfg, offers)
+	tmpl := runpod.PodTemplate{Image: pinnedImage, RunnerPrefix: fmt.Sprintf("sim-%d-%d", ref, try),
+		Owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: int64(ref + 1), RunAttempt: try + 1}}
+	res, _ := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan, tmpl)
+	t.Runs++
+	paid := false
+	for _, a := range res.Attempts {
+		if a.PodID == "" {
+			continue
+		}
+		paid = true
+		var secs float64
+		switch a.Outcome {
+		case runpod.OutcomeAccepted:
+			continue
+		case runpod.OutcomeExited:
+			secs = model.Boot + model.Proof
+		default:
+			secs = model.Boot
+		}
+		t.Seconds += secs
+		t.Dollars += secs * a.HourlyPrice / 3600
+		t.Wasted += secs * a.HourlyPrice / 3600
+	}
+	if paid {
+		t.PaidRuns++
+	}
+	if res.PodID == "" {
+		t.Failed++
+		return false, nil
+	}
+	// The accepted runner takes the GPU job. Without the proof a broken
+	// host is only found by the job, which fails.
+	broken := p.NoProof && w.proofFail[res.GPUTypeID]
+	prog := &runpodtest.Progress{}
+	conclusion := "success"
+	if broken {
+		conclusion = "failure"
+	}
+	prog.Set(runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: conclusion})
+	wres, werr := runpod.Watch(ctx, runpod.WatchDeps{API: api, Progress: prog, Log: slog.New(slog.DiscardHandler)}, res.PodID,
+		runpod.WatchOptions{SetupDeadline: 5 * time.Second, Lifetime: 10 * time.Second, Poll: time.Millisecond, StartGrace: time.Second})
+	if !wres.Deleted {
+		if err := runpod.Delete(ctx, api, res.PodID); err != nil {
+			return false, fmt.Errorf("gateflow: simulation cleanup of %s: %w", res.PodID, err)
+		}
+	}
+	if n := len(fake.Running()); n != 0 {
+		return false, fmt.Errorf("gateflow: simulation left %d pods running", n)
+	}
+	secs := model.Boot + model.Proof + model.Setup + model.Tests + model.Cleanup
+	if broken {
+		secs = model.Boot + model.Proof + m.FailedJobSecond + model.Cleanup
+	}
+	t.Seconds += secs
+	t.Dollars += secs * res.HourlyPrice / 3600
+	ok := werr == nil && !broken
+	if !ok {
+		t.Failed++
+	}
+	return ok, nil
+}
+
+// oracleBound is the cheapest compatible in-stock GPU for each ref, first
+// try, no waste, one run.
+func oracleBound(o options, base runpod.Config, m failureModel, gpus []string) tally {
+	prices := map[string]float64{}
+	for _, g := range runpodtest.DefaultGPUs() {
+		prices[g.ID] = g.SecurePrice
+	}
+	var t tally
+	for ref := range o.prsPerMonth {
+		w := draw(o.seed, ref, 0, m, gpus)
+		best := 0.0
+		for _, g := range gpus {
+			if w.stockOut[g] || w.proofFail[g] || prices[g] == 0 || (base.MaxHourlyPrice > 0 && prices[g] > base.MaxHourlyPrice) {
+				continue
+			}
+			if best == 0 || prices[g] < best {
+				best = prices[g]
+			}
+		}
+		if best == 0 {
+			continue
+		}
+		secs := model.Boot + model.Proof + model.Setup + model.Tests + model.Cleanup
+		t.PaidRuns++
+		t.Validated++
+		t.Seconds += secs
+		t.Dollars += secs * best / 3600
+	}
+	return t
+}
