@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,6 +68,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	res, err := watch(ctx, o, getenv, stdout, stderr)
 	if res.Outcome != "" {
+		if werr := ghaction.FromEnv(getenv).SetOutputs([2]string{"outcome", res.Outcome}, [2]string{"deleted", strconv.FormatBool(res.Deleted)}); werr != nil && err == nil {
+			err = werr
+		}
 		if o.json {
 			data, _ := json.MarshalIndent(res, "", "  ")
 			fmt.Fprintln(stdout, string(data))

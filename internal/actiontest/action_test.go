@@ -1,0 +1,234 @@
+// Package actiontest checks the composite Action (action.yml at the
+// repository root): every input and output is wired, and every step's
+// command runs against the fakes.
+package actiontest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+type action struct {
+	Inputs  map[string]struct{ Description, Default string } `yaml:"inputs"`
+	Outputs map[string]struct{ Description, Value string }   `yaml:"outputs"`
+	Runs    struct {
+		Steps []struct {
+			ID   string            `yaml:"id"`
+			Uses string            `yaml:"uses"`
+			Env  map[string]string `yaml:"env"`
+			Run  string            `yaml:"run"`
+		} `yaml:"steps"`
+	} `yaml:"runs"`
+}
+
+const root = "../.."
+
+func loadAction(t *testing.T) action {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a action
+	if err := yaml.Unmarshal(data, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func envName(input string) string {
+	switch input {
+	case "github-token":
+		return "GITHUB_TOKEN"
+	case "runpod-api-key":
+		return "RUNPOD_API_KEY"
+	}
+	return "GPUGATE_" + strings.ToUpper(strings.ReplaceAll(input, "-", "_"))
+}
+
+func TestEveryInputAndOutputIsWired(t *testing.T) {
+	a := loadAction(t)
+	script, err := os.ReadFile(filepath.Join(root, "scripts/action.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run = a.Runs.Steps[len(a.Runs.Steps)-1]
+	if run.ID != "run" {
+		t.Fatalf("the last step must be id run: %+v", run)
+	}
+	for name, in := range a.Inputs {
+		if in.Description == "" {
+			t.Errorf("input %s has no description", name)
+		}
+		env := envName(name)
+		if got := run.Env[env]; got != "${{ inputs."+name+" }}" {
+			t.Errorf("input %s: env %s = %q", name, env, got)
+		}
+		if env != "GITHUB_TOKEN" && env != "RUNPOD_API_KEY" && !strings.Contains(string(script), env) {
+			t.Errorf("input %s: scripts/action.sh never reads %s", name, env)
+		}
+	}
+	for name, out := range a.Outputs {
+		if out.Value != "${{ steps.run.outputs."+name+" }}" || out.Description == "" {
+			t.Errorf("output %s: %+v", name, out)
+		}
+	}
+	for _, s := range a.Runs.Steps {
+		if s.Uses != "" && !regexp.MustCompile(`@[0-9a-f]{40}$`).MatchString(s.Uses) {
+			t.Errorf("%s is not pinned by SHA", s.Uses)
+		}
+		if strings.Contains(s.Run, "${{") {
+			t.Errorf("a run script splices an expression: %q", s.Run)
+		}
+	}
+}
+
+// fakeGitHub serves the REST calls the gate and classify steps make.
+func fakeGitHub(t *testing.T) *httptest.Server {
+	var mu sync.Mutex
+	var created []string
+	mux := http.NewServeMux()
+	const pr = `{"number":5,"state":"open","changed_files":2,"mergeable":true,"merge_commit_sha":"2222222222222222222222222222222222222222",
+		"head":{"sha":"1111111111111111111111111111111111111111","repo":{"id":1}},"base":{"repo":{"id":1}}}`
+	mux.HandleFunc("GET /api/v3/repos/o/r/pulls/5", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, pr) })
+	mux.HandleFunc("GET /api/v3/repos/o/r/pulls/5/files", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `[{"filename":"crates/kernels/src/gemv.cu","status":"modified"},{"filename":"README.md","status":"modified"}]`)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/collaborators/{user}/permission", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"permission":"admin","role_name":"maintain"}`)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/commits/{sha}/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":0,"check_runs":[]}`)
+	})
+	mux.HandleFunc("POST /api/v3/repos/o/r/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		created = append(created, r.URL.Path)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id":77,"status":"completed","conclusion":"success","external_id":"x"}`)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected GitHub call %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the example programs")
+	}
+	for _, tool := range []string{"bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	a := loadAction(t)
+	abs, _ := filepath.Abs(root)
+	bin := t.TempDir()
+	progs := []string{"classify", "gate", "provision", "watch", "cleanup", "reap", "partition", "cachecheck", "costreport"}
+	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, func() []string {
+		var p []string
+		for _, n := range progs {
+			p = append(p, "./examples/"+n)
+		}
+		return p
+	}()...)...)
+	build.Dir = abs
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// A stub go: `go run ./examples/X args` runs the prebuilt X.
+	stub := t.TempDir()
+	os.WriteFile(filepath.Join(stub, "go"), []byte("#!/usr/bin/env bash\n[ \"$1\" = run ] || exit 99\np=$(basename \"$2\"); shift 2\nexec \""+bin+"/$p\" \"$@\"\n"), 0o755)
+	gh := fakeGitHub(t)
+	// The bundled partition example leaves one test out on purpose; the
+	// action's check passes once it is categorized.
+	tsv, err := os.ReadFile(filepath.Join(abs, "examples/partition/example/cuda_test_partition.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := filepath.Join(t.TempDir(), "cuda_test_partition.tsv")
+	os.WriteFile(fixed, append(tsv, "tenferro-cuda::capability\ttwo_device_registration\ttwo-device\n"...), 0o644)
+	const apiKey = "rpa_action_test_secret_value"
+	declared := map[string]bool{}
+	for name := range a.Outputs {
+		declared[name] = false
+	}
+	steps := []struct {
+		step  string
+		env   map[string]string
+		wants []string // outputs it must write
+	}{
+		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs"}},
+		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref"}},
+		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}},
+		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id"}},
+		{"provision", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"pod_id", "runner_label", "gpu", "tier", "gpu_cost_per_hr"}},
+		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}},
+		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}},
+		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil},
+		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil},
+		{"cache-check", nil, nil},
+		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil},
+	}
+	for _, s := range steps {
+		t.Run(s.step, func(t *testing.T) {
+			dir := t.TempDir()
+			outFile := filepath.Join(dir, "output")
+			env := []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
+				"GITHUB_OUTPUT=" + outFile, "GITHUB_STEP_SUMMARY=" + filepath.Join(dir, "summary"), "RUNNER_TEMP=" + dir,
+				"GITHUB_REPOSITORY=o/r", "GITHUB_API_URL=" + gh.URL + "/", "GITHUB_TOKEN=ghs_action_test_token", "RUNPOD_API_KEY=" + apiKey,
+				"GPUGATE_STEP=" + s.step}
+			for k, v := range s.env {
+				env = append(env, k+"="+v)
+			}
+			cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+			cmd.Env, cmd.Dir = env, dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			for _, secret := range []string{apiKey, "ghs_action_test_token"} {
+				if strings.Contains(string(out), secret) {
+					t.Errorf("step %s printed a secret", s.step)
+				}
+			}
+			written, _ := os.ReadFile(outFile)
+			for _, w := range s.wants {
+				if !regexp.MustCompile(`(?m)^` + w + `(=|<<)`).Match(written) {
+					t.Errorf("step %s did not write output %s:\n%s", s.step, w, written)
+				}
+				if _, ok := declared[w]; !ok {
+					t.Errorf("step %s writes %s, which action.yml does not declare", s.step, w)
+				}
+				declared[w] = true
+			}
+		})
+	}
+	for name, seen := range declared {
+		if !seen && name != "from_id" { // from_id is written only when a gate is reused
+			t.Errorf("declared output %s was written by no step", name)
+		}
+	}
+	t.Run("unknown step", func(t *testing.T) {
+		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "GPUGATE_STEP=deploy"}
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), `::error::gpugate: unknown step "deploy"`) {
+			t.Errorf("%v %s", err, out)
+		}
+	})
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The composite Action's dispatcher (action.yml): maps the step input and
+# the GPUGATE_* environment to one example program's flags. Inputs arrive
+# as environment variables and are passed as separate arguments, never
+# evaluated. Paths are relative to the workspace.
+set -euo pipefail
+
+ws="${GITHUB_WORKSPACE:-$PWD}"
+rel() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$ws" "$1" ;; esac; }
+fail() { echo "::error::gpugate: $*"; exit 1; }
+sim=()
+if [ "${GPUGATE_SIMULATE:-false}" = true ]; then sim=(-simulate); fi
+need() { # need VALUE "what is missing"
+	[ -n "$1" ] || fail "$2"
+}
+
+args=()
+case "${GPUGATE_STEP:-classify}" in
+classify)
+	prog=classify
+	need "${GPUGATE_POLICY:-}" "step classify needs the policy input (path of the change policy)"
+	args=(-policy "$(rel "$GPUGATE_POLICY")")
+	if [ -n "${GPUGATE_BASE:-}" ]; then
+		args+=(-base "$GPUGATE_BASE" -head "${GPUGATE_HEAD:-HEAD}" -dir "$ws")
+	elif [ -n "${GPUGATE_PR:-}" ]; then
+		args+=(-pr "$GPUGATE_PR" -repo "$GITHUB_REPOSITORY")
+	else
+		fail "set base (and head) or pr: there is no change to classify"
+	fi
+	;;
+authorize)
+	prog=gate
+	need "${GPUGATE_PR:-}" "step authorize needs the pr input"
+	args=(authorize -actor "${GPUGATE_ACTOR:-}" -pr "$GPUGATE_PR")
+	;;
+reuse)
+	prog=gate
+	need "${GPUGATE_HEAD_SHA:-}" "step reuse needs head-sha and tested-ref (the authorize step's outputs)"
+	need "${GPUGATE_TESTED_REF:-}" "step reuse needs head-sha and tested-ref (the authorize step's outputs)"
+	args=(reuse -head "$GPUGATE_HEAD_SHA" -tested-ref "$GPUGATE_TESTED_REF")
+	;;
+publish)
+	prog=gate
+	need "${GPUGATE_KIND:-}" "step publish needs the kind input"
+	args=(publish -head "${GPUGATE_HEAD_SHA:-}" -tested-ref "${GPUGATE_TESTED_REF:-}" -kind "$GPUGATE_KIND")
+	[ -z "${GPUGATE_GPU_REQUIRED:-}" ] || args+=(-gpu-required "$GPUGATE_GPU_REQUIRED")
+	[ -z "${GPUGATE_REASON:-}" ] || args+=(-reason "$GPUGATE_REASON")
+	[ -z "${GPUGATE_REUSED_FROM_ID:-}" ] || args+=(-reused-from-id "$GPUGATE_REUSED_FROM_ID")
+	;;
+provision)
+	prog=provision
+	args=("${sim[@]}" -image "${GPUGATE_IMAGE:-ghcr.io/actions/actions-runner:latest}")
+	[ -z "${GPUGATE_CONFIG:-}" ] || args+=(-config "$(rel "$GPUGATE_CONFIG")")
+	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
+	if [ -n "${GPUGATE_PR:-}" ] && [ -n "${GPUGATE_HEAD_SHA:-}" ]; then args+=(-pr "$GPUGATE_PR" -head "$GPUGATE_HEAD_SHA"); fi
+	;;
+watch)
+	prog=watch
+	if [ ${#sim[@]} -eq 0 ]; then
+		need "${GPUGATE_POD_ID:-}" "step watch needs pod-id (the provision step's pod_id)"
+		args=(-pod "$GPUGATE_POD_ID" -repo "$GITHUB_REPOSITORY" -run-id "$GITHUB_RUN_ID" -run-attempt "${GITHUB_RUN_ATTEMPT:-1}"
+			-job "${GPUGATE_JOB:-Run GPU tests}" -test-step "${GPUGATE_TEST_STEP:-Run CUDA tests from archive}")
+		if [ -n "${GPUGATE_PR:-}" ] && [ -n "${GPUGATE_HEAD_SHA:-}" ]; then args+=(-pr "$GPUGATE_PR" -head "$GPUGATE_HEAD_SHA"); fi
+	else
+		args=("${sim[@]}")
+	fi
+	;;
+cleanup)
+	prog=cleanup
+	args=("${sim[@]}" -out "${RUNNER_TEMP:-/tmp}/cost-report.json")
+	[ ${#sim[@]} -gt 0 ] || args+=(-pod "${GPUGATE_POD_ID:-}")
+	[ -z "${GPUGATE_TESTED_REF:-}" ] || args+=(-tested-ref "$GPUGATE_TESTED_REF")
+	[ -z "${GPUGATE_KIND:-}" ] || args+=(-gate-kind "$GPUGATE_KIND")
+	[ -z "${GPUGATE_MARKS_FILE:-}" ] || args+=(-marks "$(rel "$GPUGATE_MARKS_FILE")")
+	[ -z "${GPUGATE_PROVISION_FILE:-}" ] || args+=(-provision "$(rel "$GPUGATE_PROVISION_FILE")")
+	;;
+reap)
+	prog=reap
+	if [ ${#sim[@]} -eq 0 ]; then
+		args=(-repo "$GITHUB_REPOSITORY" -workflow "${GPUGATE_WORKFLOW:-.github/workflows/runpod-gpu-test.yml}")
+	else
+		args=("${sim[@]}")
+	fi
+	[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute)
+	;;
+partition-check)
+	prog=partition
+	need "${GPUGATE_PARTITION_FILES:-}" "step partition-check needs partition-files"
+	args=(check -format "${GPUGATE_FORMAT:-nextest}")
+	[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
+	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
+	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
+	;;
+cache-check)
+	prog=cachecheck
+	args=(-dir "$ws")
+	[ -z "${GPUGATE_RULES:-}" ] || args+=(-rules "$(rel "$GPUGATE_RULES")")
+	;;
+cost-report)
+	prog=costreport
+	need "${GPUGATE_EVIDENCE_DIR:-}" "step cost-report needs evidence-dir"
+	args=(summarize -dir "$(rel "$GPUGATE_EVIDENCE_DIR")" -out "${RUNNER_TEMP:-/tmp}/cost-summary")
+	;;
+*)
+	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, cache-check or cost-report"
+	;;
+esac
+
+cd "${ACTION_PATH:-$(dirname "$0")/..}"
+exec go run "./examples/$prog" "${args[@]}"
