@@ -94,7 +94,22 @@ partition-check)
 cache-check)
 	prog=cachecheck
 	args=(-dir "$ws")
+	if [ "${GPUGATE_CACHE_KEY:-false}" = true ]; then
+		args+=(-key)
+		[ -z "${GPUGATE_KEY_SPEC:-}" ] || args+=(-spec "$(rel "$GPUGATE_KEY_SPEC")")
+	fi
 	[ -z "${GPUGATE_RULES:-}" ] || args+=(-rules "$(rel "$GPUGATE_RULES")")
+	;;
+local-relay)
+	prog=gate
+	need "${GPUGATE_PR:-}" "step local-relay needs pr and head-sha"
+	need "${GPUGATE_HEAD_SHA:-}" "step local-relay needs pr and head-sha"
+	args=(local-relay -dispatcher "${GPUGATE_ACTOR:-}" -pr "$GPUGATE_PR" -sha "$GPUGATE_HEAD_SHA")
+	;;
+recover)
+	prog=gate
+	need "${GPUGATE_PR:-}" "step recover needs pr"
+	args=(recover -pr "$GPUGATE_PR" -workflow "$(basename "${GPUGATE_WORKFLOW:-runpod-gpu-test.yml}")")
 	;;
 cost-report)
 	prog=costreport
@@ -102,7 +117,7 @@ cost-report)
 	args=(summarize -dir "$(rel "$GPUGATE_EVIDENCE_DIR")" -out "${RUNNER_TEMP:-/tmp}/cost-summary")
 	;;
 *)
-	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, cache-check or cost-report"
+	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, cache-check, cost-report, local-relay or recover"
 	;;
 esac
 

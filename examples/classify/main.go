@@ -154,6 +154,7 @@ func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writ
 		[2]string{"gpu", strconv.FormatBool(d.GPU)},
 		[2]string{"lanes", string(lanes)},
 		[2]string{"jobs", string(jobs)},
+		[2]string{"reason", d.Reason},
 	); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@
 package actiontest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/gate"
 )
 
 type action struct {
@@ -99,7 +102,7 @@ func fakeGitHub(t *testing.T) *httptest.Server {
 	var created []string
 	mux := http.NewServeMux()
 	const pr = `{"number":5,"state":"open","changed_files":2,"mergeable":true,"merge_commit_sha":"2222222222222222222222222222222222222222",
-		"head":{"sha":"1111111111111111111111111111111111111111","repo":{"id":1}},"base":{"repo":{"id":1}}}`
+		"head":{"sha":"1111111111111111111111111111111111111111","repo":{"id":1}},"base":{"repo":{"id":1}},"labels":[{"name":"gpu-validated-locally"}]}`
 	mux.HandleFunc("GET /api/v3/repos/o/r/pulls/5", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, pr) })
 	mux.HandleFunc("GET /api/v3/repos/o/r/pulls/5/files", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `[{"filename":"crates/kernels/src/gemv.cu","status":"modified"},{"filename":"README.md","status":"modified"}]`)
@@ -116,6 +119,14 @@ func fakeGitHub(t *testing.T) *httptest.Server {
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprint(w, `{"id":77,"status":"completed","conclusion":"success","external_id":"x"}`)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/issues/5/comments", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := json.Marshal([]map[string]any{{"body": gate.EvidenceMarker(strings.Repeat("1", 40)) + "\nall CUDA tests passed", "user": map[string]any{"login": "maint"}}})
+		w.Write(body)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"default_branch":"main"}`) })
+	mux.HandleFunc("POST /api/v3/repos/o/r/actions/workflows/runpod-gpu-test.yml/dispatches", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("unexpected GitHub call %s %s", r.Method, r.URL.Path)
@@ -172,7 +183,7 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 		env   map[string]string
 		wants []string // outputs it must write
 	}{
-		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs"}},
+		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs", "reason"}},
 		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref"}},
 		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}},
 		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id"}},
@@ -182,6 +193,9 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil},
 		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil},
 		{"cache-check", nil, nil},
+		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}},
+		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}},
+		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}},
 		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil},
 	}
 	for _, s := range steps {
