@@ -66,7 +66,7 @@ type options struct {
 	pr                       int
 	runID                    int64
 	seed                     int64
-	months, prsPerMonth      int
+	prsPerMonth              int
 	deliveriesPerUpstreamRun float64
 }
 
@@ -232,7 +232,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	marks := <-marksCh
 	// Read the billing record before deletion; the pod is gone afterwards.
 	pod, gerr := w.api.GetPod(ctx, res.PodID)
-	deletedAt := time.Now()
+	var deletedAt time.Time
 	if wres.Deleted && wres.DeletedAt != nil {
 		deletedAt = *wres.DeletedAt
 	} else {
