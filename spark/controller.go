@@ -315,12 +315,10 @@ func (c *Controller) drainFor(tx Tx, r Request) error {
 // Cancel removes queued work. Active work returns ErrActive.
 func (c *Controller) Cancel(ctx context.Context, id string) error {
 	return c.tx(ctx, func(tx Tx) error {
-		r, ok, err := tx.Request(id)
+		r, err := mustRequest(tx, id)
 		switch {
 		case err != nil:
 			return err
-		case !ok:
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		case r.State == Active:
 			return fmt.Errorf("%w: %s", ErrActive, id)
 		case r.State != Queued:
@@ -366,15 +364,21 @@ func (c *Controller) undrain(tx Tx) error {
 	return nil
 }
 
+// mustRequest reads a request; a missing one is ErrNotFound.
+func mustRequest(tx Tx, id string) (Request, error) {
+	r, ok, err := tx.Request(id)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return r, err
+}
+
 // Annotate sets one annotation on a request.
 func (c *Controller) Annotate(ctx context.Context, id, key, value string) error {
 	return c.tx(ctx, func(tx Tx) error {
-		r, ok, err := tx.Request(id)
-		switch {
-		case err != nil:
+		r, err := mustRequest(tx, id)
+		if err != nil {
 			return err
-		case !ok:
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		r.Annotations = maps.Clone(r.Annotations) // never mutate the stored copy in place
 		if r.Annotations == nil {
@@ -389,12 +393,10 @@ func (c *Controller) Annotate(ctx context.Context, id, key, value string) error 
 // token is refused.
 func (c *Controller) Release(ctx context.Context, id string, token int64) error {
 	return c.tx(ctx, func(tx Tx) error {
-		r, ok, err := tx.Request(id)
+		r, err := mustRequest(tx, id)
 		switch {
 		case err != nil:
 			return err
-		case !ok:
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		case r.State != Active:
 			return fmt.Errorf("%w: %s is %s, not active", ErrStaleToken, id, r.State)
 		case r.Token != token:
@@ -497,12 +499,10 @@ func (c *Controller) Terminate(ctx context.Context, id, key string) error {
 		return fmt.Errorf("%w: emergency termination needs the emergency key", ErrUnauthorized)
 	}
 	return c.tx(ctx, func(tx Tx) error {
-		r, ok, err := tx.Request(id)
+		r, err := mustRequest(tx, id)
 		switch {
 		case err != nil:
 			return err
-		case !ok:
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		case r.State != Active:
 			return fmt.Errorf("%w: %s is %s", ErrNotQueued, id, r.State)
 		}
@@ -521,12 +521,9 @@ type Status struct {
 func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 	var st Status
 	err := c.tx(ctx, func(tx Tx) error {
-		r, ok, err := tx.Request(id)
+		r, err := mustRequest(tx, id)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		st.Request = r
 		if r.State != Queued {
