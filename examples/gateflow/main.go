@@ -67,6 +67,7 @@ type options struct {
 	runID                    int64
 	seed                     int64
 	prsPerMonth              int
+	model                    string
 	deliveriesPerUpstreamRun float64
 }
 
@@ -87,6 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step that runs the tests (real mode)")
 	fs.Int64Var(&o.seed, "seed", 1, "simulation seed (-simulate-fleet)")
 	fs.IntVar(&o.prsPerMonth, "merge-refs", 120, "tested merge refs in the simulated month (-simulate-fleet)")
+	fs.StringVar(&o.model, "failure-model", "", "YAML overriding the simulation's failure model (stock_out, proof_fail, outage, not_delivering, max_tries_per_ref, failed_job_seconds)")
 	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

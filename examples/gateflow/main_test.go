@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -112,4 +113,43 @@ func simSetup(t *testing.T) (runpod.Config, failureModel, []string) {
 		t.Fatal(err)
 	}
 	return base, m, gpus
+}
+
+func TestFailureModelFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	m, err := loadModel(write("ok.yml", "outage: 0.5\nproof_fail: {\"NVIDIA L4\": 1}\n"))
+	if err != nil || m.Outage != 0.5 || m.ProofFail["NVIDIA L4"] != 1 || m.NotDelivering != defaultModel().NotDelivering {
+		t.Errorf("%+v %v", m, err)
+	}
+	for name, body := range map[string]string{"unknown.yml": "outages: 0.1\n", "rate.yml": "not_delivering: 1.5\n", "tries.yml": "max_tries_per_ref: 0\n", "nan.yml": "outage: .nan\n"} {
+		if _, err := loadModel(write(name, body)); err == nil {
+			t.Errorf("%s: accepted %q", name, body)
+		}
+	}
+	// Every provider outage: nothing is ever paid for, nothing validated.
+	out, _, code := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "3", "-failure-model", write("down.yml", "outage: 1\n"))
+	if code != 0 || !strings.Contains(out, "gpugate                       0.00") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func FuzzParseModel(f *testing.F) {
+	f.Add([]byte("outage: 0.5\nproof_fail: {\"NVIDIA L4\": 1}\n"))
+	f.Add([]byte("max_tries_per_ref: 2\nstock_out: {a: 0}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseModel("fuzz.yml", data)
+		if err != nil {
+			return
+		}
+		if !(m.Outage >= 0 && m.Outage <= 1) || !(m.NotDelivering >= 0 && m.NotDelivering <= 1) || m.MaxTriesPerRef < 1 {
+			t.Fatalf("accepted an invalid model %+v", m)
+		}
+	})
 }

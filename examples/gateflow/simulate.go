@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
@@ -28,12 +33,55 @@ import (
 // failureModel is what can go wrong in one run. The defaults are the seed's
 // observations turned into rates.
 type failureModel struct {
-	StockOut        map[string]float64 // per GPU type: sold out between the catalog read and the create
-	ProofFail       map[string]float64 // per GPU type: the host cannot run the project's CUDA
-	Outage          float64            // the provider refuses every create (5xx) for the whole run
-	NotDelivering   float64            // every created pod dies before its runner comes online
-	MaxTriesPerRef  int                // a failed gate is re-run at most this often
-	FailedJobSecond float64            // without the proof, a broken host fails the job after this long (setup and the whole test run: nextest reports every failure)
+	StockOut        map[string]float64 `yaml:"stock_out"`          // per GPU type: sold out between the catalog read and the create
+	ProofFail       map[string]float64 `yaml:"proof_fail"`         // per GPU type: the host cannot run the project's CUDA
+	Outage          float64            `yaml:"outage"`             // the provider refuses every create (5xx) for the whole run
+	NotDelivering   float64            `yaml:"not_delivering"`     // every created pod dies before its runner comes online
+	MaxTriesPerRef  int                `yaml:"max_tries_per_ref"`  // a failed gate is re-run at most this often
+	FailedJobSecond float64            `yaml:"failed_job_seconds"` // without the proof, a broken host fails the job after this long (setup and the whole test run: nextest reports every failure)
+}
+
+// loadModel overlays a YAML file on the default model. Unknown keys and
+// rates outside [0, 1] are errors.
+func loadModel(path string) (failureModel, error) {
+	m := defaultModel()
+	if path == "" {
+		return m, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m, fmt.Errorf("gateflow: failure model: %w", err)
+	}
+	return parseModel(path, data)
+}
+
+// parseModel overlays YAML on the default model.
+func parseModel(path string, data []byte) (failureModel, error) {
+	m := defaultModel()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
+		return m, fmt.Errorf("gateflow: failure model %s: %w", path, err)
+	}
+	rates := map[string]float64{"outage": m.Outage, "not_delivering": m.NotDelivering}
+	for g, r := range m.StockOut {
+		rates["stock_out."+g] = r
+	}
+	for g, r := range m.ProofFail {
+		rates["proof_fail."+g] = r
+	}
+	for k, r := range rates {
+		if !(r >= 0 && r <= 1) { // NaN too
+			return m, fmt.Errorf("gateflow: failure model %s: %s = %g: a rate is between 0 and 1", path, k, r)
+		}
+	}
+	if !(m.FailedJobSecond >= 0) {
+		return m, fmt.Errorf("gateflow: failure model %s: failed_job_seconds = %g: want a non-negative duration", path, m.FailedJobSecond)
+	}
+	if m.MaxTriesPerRef < 1 {
+		return m, fmt.Errorf("gateflow: failure model %s: max_tries_per_ref must be at least 1", path)
+	}
+	return m, nil
 }
 
 // durations is the paid-time model (seconds).
@@ -101,7 +149,11 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) error {
 	if o.prsPerMonth <= 0 || o.deliveriesPerUpstreamRun < 1 {
 		return fmt.Errorf("gateflow: -merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
 	}
-	base, m, gpus, err := simConfig()
+	base, _, gpus, err := simConfig()
+	if err != nil {
+		return err
+	}
+	m, err := loadModel(o.model)
 	if err != nil {
 		return err
 	}
