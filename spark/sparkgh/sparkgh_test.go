@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -369,6 +370,10 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 	if code := post("", "d3"); code != http.StatusUnauthorized {
 		t.Errorf("an unsigned payload must be refused: %d", code)
 	}
+	wh.MaxBody = 8
+	if code := post(published, "d4"); code != http.StatusRequestEntityTooLarge || len(wh.queue) != 1 {
+		t.Errorf("an oversized body must be refused unread: %d", code)
+	}
 	if _, err := New(SeedConfig(""), nil, newFakeGH(), nil); err != ErrNoSecret {
 		t.Errorf("empty secret: %v", err)
 	}
@@ -462,5 +467,54 @@ func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
 		if err := in.Process(ctx, event, []byte(body)); !errors.Is(err, ErrPayload) {
 			t.Errorf("%s: %v, want ErrPayload", event, err)
 		}
+	}
+}
+
+// BenchmarkParseCommands: a typical review comment (~1 KiB) and a 100x one.
+func BenchmarkParseCommands(b *testing.B) {
+	line := "Looks good to me; one nit about the kernel launch bounds below.\n"
+	for _, n := range []int{16, 1600} {
+		body := strings.Repeat(line, n) + "/spark test --pair\n"
+		b.Run(fmt.Sprintf("%dB", len(body)), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if len(ParseCommands(body, "/spark")) != 1 {
+					b.Fatal("command lost")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWebhookServeHTTP: signature validation and enqueueing of a
+// realistic pull_request delivery (~20 KiB) and a 100x one.
+func BenchmarkWebhookServeHTTP(b *testing.B) {
+	in, err := New(SeedConfig("bench-webhook-secret"), nil, newFakeGH(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []int{20 << 10, 2000 << 10} {
+		body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"},
+			"pull_request": map[string]any{"number": 7, "body": strings.Repeat("x", size)}})
+		sig := sign(body, "bench-webhook-secret")
+		b.Run(fmt.Sprintf("%dKiB", len(body)>>10), func(b *testing.B) {
+			wh := in.NewWebhook(1)
+			b.SetBytes(int64(len(body)))
+			i := 0
+			for b.Loop() {
+				i++
+				r := httptest.NewRequest("POST", "/webhook", bytes.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("X-GitHub-Event", "pull_request")
+				r.Header.Set("X-GitHub-Delivery", strconv.Itoa(i))
+				r.Header.Set("X-Hub-Signature-256", sig)
+				rec := httptest.NewRecorder()
+				wh.ServeHTTP(rec, r)
+				if rec.Code != http.StatusAccepted {
+					b.Fatalf("status %d", rec.Code)
+				}
+				<-wh.queue
+			}
+		})
 	}
 }

@@ -25,6 +25,9 @@ type delivery struct {
 type Webhook struct {
 	in    *Integration
 	queue chan delivery
+	// MaxBody bounds a delivery's size (GitHub caps payloads at 25 MiB);
+	// a larger body is refused with 413 before it is read whole.
+	MaxBody int64
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -36,14 +39,19 @@ func (in *Integration) NewWebhook(queue int) *Webhook {
 	if queue <= 0 {
 		queue = 256
 	}
-	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}}
+	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}, MaxBody: 25 << 20}
 }
 
 // ServeHTTP verifies and enqueues a delivery: 202 when queued, 200 for a
-// duplicate, 401 for a bad signature (nothing is queued), 503 when the
-// queue is full (GitHub redelivers).
+// duplicate, 401 for a bad signature (nothing is queued), 413 for a body
+// over MaxBody, 503 when the queue is full (GitHub redelivers).
 func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, wh.MaxBody)
 	payload, err := github.ValidatePayload(r, []byte(wh.in.cfg.WebhookSecret.Reveal()))
+	if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
+		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err != nil {
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return
