@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -359,7 +360,7 @@ func TestGetPod_ReadsTheV2Record(t *testing.T) {
 		if p.Status != runpod.StatusProvisioning || p.StartedAt != nil || p.Runtime != nil {
 			t.Errorf("new pod = %+v, want PROVISIONING without start or runtime", p)
 		}
-		time.Sleep(61 * time.Second) // fake time: provisioning 20 s + starting 40 s
+		faketime.Advance(61 * time.Second) // fake time: provisioning 20 s + starting 40 s
 		got, err := c.GetPod(context.Background(), p.ID)
 		if err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -288,7 +289,7 @@ func TestConformance_ClientAndFakeFollowThePublishedContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Minute)
+		faketime.Advance(2 * time.Minute)
 		if _, err := c.GetPod(ctx, p.ID); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -105,7 +106,7 @@ func TestReap_UntaggedForeignAndDisagreeingPodsAreNeverTouched(t *testing.T) {
 		runElsewhere := w.pod(t, own(5, 1), "", nil)
 		w.runs.Set(runpod.RunInfo{ID: 5, Repository: "x/y", Workflow: workflow, Status: "completed", Attempt: 1, CompletedAt: time.Now().Add(-time.Hour)})
 		w.pol.Execute = true
-		time.Sleep(10 * time.Hour)
+		faketime.Advance(10 * time.Hour)
 		ds, err := w.reap(t)
 		if err != nil {
 			t.Fatal(err)
@@ -126,11 +127,11 @@ func TestReap_ReclaimsRunsCompletedAtLeastFiveMinutesAgo(t *testing.T) {
 		w := newReapWorld(t)
 		id := w.pod(t, own(7, 1), "", nil)
 		w.runs.Set(runpod.RunInfo{ID: 7, Repository: repo, Workflow: workflow, Status: "completed", Attempt: 1, CompletedAt: time.Now()})
-		time.Sleep(4 * time.Minute)
+		faketime.Advance(4 * time.Minute)
 		if ds, _ := w.reap(t); ds[id].Rule != runpod.RuleActive {
 			t.Errorf("4 min after completion: %+v, want active", ds[id])
 		}
-		time.Sleep(time.Minute)
+		faketime.Advance(time.Minute)
 		if ds, _ := w.reap(t); ds[id].Rule != runpod.RuleCompleted || ds[id].Action != runpod.ActionWouldDelete {
 			t.Errorf("5 min after completion: %+v, want run-completed, would-delete", ds[id])
 		}
@@ -155,11 +156,11 @@ func TestReap_TwoHourLifetimeBackstop(t *testing.T) {
 		w := newReapWorld(t)
 		id := w.pod(t, own(9, 1), "", nil)
 		w.active(9, 1)
-		time.Sleep(20*time.Second + 2*time.Hour) // started 20 s after creation
+		faketime.Advance(20*time.Second + 2*time.Hour) // started 20 s after creation
 		if ds, _ := w.reap(t); ds[id].Rule != runpod.RuleActive || ds[id].AgeFrom != "startedAt" || ds[id].AgeSeconds != 7200 {
 			t.Errorf("at exactly 2 h: %+v", ds[id])
 		}
-		time.Sleep(time.Second)
+		faketime.Advance(time.Second)
 		if ds, _ := w.reap(t); ds[id].Rule != runpod.RuleLifetime {
 			t.Errorf("past 2 h: %+v, want lifetime", ds[id])
 		}
@@ -172,7 +173,7 @@ func TestReap_StuckBeforeStartUsesCreatedAtForAgeNeverForCost(t *testing.T) {
 		w.srv.SetBehavior("NVIDIA A100-SXM4-80GB", runpodtest.Behavior{ProvisionFor: 100 * time.Hour})
 		id := w.pod(t, own(10, 1), "", nil)
 		w.active(10, 1)
-		time.Sleep(3 * time.Hour)
+		faketime.Advance(3 * time.Hour)
 		ds, _ := w.reap(t)
 		d := ds[id]
 		if d.Rule != runpod.RuleLifetime || d.AgeFrom != "createdAt" || d.EstimatedCost != nil {
@@ -190,7 +191,7 @@ func TestReap_RetentionRecordExemptsOnlyTheNamedDebugPod(t *testing.T) {
 		w.runs.Set(runpod.RunInfo{ID: 11, Repository: repo, Workflow: workflow, Event: "workflow_dispatch", Status: "completed", Attempt: 1, CompletedAt: time.Now()})
 		w.runs.Retain(11, runpod.RetentionRecord{RunID: 11, Attempt: 1, PodIDs: []string{retained}}.Name())
 		w.runs.Retain(11, "runpod-debug-retained-11-2-"+flagOnly) // another attempt's record
-		time.Sleep(10 * time.Minute)
+		faketime.Advance(10 * time.Minute)
 		ds, err := w.reap(t)
 		if err != nil {
 			t.Fatal(err)
@@ -210,7 +211,7 @@ func TestReap_UnreadableRetentionLeavesDebugPodsUnknownWhileOthersProceed(t *tes
 		w.runs.Set(runpod.RunInfo{ID: 13, Repository: repo, Workflow: workflow, Event: "workflow_run", Status: "completed", Attempt: 1, CompletedAt: time.Now()})
 		w.runs.FailNext("Records", 1)
 		w.pol.Execute = true
-		time.Sleep(10 * time.Minute)
+		faketime.Advance(10 * time.Minute)
 		ds, err := w.reap(t)
 		if err == nil {
 			t.Error("the sweep must fail visibly")
@@ -234,7 +235,7 @@ func TestReap_APIErrorLeavesThePodUntouchedAndFailsVisibly(t *testing.T) {
 		}
 		w.runs.FailNext("Run", 1)
 		w.pol.Execute = true
-		time.Sleep(time.Hour)
+		faketime.Advance(time.Hour)
 		ds, err := w.reap(t)
 		if err == nil || ds[a].Rule != runpod.RuleUnknown || ds[b].Action != runpod.ActionDeleted {
 			t.Errorf("err %v\na %+v\nb %+v", err, ds[a], ds[b])
@@ -266,7 +267,7 @@ func TestReap_ExecuteDeletesThenCancelsButNeverANewerAttempt(t *testing.T) {
 		w.active(17, 2)
 		w.active(18, 1)
 		w.pol.Execute, w.pol.CancelRuns = true, true
-		time.Sleep(3 * time.Hour)
+		faketime.Advance(3 * time.Hour)
 		ds, err := w.reap(t)
 		if err != nil {
 			t.Fatal(err)
@@ -329,7 +330,7 @@ func TestReap_RandomFaultsNeverTouchForeignPodsAndReclaimWithinTwoCleanSweeps(t 
 					w.runs.Set(runpod.RunInfo{ID: run, Repository: repo, Workflow: workflow, Event: "workflow_run", Status: "completed", Attempt: 1, CompletedAt: time.Now()})
 				}
 			}
-			time.Sleep(30 * time.Minute)
+			faketime.Advance(30 * time.Minute)
 			for range 5 {
 				for n := r.IntN(4); n > 0; n-- {
 					w.srv.AddFault(runpodtest.Fault{
@@ -338,7 +339,7 @@ func TestReap_RandomFaultsNeverTouchForeignPodsAndReclaimWithinTwoCleanSweeps(t 
 				}
 				w.runs.FailNext([]string{"Run", "Records"}[r.IntN(2)], r.IntN(3))
 				runpod.Reap(context.Background(), w.deps, w.pol, time.Now())
-				time.Sleep(15 * time.Minute)
+				faketime.Advance(15 * time.Minute)
 			}
 			w.srv.ClearFaults()
 			w.runs.FailNext("Run", -1000)

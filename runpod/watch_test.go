@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -37,7 +38,7 @@ func newWatchWorld(t *testing.T) *watchWorld {
 		t.Fatal(err)
 	}
 	w.pod = p.ID
-	time.Sleep(60 * time.Second)
+	faketime.Advance(60 * time.Second)
 	w.deps = runpod.WatchDeps{API: c, Progress: w.prog, PR: w.pr, Head: head, Runs: w.runs, RunID: 1}
 	return w
 }

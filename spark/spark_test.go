@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
 )
@@ -339,7 +340,7 @@ func TestAStaleTokenIsRefused(t *testing.T) {
 func TestAStaleHeartbeatIsOfflineNeverIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t)
-		time.Sleep(2 * time.Minute)
+		faketime.Advance(2 * time.Minute)
 		f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-1"})
 		r := f.submit(t, spark.SubmitRequest{Class: spark.ManualPR, PR: pr(6, "eee"), Host: "spark-2"})
 		f.reconcile(t)
@@ -370,7 +371,7 @@ func TestAnExpiredLeaseWithProcessesIsReleaseRequired(t *testing.T) {
 		dev := f.submit(t, spark.SubmitRequest{Class: spark.Development, Duration: time.Hour})
 		f.reconcile(t)
 		f.beat(t, 0, 3) // development processes on spark-2
-		time.Sleep(time.Hour)
+		faketime.Advance(time.Hour)
 		f.beat(t, 0, 3)
 		ci := f.submit(t, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
 		f.reconcile(t)
@@ -397,7 +398,7 @@ func TestOneNodeOfAPairFailingFailsThePairAsAUnit(t *testing.T) {
 		if f.status(t, p.ID).Request.State != spark.Active {
 			t.Fatalf("%+v", f.status(t, p.ID))
 		}
-		time.Sleep(100 * time.Second)
+		faketime.Advance(100 * time.Second)
 		f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-2"}) // spark-1 went silent
 		f.reconcile(t)
 		st := f.status(t, p.ID).Request
@@ -472,7 +473,7 @@ func TestAFailedRestoreKeepsTheHostOutRetriesBoundedAndAlerts(t *testing.T) {
 		for range 10 {
 			f.beat(t, 0, 0)
 			f.reconcile(t)
-			time.Sleep(5 * time.Minute)
+			faketime.Advance(5 * time.Minute)
 		}
 		if h := f.host(t, "spark-1"); h.Mode != spark.OutOfService || h.RestoreAttempts != 3 {
 			t.Errorf("host %+v", h)

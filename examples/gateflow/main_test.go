@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -18,73 +19,79 @@ func runGateflow(t *testing.T, env map[string]string, args ...string) (string, s
 }
 
 func TestDemoRunsTheWholeLifecycleOnEmbeddedDefaults(t *testing.T) {
-	out, errOut, code := runGateflow(t, nil)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	for _, want := range []string{
-		"1. classify", "2. authorize", "3. reuse", "4. plan", "5. image", "6. provision", "7. hand over", "8. watchdog", "9. cleanup", "10. publish", "11. cost",
-		"no-capacity", "exited", "accepted", // the capacity miss, the host failing its CUDA proof, the winner
-		"deleted (confirmed)", ":paid)", "startup/queue", "test execution",
-		"first run 3, second run 0", ":reused) — no pod created", ":not-required) — no pod created",
-		"1 answers were 429", "pods still running: 0",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	synctest.Test(t, func(t *testing.T) {
+		out, errOut, code := runGateflow(t, nil)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
 		}
-	}
-	for _, secret := range []string{runpodtest.APIKey, "jitconfig-"} {
-		if strings.Contains(out+errOut, secret) {
-			t.Errorf("output carries a secret (%q)", secret)
+		for _, want := range []string{
+			"1. classify", "2. authorize", "3. reuse", "4. plan", "5. image", "6. provision", "7. hand over", "8. watchdog", "9. cleanup", "10. publish", "11. cost",
+			"no-capacity", "exited", "accepted", // the capacity miss, the host failing its CUDA proof, the winner
+			"deleted (confirmed)", ":paid)", "startup/queue", "test execution",
+			"first run 3, second run 0", ":reused) — no pod created", ":not-required) — no pod created",
+			"1 answers were 429", "pods still running: 0",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
 		}
-	}
+		for _, secret := range []string{runpodtest.APIKey, "jitconfig-"} {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("output carries a secret (%q)", secret)
+			}
+		}
+	})
 }
 
 func TestSimulationIsDeterministicForASeed(t *testing.T) {
-	args := []string{"-simulate-fleet", "-merge-refs", "12", "-seed", "5"}
-	a, _, code := runGateflow(t, nil, args...)
-	b, _, _ := runGateflow(t, nil, args...)
-	if code != 0 || a != b {
-		t.Fatalf("exit %d; two runs differ:\n%s\n---\n%s", code, a, b)
-	}
-	c, _, _ := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "12", "-seed", "6")
-	if c == a {
-		t.Error("a different seed gave the same month")
-	}
-	for _, want := range []string{"gpugate", "always premium tier", "no gate reuse", "no early stop", "no smoke proof", "oracle lower bound"} {
-		if !strings.Contains(a, "\n"+want) {
-			t.Errorf("the table lacks %q:\n%s", want, a)
+	synctest.Test(t, func(t *testing.T) {
+		args := []string{"-simulate-fleet", "-merge-refs", "12", "-seed", "5"}
+		a, _, code := runGateflow(t, nil, args...)
+		b, _, _ := runGateflow(t, nil, args...)
+		if code != 0 || a != b {
+			t.Fatalf("exit %d; two runs differ:\n%s\n---\n%s", code, a, b)
 		}
-	}
+		c, _, _ := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "12", "-seed", "6")
+		if c == a {
+			t.Error("a different seed gave the same month")
+		}
+		for _, want := range []string{"gpugate", "always premium tier", "no gate reuse", "no early stop", "no smoke proof", "oracle lower bound"} {
+			if !strings.Contains(a, "\n"+want) {
+				t.Errorf("the table lacks %q:\n%s", want, a)
+			}
+		}
+	})
 }
 
 func TestSimulation_ReuseKeepsOnePaidRunPerTestedMergeRef(t *testing.T) {
-	o := options{seed: 3, prsPerMonth: 20, deliveriesPerUpstreamRun: 3}
-	base, m, gpus := simSetup(t)
-	gg, err := simulatePolicy(context.Background(), o, base, m, gpus, policies[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	noReuse, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "no reuse", NoReuse: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	premium, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "premium", Premium: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if gg.Validated != o.prsPerMonth || gg.PaidRuns > o.prsPerMonth*m.MaxTriesPerRef {
-		t.Errorf("gpugate: %+v", gg)
-	}
-	if noReuse.PaidRuns < 2*gg.PaidRuns {
-		t.Errorf("without reuse every delivery should pay: %d paid runs vs %d", noReuse.PaidRuns, gg.PaidRuns)
-	}
-	if ratio(premium.Dollars, float64(premium.Validated)) <= ratio(gg.Dollars, float64(gg.Validated)) {
-		t.Errorf("the premium tier should cost more per validated ref: %+v vs %+v", premium, gg)
-	}
-	if or := oracleBound(o, base, m, gpus); ratio(or.Dollars, float64(or.Validated)) > ratio(gg.Dollars, float64(gg.Validated)) {
-		t.Errorf("the oracle is a lower bound: %+v vs %+v", or, gg)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		o := options{seed: 3, prsPerMonth: 20, deliveriesPerUpstreamRun: 3}
+		base, m, gpus := simSetup(t)
+		gg, err := simulatePolicy(context.Background(), o, base, m, gpus, policies[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		noReuse, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "no reuse", NoReuse: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		premium, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "premium", Premium: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gg.Validated != o.prsPerMonth || gg.PaidRuns > o.prsPerMonth*m.MaxTriesPerRef {
+			t.Errorf("gpugate: %+v", gg)
+		}
+		if noReuse.PaidRuns < 2*gg.PaidRuns {
+			t.Errorf("without reuse every delivery should pay: %d paid runs vs %d", noReuse.PaidRuns, gg.PaidRuns)
+		}
+		if ratio(premium.Dollars, float64(premium.Validated)) <= ratio(gg.Dollars, float64(gg.Validated)) {
+			t.Errorf("the premium tier should cost more per validated ref: %+v vs %+v", premium, gg)
+		}
+		if or := oracleBound(o, base, m, gpus); ratio(or.Dollars, float64(or.Validated)) > ratio(gg.Dollars, float64(gg.Validated)) {
+			t.Errorf("the oracle is a lower bound: %+v vs %+v", or, gg)
+		}
+	})
 }
 
 func TestRealModeRefusesWithoutCredentialsOrTargets(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -23,7 +24,7 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		time.Sleep(time.Hour + time.Minute) // 20 s provisioning, then billed from the container start
+		faketime.Advance(time.Hour + time.Minute) // 20 s provisioning, then billed from the container start
 		runpod.Delete(ctx, c, pod.ID)
 		l := srv.Ledger()[0]
 		fmt.Printf("requests: %d POST, running: %d\n", srv.Count("POST", "/v2/pods"), len(srv.Running()))

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -39,16 +40,16 @@ func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
 			wait time.Duration
 			want runpod.PodStatus
 		}{{0, runpod.StatusProvisioning}, {10 * time.Second, runpod.StatusStarting}, {30 * time.Second, runpod.StatusRunning}} {
-			time.Sleep(step.wait)
+			faketime.Advance(step.wait)
 			if got := status(); got != step.want {
 				t.Fatalf("after %v: %s, want %s", step.wait, got, step.want)
 			}
 		}
-		time.Sleep(3600*time.Second - 30*time.Second)
+		faketime.Advance(3600*time.Second - 30*time.Second)
 		if err := runpod.Delete(ctx, c, p.ID); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Hour) // nothing is billed after deletion
+		faketime.Advance(time.Hour) // nothing is billed after deletion
 		l := srv.Ledger()
 		if len(l) != 1 || !l[0].Deleted || l[0].BilledSeconds(time.Now()) != 3600 || l[0].Cost(time.Now()) != 0.43 {
 			t.Errorf("ledger %+v: want one deleted pod billed 3600 s at 0.43", l)
@@ -81,7 +82,7 @@ func TestBehaviorsExitErrorAndLostRuntime(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(5 * time.Minute)
+				faketime.Advance(5 * time.Minute)
 				got, err := c.GetPod(context.Background(), p.ID)
 				if err != nil {
 					t.Fatal(err)

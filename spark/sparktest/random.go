@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -116,7 +117,7 @@ func RandomSequence(t testing.TB, seed uint64, open func() spark.Store) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		CheckInvariants(t, c)
-		time.Sleep(time.Duration(r.IntN(20)) * time.Minute)
+		faketime.Advance(time.Duration(r.IntN(20)) * time.Minute)
 	}
 	svc.mu.Lock()
 	svc.FailHealth, svc.FailStop = 0, false
@@ -138,7 +139,7 @@ func RandomSequence(t testing.TB, seed uint64, open func() spark.Store) {
 			store.Close()
 			return
 		}
-		time.Sleep(30 * time.Minute)
+		faketime.Advance(30 * time.Minute)
 	}
 	if !outOfService {
 		st, _ := c.Status(ctx, p.ID)
