@@ -2,18 +2,20 @@ package sparkgh
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/secret"
+	"github.com/gpugate/gpugate/runpod"
 )
 
-// GitHubAPI is the go-github adapter for GitHub. JIT runners are minted
-// in the organization's runner group.
+// GitHubAPI is the go-github adapter for GitHub. Repository reads and
+// dispatch go through gate.GitHub and JIT runners are minted through
+// runpod.GitHubRegistry, in the organization's runner group.
 type GitHubAPI struct {
 	Client        *github.Client
 	Org           string
@@ -22,41 +24,35 @@ type GitHubAPI struct {
 
 var _ GitHub = (*GitHubAPI)(nil)
 
-func split(repo string) (string, string, error) {
+// repo is the gate adapter for one owner/name.
+func (g *GitHubAPI) repo(repo string) (*gate.GitHub, error) {
 	o, n, ok := strings.Cut(repo, "/")
 	if !ok || o == "" || n == "" {
-		return "", "", fmt.Errorf("sparkgh: repository %q: want owner/name", repo)
+		return nil, fmt.Errorf("sparkgh: repository %q: want owner/name", repo)
 	}
-	return o, n, nil
+	return &gate.GitHub{Client: g.Client, Owner: o, Repo: n}, nil
 }
 
-// Permission calls GET /repos/{owner}/{repo}/collaborators/{username}/permission.
+// Permission is gate.GitHub.Permission: the role name, else the permission.
 func (g *GitHubAPI) Permission(ctx context.Context, repo, user string) (string, error) {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return "", err
 	}
-	p, _, err := g.Client.Repositories.GetPermissionLevel(ctx, o, n, user)
-	if err != nil {
-		return "", err
-	}
-	if r := p.GetRoleName(); r != "" {
-		return r, nil
-	}
-	return p.GetPermission(), nil
+	return r.Permission(ctx, user)
 }
 
-// PullRequest calls GET /repos/{owner}/{repo}/pulls/{pull_number}.
+// PullRequest is gate.GitHub.PullRequest.
 func (g *GitHubAPI) PullRequest(ctx context.Context, repo string, number int) (PR, error) {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return PR{}, err
 	}
-	p, _, err := g.Client.PullRequests.Get(ctx, o, n, number)
+	p, err := r.PullRequest(ctx, number)
 	if err != nil {
 		return PR{}, err
 	}
-	return prOf(repo, p), nil
+	return PR{Repo: repo, Number: p.Number, HeadSHA: p.HeadSHA, Open: p.Open, HeadRepoID: p.HeadRepoID, BaseRepoID: p.BaseRepoID, Labels: p.Labels}, nil
 }
 
 func output(c Check) *github.CheckRunOutput {
@@ -65,7 +61,7 @@ func output(c Check) *github.CheckRunOutput {
 
 // CreateCheck calls POST /repos/{owner}/{repo}/check-runs.
 func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c Check) (int64, error) {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return 0, err
 	}
@@ -74,7 +70,7 @@ func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c C
 		opts.Conclusion = github.String(c.Conclusion)
 		opts.CompletedAt = &github.Timestamp{Time: time.Now()}
 	}
-	run, _, err := g.Client.Checks.CreateCheckRun(ctx, o, n, opts)
+	run, _, err := g.Client.Checks.CreateCheckRun(ctx, r.Owner, r.Repo, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +79,7 @@ func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c C
 
 // UpdateCheck calls PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}.
 func (g *GitHubAPI) UpdateCheck(ctx context.Context, repo string, id int64, name string, c Check) error {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return err
 	}
@@ -92,43 +88,36 @@ func (g *GitHubAPI) UpdateCheck(ctx context.Context, repo string, id int64, name
 		opts.Conclusion = github.String(c.Conclusion)
 		opts.CompletedAt = &github.Timestamp{Time: time.Now()}
 	}
-	_, _, err = g.Client.Checks.UpdateCheckRun(ctx, o, n, id, opts)
+	_, _, err = g.Client.Checks.UpdateCheckRun(ctx, r.Owner, r.Repo, id, opts)
 	return err
 }
 
 // Comment calls POST /repos/{owner}/{repo}/issues/{issue_number}/comments.
 func (g *GitHubAPI) Comment(ctx context.Context, repo string, number int, body string) error {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return err
 	}
-	_, _, err = g.Client.Issues.CreateComment(ctx, o, n, number, &github.IssueComment{Body: github.String(body)})
+	_, _, err = g.Client.Issues.CreateComment(ctx, r.Owner, r.Repo, number, &github.IssueComment{Body: github.String(body)})
 	return err
 }
 
-// Dispatch reads the default branch and calls
-// POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches.
+// Dispatch runs workflow at the repository's default branch
+// (gate.GitHub.DefaultBranch, then gate.GitHub.Dispatch).
 func (g *GitHubAPI) Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error {
-	o, n, err := split(repo)
+	r, err := g.repo(repo)
 	if err != nil {
 		return err
 	}
-	r, _, err := g.Client.Repositories.Get(ctx, o, n)
+	ref, err := r.DefaultBranch(ctx)
 	if err != nil {
 		return err
 	}
-	if r.GetDefaultBranch() == "" {
-		return errors.New("sparkgh: the repository reports no default branch")
-	}
-	_, err = g.Client.Actions.CreateWorkflowDispatchEventByFileName(ctx, o, n, workflow, github.CreateWorkflowDispatchEventRequest{Ref: r.GetDefaultBranch(), Inputs: inputs})
-	return err
+	return r.Dispatch(ctx, workflow, ref, inputs)
 }
 
-// MintJIT calls POST /orgs/{org}/actions/runners/generate-jitconfig.
+// MintJIT is runpod.GitHubRegistry.MintJIT for the organization.
 func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (secret.Secret, error) {
-	cfg, _, err := g.Client.Actions.GenerateOrgJITConfig(ctx, g.Org, &github.GenerateJITConfigRequest{Name: name, RunnerGroupID: max(g.RunnerGroupID, 1), Labels: labels})
-	if err != nil {
-		return "", err
-	}
-	return secret.Secret(cfg.GetEncodedJITConfig()), nil
+	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
+	return reg.MintJIT(ctx, name, labels)
 }
