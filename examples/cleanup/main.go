@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -103,10 +104,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	// an unknown start, so its cost is reported unknown, never zero.
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
 	if pod, err := api.GetPod(ctx, o.pod); err == nil {
-		rec.StartedAt, rec.ListPrice, rec.Name = pod.StartedAt, pod.Cost, pod.Name
-		if pod.GPU != nil {
-			rec.GPUTypeID = pod.GPU.ID
-		}
+		rec = podcost.Record(pod)
 	}
 	gha := ghaction.FromEnv(getenv)
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
@@ -115,13 +113,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)
-	var rejected []cost.Attempt
-	for _, a := range prov.Attempts {
-		if a.Outcome != runpod.OutcomeAccepted && a.PodID != "" {
-			rejected = append(rejected, cost.Attempt{Name: a.Name, GPUTypeID: a.Candidate.GPUTypeID, Outcome: string(a.Outcome), Seconds: a.Seconds, EstimatedCost: a.EstimatedCost})
-		}
-	}
-	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
+	rep, err := cost.NewReport(rec, deletedAt, marks, podcost.Rejected(prov.Attempts))
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -261,14 +262,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		step(11, "cost", "unknown: the pod record could not be read (%v)", gerr)
 		return oc, nil
 	}
-	rec := cost.PodRecord{APIVersion: 2, ID: pod.ID, GPUTypeID: res.GPUTypeID, StartedAt: pod.StartedAt, ListPrice: pod.Cost}
-	var rejected []cost.Attempt
-	for _, at := range res.Attempts {
-		if at.Outcome != runpod.OutcomeAccepted {
-			rejected = append(rejected, cost.Attempt{Name: at.Name, GPUTypeID: at.Candidate.GPUTypeID, Outcome: string(at.Outcome), Seconds: at.Seconds, EstimatedCost: at.EstimatedCost})
-		}
-	}
-	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
+	rep, err := cost.NewReport(podcost.Record(pod), deletedAt, marks, podcost.Rejected(res.Attempts))
 	if err != nil {
 		return oc, err
 	}

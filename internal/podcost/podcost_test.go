@@ -1,0 +1,35 @@
+package podcost
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/runpod"
+)
+
+func TestRejectedKeepsOnlyCreatedUnacceptedAttempts(t *testing.T) {
+	attempts := []runpod.Attempt{
+		{Name: "g-c1", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA L4"}, Outcome: runpod.OutcomeNoCapacity},
+		{Name: "g-c2", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA GeForce RTX 4090"}, PodID: "p2", Outcome: runpod.OutcomeExited, Seconds: 95, EstimatedCost: 0.018},
+		{Name: "g-c3", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA L40S"}, PodID: "p3", Outcome: runpod.OutcomeAccepted, Seconds: 80},
+	}
+	want := []cost.Attempt{{Name: "g-c2", GPUTypeID: "NVIDIA GeForce RTX 4090", Outcome: "exited", Seconds: 95, EstimatedCost: 0.018}}
+	if diff := cmp.Diff(want, Rejected(attempts)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestRecordKeepsAnUnknownStartUnknown(t *testing.T) {
+	start := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	got := Record(&runpod.Pod{ID: "p1", Name: "g-c1", Cost: 0.69, StartedAt: &start, GPU: &runpod.PodGPU{ID: "NVIDIA GeForce RTX 4090"}})
+	want := cost.PodRecord{APIVersion: 2, ID: "p1", Name: "g-c1", GPUTypeID: "NVIDIA GeForce RTX 4090", StartedAt: &start, ListPrice: 0.69}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if Record(&runpod.Pod{ID: "p2", Cost: 0.69}).StartedAt != nil {
+		t.Error("a pod without startedAt must keep its start unknown")
+	}
+}
