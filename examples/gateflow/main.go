@@ -143,12 +143,8 @@ type world struct {
 
 // outcome is what one lifecycle did.
 type outcome struct {
-	Gate    gate.Kind
-	PodID   string
-	Report  *cost.Report
-	Result  runpod.Result
-	Reason  string
-	Created int
+	Gate   gate.Kind
+	Result runpod.Result // the provisioning, when one ran
 }
 
 // lifecycle runs the gate for one change. out receives what a maintainer
@@ -174,18 +170,17 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 			return outcome{}, err
 		}
 		step(3, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
-		return outcome{Gate: gate.KindNotRequired, Reason: dec.Reason}, nil
+		return outcome{Gate: gate.KindNotRequired}, nil
 	}
-	if d := gate.LookupReuse(ctx, w.checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName); d.Reuse {
-		step(3, "reuse", "%s", d.Reason)
+	d := gate.LookupReuse(ctx, w.checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName)
+	step(3, "reuse", "%s", d.Reason)
+	if d.Reuse {
 		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
 		if err != nil {
 			return outcome{}, err
 		}
 		step(4, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
-		return outcome{Gate: gate.KindReused, Reason: d.Reason}, nil
-	} else {
-		step(3, "reuse", "%s", d.Reason)
+		return outcome{Gate: gate.KindReused}, nil
 	}
 	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: w.cfg.Cloud, Count: 1, MinCUDAVersion: w.cfg.MinCUDAVersion})
 	if err != nil {
@@ -210,7 +205,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	}
 	tmpl := runpod.PodTemplate{Image: w.image, Owner: w.owner, Disk: 40}
 	res, perr := runpod.Provision(ctx, runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: a.HeadSHA, Log: w.log}, w.cfg, plan, tmpl)
-	oc := outcome{Result: res, Created: len(res.Attempts)}
+	oc := outcome{Result: res}
 	for _, at := range res.Attempts {
 		price := "   -   "
 		if at.HourlyPrice > 0 {
@@ -222,7 +217,6 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		step(6, "provision", "failed: %v", perr)
 		return oc, publishFailed(ctx, w, a, "provisioning failed: "+perr.Error(), perr)
 	}
-	oc.PodID = res.PodID
 	step(6, "provision", "accepted %s at $%.2f/h after %d attempts (%.1f s); runner label %s", res.GPUTypeID, res.HourlyPrice, len(res.Attempts), res.StartupSeconds, res.Label)
 	marksCh := w.startJob(res.Label)
 	step(7, "hand over", "the GPU test job runs on %s", res.Label)
@@ -267,7 +261,6 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		return oc, err
 	}
 	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = a.TestedRef, string(kind), pod.ID, res.GPUTypeID
-	oc.Report = &rep
 	step(11, "cost", "accepted pod: %.1f paid s, $%.6f; rejected candidates: $%.6f", rep.Window.Seconds, rep.Window.Cost, rep.RejectedCost())
 	for _, s := range rep.Stages {
 		if s.Seconds != nil && s.Cost != nil {

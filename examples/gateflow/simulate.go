@@ -141,8 +141,8 @@ func draw(seed int64, ref, try int, m failureModel, gpus []string) runWorld {
 
 // tally is one policy's month.
 type tally struct {
-	PaidRuns, Runs, Validated, Failed int
-	Dollars, Wasted, Seconds          float64
+	PaidRuns, Validated, Failed int
+	Dollars, Wasted, Seconds    float64
 }
 
 func simulateFleet(ctx context.Context, o options, out io.Writer) error {
@@ -238,12 +238,8 @@ func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failur
 		for range deliveries(o.seed, ref, o.deliveriesPerUpstreamRun) {
 			if !p.NoReuse {
 				if d := gate.LookupReuse(ctx, checks, head, merge, gate.DefaultCheckName); d.Reuse {
-					t.Runs++
 					continue
 				}
-			}
-			if validated && !p.NoReuse {
-				continue
 			}
 			ok, err := oneRun(ctx, o, cfg, m, gpus, p, ref, try, &t)
 			if err != nil {
@@ -304,7 +300,6 @@ func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, g
 	tmpl := runpod.PodTemplate{Image: pinnedImage, RunnerPrefix: fmt.Sprintf("sim-%d-%d", ref, try),
 		Owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: int64(ref + 1), RunAttempt: try + 1}}
 	res, _ := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan, tmpl)
-	t.Runs++
 	paid := false
 	for _, a := range res.Attempts {
 		if a.PodID == "" {
