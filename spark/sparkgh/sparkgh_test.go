@@ -358,24 +358,41 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 		return rec.Code
 	}
 	const published = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-	if code := post(published, "d1"); code != http.StatusAccepted || len(wh.queue) != 1 {
-		t.Errorf("published example: %d, queued %d", code, len(wh.queue))
-	}
-	if code := post(published, "d1"); code != http.StatusOK || len(wh.queue) != 1 {
-		t.Errorf("a duplicate delivery must not queue twice: %d", code)
-	}
-	if code := post("sha256="+strings.Repeat("0", 64), "d2"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
-		t.Errorf("a bad signature must queue nothing: %d", code)
-	}
-	if code := post("", "d3"); code != http.StatusUnauthorized {
-		t.Errorf("an unsigned payload must be refused: %d", code)
-	}
-	wh.MaxBody = 8
-	if code := post(published, "d4"); code != http.StatusRequestEntityTooLarge || len(wh.queue) != 1 {
-		t.Errorf("an oversized body must be refused unread: %d", code)
-	}
-	if _, err := New(SeedConfig(""), nil, newFakeGH(), nil); err != ErrNoSecret {
-		t.Errorf("empty secret: %v", err)
+	// The subtests run in order on one receiver that nothing drains: a
+	// queued delivery stays queued, so ServeHTTP itself processes nothing.
+	t.Run("the published example is verified and queued, not processed", func(t *testing.T) {
+		if code := post(published, "d1"); code != http.StatusAccepted || len(wh.queue) != 1 {
+			t.Errorf("published example: %d, queued %d", code, len(wh.queue))
+		}
+	})
+	t.Run("a duplicate delivery ID is queued once", func(t *testing.T) {
+		if code := post(published, "d1"); code != http.StatusOK || len(wh.queue) != 1 {
+			t.Errorf("duplicate: %d, queued %d", code, len(wh.queue))
+		}
+	})
+	t.Run("a bad signature queues nothing", func(t *testing.T) {
+		if code := post("sha256="+strings.Repeat("0", 64), "d2"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
+			t.Errorf("bad signature: %d, queued %d", code, len(wh.queue))
+		}
+	})
+	t.Run("an unsigned payload is refused", func(t *testing.T) {
+		if code := post("", "d3"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
+			t.Errorf("unsigned: %d, queued %d", code, len(wh.queue))
+		}
+	})
+	t.Run("an oversized body is refused unread", func(t *testing.T) {
+		wh.MaxBody = 8
+		if code := post(published, "d4"); code != http.StatusRequestEntityTooLarge || len(wh.queue) != 1 {
+			t.Errorf("oversized: %d, queued %d", code, len(wh.queue))
+		}
+	})
+}
+
+func TestWebhook_RefusesToStartWithoutASecret(t *testing.T) {
+	for _, s := range []string{"", "short"} {
+		if _, err := New(SeedConfig(s), nil, newFakeGH(), nil); !errors.Is(err, ErrNoSecret) {
+			t.Errorf("secret %q: %v, want ErrNoSecret", s, err)
+		}
 	}
 }
 
