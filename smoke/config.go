@@ -2,68 +2,92 @@ package smoke
 
 import (
 	"bytes"
-	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"slices"
-
-	"go.yaml.in/yaml/v3"
+	"strings"
+	"unicode"
 )
 
 // Tier is one NVRTC runtime tier: used when the driver supports CUDA at
 // least CUDA, installed from one pinned Debian package.
 type Tier struct {
-	Name    string `yaml:"name"`
-	CUDA    string `yaml:"cuda"`    // "12.8"
-	Package string `yaml:"package"` // cuda-nvrtc-12-8
-	Version string `yaml:"version"` // 12.8.93-1
-	URL     string `yaml:"url"`
-	SHA256  string `yaml:"sha256"`  // the pinned checksum; installation refuses an empty one
-	LibDir  string `yaml:"lib_dir"` // where the package puts libnvrtc.so.*
+	Name    string `yaml:"name" json:"name"`
+	CUDA    string `yaml:"cuda" json:"cuda"`       // "12.8"
+	Package string `yaml:"package" json:"package"` // cuda-nvrtc-12-8
+	Version string `yaml:"version" json:"version"` // 12.8.93-1
+	URL     string `yaml:"url" json:"url"`
+	SHA256  string `yaml:"sha256" json:"sha256"`   // the pinned checksum; installation refuses an empty one
+	LibDir  string `yaml:"lib_dir" json:"lib_dir"` // where the package puts libnvrtc.so.*
 }
 
 // Config is the proof's configuration.
 type Config struct {
-	Tiers     []Tier `yaml:"tiers"`
-	MinVRAMGB int    `yaml:"min_vram_gb"`
+	Tiers     []Tier `yaml:"tiers" json:"tiers"`
+	MinVRAMGB int    `yaml:"min_vram_gb" json:"min_vram_gb"`
 
 	// Env is the outside world; nil uses the real one (nvidia-smi, HTTP,
 	// dpkg, libcuda and libnvrtc through purego).
-	Env Env `yaml:"-"`
+	Env Env `yaml:"-" json:"-"`
 	// Log receives one record per step; nil discards.
-	Log *slog.Logger `yaml:"-"`
+	Log *slog.Logger `yaml:"-" json:"-"`
 	// WorkDir holds the downloaded package; default os.TempDir().
-	WorkDir string `yaml:"-"`
+	WorkDir string `yaml:"-" json:"-"`
 }
 
-// ExampleConfig is the seed's two tiers: the full tier (NVRTC 12.8) and the
-// baseline tier (NVRTC 12.6), from NVIDIA's ubuntu2404 repository. The
-// sha256 fields are left for the maintainer to pin from that repository's
-// Packages index: installation refuses a tier without one.
-//
-//go:embed example_tiers.yml
-var ExampleConfig []byte
-
-// ErrConfig is matched by LoadConfig errors.
+// ErrConfig is matched by configuration errors (ParseConfigJSON,
+// Validate, tiers.Load).
 var ErrConfig = errors.New("smoke: invalid config")
 
-var (
-	sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	debPattern    = regexp.MustCompile(`^https://[^\s]+\.deb$`)
-)
+// isSHA256 reports whether s is 64 lowercase hex digits. (The proof
+// avoids regexp: every package it links travels inside the pod's create
+// request.)
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
-// LoadConfig parses the tier table strictly and validates it.
-func LoadConfig(data []byte) (Config, error) {
+// isDebURL reports whether s is an https URL of a .deb without whitespace.
+func isDebURL(s string) bool {
+	rest, ok := strings.CutPrefix(s, "https://")
+	return ok && len(rest) > len(".deb") && strings.HasSuffix(rest, ".deb") &&
+		!strings.ContainsFunc(s, unicode.IsSpace)
+}
+
+// ParseConfigJSON parses the tier table in the JSON form the pod receives
+// (GPUGATE_TIERS, written by Config.JSON), strictly: unknown fields and
+// trailing data are refused. The pod-side proof reads JSON rather than YAML
+// so that it links no YAML parser.
+func ParseConfigJSON(data []byte) (Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && err != io.EOF {
-		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("%w: tier table JSON: %v", ErrConfig, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Config{}, fmt.Errorf("%w: tier table JSON: trailing data after the object", ErrConfig)
 	}
 	return c, c.Validate()
+}
+
+// JSON is the tier table as the pod receives it (see ParseConfigJSON).
+func (c Config) JSON() (string, error) {
+	if err := c.Validate(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(c)
+	return string(b), err
 }
 
 // Validate checks the tiers.
@@ -84,9 +108,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: tiers[%d]: two tiers for CUDA %s", ErrConfig, i, v)
 		case t.Name == "" || t.Package == "" || t.Version == "" || t.LibDir == "":
 			return fmt.Errorf("%w: tiers[%d]: name, package, version and lib_dir are required", ErrConfig, i)
-		case !debPattern.MatchString(t.URL):
+		case !isDebURL(t.URL):
 			return fmt.Errorf("%w: tiers[%d].url %q: want an https URL of a .deb", ErrConfig, i, t.URL)
-		case t.SHA256 != "" && !sha256Pattern.MatchString(t.SHA256):
+		case t.SHA256 != "" && !isSHA256(t.SHA256):
 			return fmt.Errorf("%w: tiers[%d].sha256: want 64 lowercase hex digits", ErrConfig, i)
 		}
 		seen[v] = true
@@ -134,3 +158,6 @@ func SelectTier(driverCUDA Version, tiers []Tier) (Tier, error) {
 	})
 	return best.t, nil
 }
+
+// EnvTiers carries the tier table to the pod, as JSON (Config.JSON).
+const EnvTiers = "GPUGATE_TIERS"

@@ -2,12 +2,16 @@ package smoke_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/gpugate/gpugate/smoke"
+	"github.com/gpugate/gpugate/smoke/tiers"
 )
 
 func ExampleSelectTier() {
-	cfg, _ := smoke.LoadConfig(smoke.ExampleConfig)
+	cfg, _ := tiers.Load(tiers.Example)
 	for _, driver := range []string{"13.0", "12.8", "12.7", "12.4"} {
 		v, _ := smoke.ParseVersion(driver)
 		t, err := smoke.SelectTier(v, cfg.Tiers)
@@ -22,4 +26,21 @@ func ExampleSelectTier() {
 	// driver 12.8: full tier, NVRTC 12.8
 	// driver 12.7: baseline tier, NVRTC 12.6
 	// driver 12.4: rejected
+}
+
+// The hosted side renders what each pod's create request carries: the tier
+// table and the packed proof in the environment, and the startup command.
+func ExampleNewPodStartup() {
+	cfg, _ := tiers.Load(tiers.Example)
+	proof := append([]byte("\x7fELF"), make([]byte, 300<<10)...) // stands in for the built ./examples/smoke
+	st, err := smoke.NewPodStartup(cfg, proof, smoke.ScriptParams{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(slices.Sorted(maps.Keys(st.Env)))
+	fmt.Println(strings.HasPrefix(st.Command, "bash -c '"), strings.Contains(st.Command, "RUNNER_JIT_CONFIG"))
+	// Output:
+	// [GPUGATE_PROOF_00 GPUGATE_PROOF_SHA256 GPUGATE_TIERS]
+	// true true
 }

@@ -4,35 +4,41 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
 )
 
-// RealEnv is the pod's real environment.
+// RealEnv is the pod's real environment: nvidia-smi, the image's curl,
+// dpkg, and libcuda/libnvrtc through purego. It links no HTTP or TLS
+// stack, which keeps the proof small enough to travel inside the pod's
+// create request (see Payload).
 type RealEnv struct {
-	// HTTP downloads the package; nil uses a client with a 2-minute
-	// timeout.
-	HTTP *http.Client
+	// Curl is the download tool (default "curl", which the runner image
+	// supplies).
+	Curl string
+	// Timeout bounds each command (default 2 minutes).
+	Timeout time.Duration
 }
 
 var _ Env = RealEnv{}
 
 // NvidiaSMI runs nvidia-smi twice: the query, and the banner.
 func (e RealEnv) NvidiaSMI(ctx context.Context) ([]byte, []byte, error) {
-	q, err := output(ctx, "nvidia-smi", QueryArgs...)
+	q, err := e.output(ctx, "nvidia-smi", QueryArgs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := output(ctx, "nvidia-smi")
+	b, err := e.output(ctx, "nvidia-smi")
 	return q, b, err
 }
 
-func output(ctx context.Context, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+func (e RealEnv) output(ctx context.Context, name string, args ...string) ([]byte, error) {
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
@@ -44,38 +50,32 @@ func output(ctx context.Context, name string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// Download fetches url into dst.
+// CurlArgs are the arguments Download gives curl: HTTPS only (redirects
+// included), fail on an HTTP error status, a bounded size and two retries
+// for transient failures.
+func CurlArgs(url, dst string) []string {
+	return []string{
+		"--fail", "--silent", "--show-error", "--location",
+		"--proto", "=https", "--proto-redir", "=https",
+		"--max-filesize", "536870912", "--retry", "2",
+		"--output", dst, "--", url,
+	}
+}
+
+// Download fetches url into dst with curl; the caller verifies the
+// checksum before anything is installed.
 func (e RealEnv) Download(ctx context.Context, url, dst string) error {
-	hc := e.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
+	curl := e.Curl
+	if curl == "" {
+		curl = "curl"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, io.LimitReader(resp.Body, 512<<20)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := e.output(ctx, curl, CurlArgs(url, dst)...)
+	return err
 }
 
 // Install runs dpkg -i on the verified package (no apt-get update).
 func (e RealEnv) Install(ctx context.Context, deb string) error {
-	_, err := output(ctx, "dpkg", "-i", deb)
+	_, err := e.output(ctx, "dpkg", "-i", deb)
 	return err
 }
 

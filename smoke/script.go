@@ -1,10 +1,9 @@
 package smoke
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"regexp"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -15,12 +14,15 @@ const MaxArgBytes = 128 << 10
 
 // ScriptParams renders a pod's startup script.
 type ScriptParams struct {
-	// ProofPath is where the proof binary is when it is part of the image
-	// (pinned by digest). Default /usr/local/bin/gpugate-smoke.
+	// Proof is the proof binary packed into the pod's environment
+	// (PackProof): the script rebuilds it from there, so it travels inside
+	// the create request and nothing is fetched on the pod. Its Env must be
+	// part of the pod's environment.
+	Proof *Payload
+	// ProofPath is where the proof binary is when Proof is nil: a runner
+	// image built with it (pinned by digest). Default
+	// /usr/local/bin/gpugate-smoke.
 	ProofPath string
-	// Payload is the gzip-compressed proof binary to embed in the script
-	// instead; nil uses ProofPath.
-	Payload []byte
 	// RunnerDir holds the preinstalled runner (default /home/runner).
 	RunnerDir string
 	// JITEnv names the variable carrying the JIT runner config (default
@@ -34,18 +36,33 @@ type ScriptParams struct {
 // ErrScript is matched by StartupScript's refusals.
 var ErrScript = errors.New("smoke: refusing to render the startup script")
 
-var (
-	envName       = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
-	secretLooking = regexp.MustCompile(`TOKEN|SECRET|KEY|PASSWORD|JIT|CREDENTIAL`)
-)
+// isEnvName reports whether s is an upper-case environment variable name.
+func isEnvName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// looksSecret reports whether an environment name suggests a secret.
+func looksSecret(name string) bool {
+	for _, w := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "JIT", "CREDENTIAL"} {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // StartupScript renders the pod's entrypoint: it runs the CUDA proof as
 // root before anything registers, with the JIT runner config stripped from
 // the proof's environment (env -u), registers the preinstalled runner only
 // after the proof passed, and exits non-zero (stopping the container) when
-// it failed. Nothing is fetched over the network: the proof is in the image
-// or embedded in the script. The script names the JIT variable but never
-// contains a secret.
+// it failed. Nothing is fetched over the network: the proof is rebuilt from
+// the pod's environment (Proof) or is in the image (ProofPath). The script
+// names the JIT variable but never contains a secret.
 func StartupScript(p ScriptParams) (string, error) {
 	if p.ProofPath == "" {
 		p.ProofPath = "/usr/local/bin/gpugate-smoke"
@@ -56,7 +73,7 @@ func StartupScript(p ScriptParams) (string, error) {
 	if p.JITEnv == "" {
 		p.JITEnv = "RUNNER_JIT_CONFIG"
 	}
-	if !envName.MatchString(p.JITEnv) {
+	if !isEnvName(p.JITEnv) {
 		return "", fmt.Errorf("%w: JIT variable name %q", ErrScript, p.JITEnv)
 	}
 	for _, s := range []string{p.ProofPath, p.RunnerDir} {
@@ -78,39 +95,92 @@ func StartupScript(p ScriptParams) (string, error) {
 	for _, k := range keys {
 		v := p.Env[k]
 		switch {
-		case !envName.MatchString(k):
+		case !isEnvName(k):
 			return "", fmt.Errorf("%w: environment name %q", ErrScript, k)
-		case secretLooking.MatchString(k):
+		case looksSecret(k):
 			return "", fmt.Errorf("%w: %s looks like a secret; parameters in the script must be non-secret", ErrScript, k)
 		case strings.ContainsAny(v, "\n\r\x00"):
 			return "", fmt.Errorf("%w: %s's value spans lines", ErrScript, k)
 		}
 		fmt.Fprintf(&b, "export %s=\"${%s:-%s}\"\n", k, k, strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`", "}", `\}`).Replace(v))
 	}
-	proof := p.ProofPath
-	if len(p.Payload) > 0 {
-		proof = "/tmp/gpugate-smoke"
-		b.WriteString("base64 -d > /tmp/gpugate-smoke.gz <<'GPUGATE_PROOF'\n")
-		enc := base64.StdEncoding.EncodeToString(p.Payload)
-		for len(enc) > 76 {
-			b.WriteString(enc[:76] + "\n")
-			enc = enc[76:]
+	proof, cleanup := p.ProofPath, ""
+	if p.Proof != nil {
+		cleanup = "\nrm -f \"$proof\""
+		if len(p.Proof.Chunks) == 0 || !isSHA256(p.Proof.SHA256) {
+			return "", fmt.Errorf("%w: the proof payload is empty: build it with PackProof", ErrScript)
 		}
-		b.WriteString(enc + "\nGPUGATE_PROOF\n")
-		b.WriteString("gunzip -f /tmp/gpugate-smoke.gz && chmod 0755 /tmp/gpugate-smoke\n")
+		// Rebuild the proof from the environment, check it is the binary
+		// that was packed, and drop the chunks so that nothing after this
+		// carries them (they take most of the exec limit).
+		proof = `"$proof"`
+		b.WriteString("proof=\"$(mktemp -t gpugate-smoke.XXXXXX)\"\n")
+		b.WriteString("printf %s")
+		for _, c := range p.Proof.Chunks {
+			fmt.Fprintf(&b, ` "${%s}"`, c)
+		}
+		b.WriteString(" | base64 -d | gunzip > \"$proof\"\n")
+		fmt.Fprintf(&b, "echo \"${%s}  $proof\" | sha256sum --check --quiet --strict -\n", EnvProofSHA256)
+		fmt.Fprintf(&b, "unset %s %s\n", strings.Join(p.Proof.Chunks, " "), EnvProofSHA256)
+		b.WriteString("chmod 0755 \"$proof\"\n")
 	}
 	fmt.Fprintf(&b, `echo "gpugate: running the CUDA proof before registration"
 if ! sudo --preserve-env env -u %[1]s %[2]s; then
   echo "gpugate: the CUDA proof failed; this pod never registers a runner" >&2
   exit 1
 fi
-echo "gpugate: CUDA proof passed; registering the runner"
+echo "gpugate: CUDA proof passed; registering the runner"%[4]s
 cd %[3]s
 exec ./run.sh --jitconfig "${%[1]s}"
-`, p.JITEnv, proof, p.RunnerDir)
+`, p.JITEnv, proof, p.RunnerDir, cleanup)
 	return b.String(), nil
 }
 
 // Fits reports whether a rendered script fits in one exec argument, the
 // way a pod's startup command is passed.
 func Fits(script string) bool { return len(script) <= MaxArgBytes }
+
+// StartupCommand wraps a script as the pod's startup command: bash -c with
+// the script single-quoted (a quote inside becomes '\”).
+func StartupCommand(script string) string {
+	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+}
+
+// PodStartup is what a pod's create request carries for the proof.
+type PodStartup struct {
+	// Env is non-secret: the tier table (EnvTiers) and, when the proof is
+	// embedded, its chunks and checksum.
+	Env map[string]string
+	// Command is the startup command. It holds no secret, but like every
+	// pod startup command it is handled as one (runpod.Secret).
+	Command string
+	// Payload is the packed proof; nil when the image carries it.
+	Payload *Payload
+}
+
+// NewPodStartup renders a pod's startup for the tier table cfg. With a
+// proof binary, the proof travels packed in the environment (PackProof);
+// with proof nil, p.ProofPath names it inside a digest-pinned image.
+func NewPodStartup(cfg Config, proof []byte, p ScriptParams) (PodStartup, error) {
+	tiers, err := cfg.JSON()
+	if err != nil {
+		return PodStartup{}, err
+	}
+	out := PodStartup{Env: map[string]string{EnvTiers: tiers}}
+	if proof != nil {
+		if out.Payload, err = PackProof(proof); err != nil {
+			return PodStartup{}, err
+		}
+		maps.Copy(out.Env, out.Payload.Env)
+		p.Proof = out.Payload
+	}
+	script, err := StartupScript(p)
+	if err != nil {
+		return PodStartup{}, err
+	}
+	out.Command = StartupCommand(script)
+	if !Fits(out.Command) {
+		return PodStartup{}, fmt.Errorf("%w: the startup command is %d bytes, over one exec argument (%d)", ErrScript, len(out.Command), MaxArgBytes)
+	}
+	return out, nil
+}

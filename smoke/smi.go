@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -65,20 +64,40 @@ var ErrSMI = errors.New("smoke: unreadable nvidia-smi output")
 // as query.
 var QueryArgs = []string{"--query-gpu=name,driver_version,memory.total,compute_cap", "--format=csv,noheader,nounits"}
 
-var cudaBanner = regexp.MustCompile(`CUDA Version:\s*([^\s|]+)`)
+// bannerCUDA finds "CUDA Version: X.Y" in the nvidia-smi banner: the first
+// occurrence followed by a non-empty value (spaces skipped, the value ends
+// at a space or the table's '|').
+func bannerCUDA(banner []byte) (string, bool) {
+	const label = "CUDA Version:"
+	s := string(banner)
+	for {
+		i := strings.Index(s, label)
+		if i < 0 {
+			return "", false
+		}
+		s = strings.TrimLeft(s[i+len(label):], " \t\r\n\f")
+		end := strings.IndexAny(s, " \t\r\n\f|")
+		if end < 0 {
+			end = len(s)
+		}
+		if end > 0 {
+			return s[:end], true
+		}
+	}
+}
 
 // ParseNvidiaSMI reads the output of `nvidia-smi` with QueryArgs (one CSV
 // row per GPU: name, driver version, memory in MiB, compute capability) and
 // the plain `nvidia-smi` banner, which carries "CUDA Version: X.Y".
 func ParseNvidiaSMI(query, banner []byte) (SMI, error) {
 	var s SMI
-	m := cudaBanner.FindSubmatch(banner)
-	if m == nil {
+	m, ok := bannerCUDA(banner)
+	if !ok {
 		return SMI{}, fmt.Errorf("%w: no \"CUDA Version\" in the nvidia-smi banner: is the NVIDIA driver visible in this container (NVIDIA_DRIVER_CAPABILITIES=compute,utility)?", ErrSMI)
 	}
-	v, err := ParseVersion(string(m[1]))
+	v, err := ParseVersion(m)
 	if err != nil {
-		return SMI{}, fmt.Errorf("%w: CUDA Version %q: %v", ErrSMI, m[1], err)
+		return SMI{}, fmt.Errorf("%w: CUDA Version %q: %v", ErrSMI, m, err)
 	}
 	s.CUDAVersion = v
 	r := csv.NewReader(strings.NewReader(strings.TrimSpace(string(query))))

@@ -107,13 +107,25 @@ func FuzzParseVersion(f *testing.F) {
 	})
 }
 
-func tiers() []Tier {
-	cfg, err := LoadConfig(ExampleConfig)
+// exampleConfig is the seed's tier table (tiers.Example, which this
+// package's tests cannot import) in the JSON form the pod receives.
+const exampleConfig = `{"min_vram_gb": 20, "tiers": [
+ {"name": "full", "cuda": "12.8", "package": "cuda-nvrtc-12-8", "version": "12.8.93-1",
+  "url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-nvrtc-12-8_12.8.93-1_amd64.deb",
+  "sha256": "", "lib_dir": "/usr/local/cuda-12.8/targets/x86_64-linux/lib"},
+ {"name": "baseline", "cuda": "12.6", "package": "cuda-nvrtc-12-6", "version": "12.6.85-1",
+  "url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-nvrtc-12-6_12.6.85-1_amd64.deb",
+  "sha256": "", "lib_dir": "/usr/local/cuda-12.6/targets/x86_64-linux/lib"}]}`
+
+func example() Config {
+	cfg, err := ParseConfigJSON([]byte(exampleConfig))
 	if err != nil {
 		panic(err)
 	}
-	return cfg.Tiers
+	return cfg
 }
+
+func tiers() []Tier { return example().Tiers }
 
 func TestSelectTier_FullBaselineAndRejectionBelow(t *testing.T) {
 	tests := map[string]struct {
@@ -203,7 +215,7 @@ var debBytes = []byte("!<arch>\ndebian-binary   fake nvrtc package")
 
 func pinned() Config {
 	sum := sha256.Sum256(debBytes)
-	cfg, _ := LoadConfig(ExampleConfig)
+	cfg := example()
 	for i := range cfg.Tiers {
 		cfg.Tiers[i].SHA256 = hex.EncodeToString(sum[:])
 	}
@@ -374,28 +386,40 @@ func TestCUDAError_EveryCodeHasItsName(t *testing.T) {
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestStartupScript_Golden(t *testing.T) {
-	got, err := StartupScript(ScriptParams{Env: map[string]string{"GPUGATE_MIN_VRAM_GB": "20", "GPUGATE_TIER_TABLE": "/etc/gpugate/tiers.yml"}})
+	payload, err := PackProof(fakeBinary(200 << 10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "startup.golden.sh")
-	if *update {
-		os.WriteFile(golden, []byte(got), 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	proof := strings.Index(got, "sudo --preserve-env env -u RUNNER_JIT_CONFIG /usr/local/bin/gpugate-smoke")
-	register := strings.Index(got, "exec ./run.sh")
-	if proof < 0 || register < proof || !strings.Contains(got[proof:register], "exit 1") {
-		t.Error("the proof must run, JIT config stripped, before the runner registers, and a failure must stop")
-	}
-	if !Fits(got) {
-		t.Errorf("the script (%d bytes) must fit one exec argument", len(got))
+	for name, p := range map[string]ScriptParams{
+		"startup.golden.sh":          {Env: map[string]string{"GPUGATE_MIN_VRAM_GB": "20"}, Proof: payload},
+		"startup-in-image.golden.sh": {Env: map[string]string{"GPUGATE_MIN_VRAM_GB": "20"}},
+	} {
+		got, err := StartupScript(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", name)
+		if *update {
+			os.WriteFile(golden, []byte(got), 0o644)
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+		proof := strings.Index(got, "sudo --preserve-env env -u RUNNER_JIT_CONFIG ")
+		register := strings.Index(got, "exec ./run.sh")
+		if proof < 0 || register < proof || !strings.Contains(got[proof:register], "exit 1") {
+			t.Errorf("%s: the proof must run, JIT config stripped, before the runner registers, and a failure must stop", name)
+		}
+		if strings.Contains(got, "'") {
+			t.Errorf("%s: the script must not need quoting inside bash -c '...'", name)
+		}
+		if !Fits(StartupCommand(got)) {
+			t.Errorf("%s: the command (%d bytes) must fit one exec argument", name, len(got))
+		}
 	}
 }
 
@@ -411,42 +435,5 @@ func TestStartupScript_NeverCarriesASecret(t *testing.T) {
 	}
 	if _, err := StartupScript(ScriptParams{ProofPath: "relative/path"}); !errors.Is(err, ErrScript) {
 		t.Error("a relative proof path must be refused")
-	}
-}
-
-func TestStartupScript_EmbeddedPayloadAndTheArgumentLimit(t *testing.T) {
-	small, err := StartupScript(ScriptParams{Payload: bytes.Repeat([]byte{1}, 1000)})
-	if err != nil || !strings.Contains(small, "GPUGATE_PROOF") || !Fits(small) {
-		t.Errorf("small payload: %v", err)
-	}
-	big, _ := StartupScript(ScriptParams{Payload: bytes.Repeat([]byte{1}, 200<<10)})
-	if Fits(big) {
-		t.Error("a 200 KiB payload cannot fit one exec argument")
-	}
-}
-
-// TestRealGPU runs every step on real hardware. It needs a GPU, the
-// driver and network access to the tier's package, and runs only with
-// GPUGATE_REAL_GPU=1 (and GPUGATE_TIERS naming a tier file with pinned
-// checksums).
-func TestRealGPU(t *testing.T) {
-	if os.Getenv("GPUGATE_REAL_GPU") != "1" {
-		t.Skip("set GPUGATE_REAL_GPU=1 on a GPU host to run the proof for real")
-	}
-	data, err := os.ReadFile(os.Getenv("GPUGATE_TIERS"))
-	if err != nil {
-		t.Fatalf("GPUGATE_TIERS: %v", err)
-	}
-	cfg, err := LoadConfig(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.WorkDir = t.TempDir()
-	res, err := Run(context.Background(), cfg)
-	for _, s := range res.Steps {
-		t.Logf("%-8s %10s %s %s", s.Step, s.Duration, s.Detail, s.Error)
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,11 +1,12 @@
 // Command smoke is the on-pod CUDA compatibility proof. It runs as root in
 // the pod's startup script before the runner registers:
 //
-//	smoke [-tiers tiers.yml] [-min-vram-gb 20] [-json]
+//	smoke [-tiers tiers.json] [-min-vram-gb 20] [-json]
 //
-// Parameters may also come from the pod's non-secret environment:
-// GPUGATE_TIER_TABLE and GPUGATE_MIN_VRAM_GB. It prints each step and exits
-// non-zero on the first failure, with a code per failure class:
+// Parameters normally come from the pod's non-secret environment:
+// GPUGATE_TIERS (the tier table as JSON, which smoke.NewPodStartup renders
+// from the YAML table) and GPUGATE_MIN_VRAM_GB. It prints each step and
+// exits non-zero on the first failure, with a code per failure class:
 //
 //	10 driver not visible / nvidia-smi unreadable
 //	11 driver below the lowest tier
@@ -14,6 +15,10 @@
 //	14 load, launch, synchronize or read-back failed
 //	15 not enough VRAM
 //	 2 bad flags or configuration
+//
+// This program travels inside the pod's create request (smoke.PackProof),
+// so it links no HTTP, TLS, YAML or regexp code: build it with
+// `CGO_ENABLED=0 go` and smoke.ProofBuildArgs.
 package main
 
 import (
@@ -44,7 +49,7 @@ var ExitCodes = map[string]int{
 func run(ctx context.Context, args []string, getenv func(string) string, env smoke.Env, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("smoke", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tiers := fs.String("tiers", getenv("GPUGATE_TIER_TABLE"), "tier table (YAML); default: the bundled example (sha256 must be pinned)")
+	tiers := fs.String("tiers", "", "tier table file (JSON, as smoke.Config.JSON writes it); default: $GPUGATE_TIERS")
 	minVRAM := fs.Int("min-vram-gb", -1, "VRAM floor in GiB; default GPUGATE_MIN_VRAM_GB or the tier table's")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 		}
 		return 2
 	}
-	data := smoke.ExampleConfig
+	data := []byte(getenv(smoke.EnvTiers))
 	if *tiers != "" {
 		var err error
 		if data, err = os.ReadFile(*tiers); err != nil {
@@ -61,7 +66,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 			return 2
 		}
 	}
-	cfg, err := smoke.LoadConfig(data)
+	if len(data) == 0 {
+		fmt.Fprintf(stderr, "smoke: no tier table: pass -tiers FILE or set %s to the JSON that smoke.Config.JSON renders from the YAML table (provision does this for every pod)\n", smoke.EnvTiers)
+		return 2
+	}
+	cfg, err := smoke.ParseConfigJSON(data)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

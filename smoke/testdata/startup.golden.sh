@@ -4,12 +4,17 @@ set -euo pipefail
 export NVIDIA_VISIBLE_DEVICES="${NVIDIA_VISIBLE_DEVICES:-all}"
 export NVIDIA_DRIVER_CAPABILITIES="${NVIDIA_DRIVER_CAPABILITIES:-compute,utility}"
 export GPUGATE_MIN_VRAM_GB="${GPUGATE_MIN_VRAM_GB:-20}"
-export GPUGATE_TIER_TABLE="${GPUGATE_TIER_TABLE:-/etc/gpugate/tiers.yml}"
+proof="$(mktemp -t gpugate-smoke.XXXXXX)"
+printf %s "${GPUGATE_PROOF_00}" "${GPUGATE_PROOF_01}" "${GPUGATE_PROOF_02}" | base64 -d | gunzip > "$proof"
+echo "${GPUGATE_PROOF_SHA256}  $proof" | sha256sum --check --quiet --strict -
+unset GPUGATE_PROOF_00 GPUGATE_PROOF_01 GPUGATE_PROOF_02 GPUGATE_PROOF_SHA256
+chmod 0755 "$proof"
 echo "gpugate: running the CUDA proof before registration"
-if ! sudo --preserve-env env -u RUNNER_JIT_CONFIG /usr/local/bin/gpugate-smoke; then
+if ! sudo --preserve-env env -u RUNNER_JIT_CONFIG "$proof"; then
   echo "gpugate: the CUDA proof failed; this pod never registers a runner" >&2
   exit 1
 fi
 echo "gpugate: CUDA proof passed; registering the runner"
+rm -f "$proof"
 cd /home/runner
 exec ./run.sh --jitconfig "${RUNNER_JIT_CONFIG}"

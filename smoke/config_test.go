@@ -1,0 +1,83 @@
+package smoke
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseConfigJSON_RoundTripsConfigJSON(t *testing.T) {
+	cfg := example()
+	js, err := cfg.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseConfigJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cfg.Tiers, again.Tiers); diff != "" || again.MinVRAMGB != 20 {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestParseConfigJSON_IsStrict(t *testing.T) {
+	for name, in := range map[string]string{
+		"empty":          ``,
+		"unknown field":  `{"tiers": [], "tier": []}`,
+		"trailing value": exampleConfig + `{}`,
+		"trailing brace": exampleConfig + `}`,
+		"no tiers":       `{"min_vram_gb": 20}`,
+		"a bad checksum": strings.Replace(exampleConfig, `"sha256": ""`, `"sha256": "ABC"`, 1),
+		"a plain http":   strings.Replace(exampleConfig, `https://developer`, `http://developer`, 1),
+		"not a .deb":     strings.Replace(exampleConfig, `amd64.deb"`, `amd64.tar"`, 1),
+		"a spaced url":   strings.Replace(exampleConfig, `repos/ubuntu2404`, `repos/ ubuntu2404`, 1),
+		"negative vram":  strings.Replace(exampleConfig, `"min_vram_gb": 20`, `"min_vram_gb": -1`, 1),
+	} {
+		if _, err := ParseConfigJSON([]byte(in)); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: err = %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+func FuzzParseConfigJSON(f *testing.F) {
+	f.Add([]byte(exampleConfig))
+	f.Add([]byte(`{"tiers":[{"name":"a","cuda":"12.6","package":"p","version":"1","url":"https://x/a.deb","sha256":"","lib_dir":"/l"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfigJSON(data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("unwrapped error %v", err)
+			}
+			return
+		}
+		js, err := cfg.JSON()
+		if err != nil {
+			t.Fatalf("a valid table does not render: %v", err)
+		}
+		again, err := ParseConfigJSON([]byte(js))
+		if err != nil || !cmp.Equal(cfg.Tiers, again.Tiers) || cfg.MinVRAMGB != again.MinVRAMGB {
+			t.Fatalf("does not round-trip: %v", err)
+		}
+	})
+}
+
+// bannerCUDA replaces a regular expression (the proof links no regexp);
+// it must find what the expression found.
+var bannerPattern = regexp.MustCompile(`CUDA Version:\s*([^\s|]+)`)
+
+func FuzzBannerCUDA_AgreesWithTheRegexp(f *testing.F) {
+	f.Add([]byte(banner))
+	f.Add([]byte("CUDA Version: | CUDA Version:12.4|"))
+	f.Add([]byte("CUDA Version:\t\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := bannerCUDA(b)
+		m := bannerPattern.FindSubmatch(b)
+		if ok != (m != nil) || (ok && got != string(m[1])) {
+			t.Fatalf("bannerCUDA(%q) = %q, %v; the regexp finds %q", b, got, ok, m)
+		}
+	})
+}

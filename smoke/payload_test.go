@@ -1,0 +1,222 @@
+package smoke
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeBinary is an ELF header followed by n incompressible bytes.
+func fakeBinary(n int) []byte {
+	b := make([]byte, 4+n)
+	copy(b, "\x7fELF")
+	r := rand.NewChaCha8([32]byte{7})
+	r.Read(b[4:])
+	return b
+}
+
+func TestPackProof_ChunksFitOneExecStringAndRoundTrip(t *testing.T) {
+	bin := fakeBinary(600 << 10)
+	p, err := PackProof(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Chunks) < 2 {
+		t.Fatalf("%d chunks: a 600 KiB proof must span several exec strings", len(p.Chunks))
+	}
+	var joined strings.Builder
+	for i, name := range p.Chunks {
+		v := p.Env[name]
+		if got := len(name) + 1 + len(v) + 1; got > MaxArgBytes {
+			t.Errorf("chunk %d is %d bytes as an environment string, over %d", i, got, MaxArgBytes)
+		}
+		joined.WriteString(v)
+	}
+	z, err := base64.StdEncoding.DecodeString(joined.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(got, bin) {
+		t.Fatalf("the chunks do not decode to the binary (err %v)", err)
+	}
+	sum := sha256.Sum256(bin)
+	if p.Env[EnvProofSHA256] != hex.EncodeToString(sum[:]) || p.SHA256 != p.Env[EnvProofSHA256] {
+		t.Errorf("checksum %q", p.Env[EnvProofSHA256])
+	}
+	if p.EnvBytes <= len(joined.String()) || p.EnvBytes > MaxPayloadBytes {
+		t.Errorf("EnvBytes %d", p.EnvBytes)
+	}
+}
+
+func TestPackProof_RefusesWhatCannotFitTheExecLimit(t *testing.T) {
+	_, err := PackProof(fakeBinary(MaxExecBytes))
+	if !errors.Is(err, ErrPayload) || !strings.Contains(err.Error(), "ProofPath") {
+		t.Fatalf("err = %v; want ErrPayload naming the alternative", err)
+	}
+}
+
+func TestPackProof_RefusesSomethingThatIsNotAnExecutable(t *testing.T) {
+	for name, b := range map[string][]byte{"empty": nil, "gzip": {0x1f, 0x8b, 8, 0}, "script": []byte("#!/bin/sh\n")} {
+		if _, err := PackProof(b); !errors.Is(err, ErrPayload) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// pod is a container for the rendered startup command: a fake sudo that
+// runs its command as is, a preinstalled runner whose run.sh records its
+// arguments, and the pod's environment.
+type pod struct {
+	t         *testing.T
+	bin, home string
+	env       map[string]string
+}
+
+func newPod(t *testing.T) *pod {
+	t.Helper()
+	for _, tool := range []string{"bash", "base64", "gunzip", "sha256sum", "mktemp", "env"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	p := &pod{t: t, bin: t.TempDir(), home: t.TempDir(), env: map[string]string{}}
+	write := func(path, body string) {
+		if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(p.bin, "sudo"), "#!/bin/sh\n[ \"$1\" = --preserve-env ] && shift\nexec \"$@\"\n")
+	write(filepath.Join(p.home, "run.sh"), "#!/bin/sh\necho \"$@\" > registered\n")
+	return p
+}
+
+// start runs the pod's startup command the way the container's shell
+// would, and returns its exit code and output.
+func (p *pod) start(command string) (int, string) {
+	p.t.Helper()
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Env = []string{"PATH=" + p.bin + ":" + os.Getenv("PATH"), "TMPDIR=" + p.t.TempDir()}
+	for k, v := range p.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), string(out)
+	}
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+func (p *pod) registered() (string, bool) {
+	b, err := os.ReadFile(filepath.Join(p.home, "registered"))
+	return strings.TrimSpace(string(b)), err == nil
+}
+
+func executable(t *testing.T, name string) []byte {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x7fELF")) {
+		t.Skipf("%s is not a readable ELF executable", path)
+	}
+	return b
+}
+
+// startup renders the pod's startup for a proof binary and puts its
+// environment, plus a JIT config, into the pod.
+func (p *pod) startup(proof []byte) PodStartup {
+	p.t.Helper()
+	st, err := NewPodStartup(example(), proof, ScriptParams{RunnerDir: p.home})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for k, v := range st.Env {
+		p.env[k] = v
+	}
+	p.env["RUNNER_JIT_CONFIG"] = "JITSECRET-0123456789"
+	return st
+}
+
+// The seed: the proof "is embedded into the startup script by the trusted
+// start-runpod job from its own checkout (no pod-side network fetch), and
+// receives its parameters through non-secret pod environment variables".
+// Here the proof is env(1), so its output is the environment it ran with.
+func TestStartupScript_ProofTravelsInsideTheStartupPayload(t *testing.T) {
+	p := newPod(t)
+	st := p.startup(executable(t, "env"))
+	if strings.Contains(st.Command, "curl") || strings.Contains(st.Command, "wget") || strings.Contains(st.Command, "http") {
+		t.Error("the startup command must not fetch anything")
+	}
+	code, out := p.start(st.Command)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, EnvTiers+"={") {
+		t.Errorf("the proof did not receive the tier table:\n%s", out)
+	}
+	for _, leaked := range []string{"RUNNER_JIT_CONFIG=", "JITSECRET", EnvProofChunk + "00=", EnvProofSHA256 + "="} {
+		if strings.Contains(out, leaked) {
+			t.Errorf("the proof's environment carries %s", leaked)
+		}
+	}
+	if args, ok := p.registered(); !ok || args != "--jitconfig JITSECRET-0123456789" {
+		t.Errorf("after a passing proof the runner must register with the JIT config: %q %v", args, ok)
+	}
+}
+
+// The seed: "On failure it exits nonzero, the container stops, and the pod
+// never becomes a runner."
+func TestStartupScript_AFailedProofStopsTheContainerBeforeRegistration(t *testing.T) {
+	p := newPod(t)
+	st := p.startup(executable(t, "false"))
+	code, out := p.start(st.Command)
+	if code == 0 {
+		t.Fatalf("a failed proof must exit non-zero:\n%s", out)
+	}
+	if _, ok := p.registered(); ok {
+		t.Error("the runner registered after a failed proof")
+	}
+	if !strings.Contains(out, "never registers a runner") {
+		t.Errorf("the failure must say why:\n%s", out)
+	}
+}
+
+func TestStartupScript_AProofThatDoesNotMatchItsChecksumNeverRuns(t *testing.T) {
+	p := newPod(t)
+	st := p.startup(executable(t, "true"))
+	p.env[EnvProofSHA256] = strings.Repeat("0", 64)
+	code, out := p.start(st.Command)
+	if code == 0 || strings.Contains(out, "running the CUDA proof") {
+		t.Fatalf("a payload that does not match its checksum must stop before the proof runs (exit %d):\n%s", code, out)
+	}
+	if _, ok := p.registered(); ok {
+		t.Error("the runner registered")
+	}
+	p = newPod(t)
+	st = p.startup(executable(t, "true"))
+	delete(p.env, st.Payload.Chunks[len(st.Payload.Chunks)-1])
+	if code, out := p.start(st.Command); code == 0 {
+		t.Fatalf("a missing chunk must stop startup:\n%s", out)
+	}
+}
