@@ -3,6 +3,7 @@ package smoke
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -218,5 +219,41 @@ func TestStartupScript_AProofThatDoesNotMatchItsChecksumNeverRuns(t *testing.T) 
 	delete(p.env, st.Payload.Chunks[len(st.Payload.Chunks)-1])
 	if code, out := p.start(st.Command); code == 0 {
 		t.Fatalf("a missing chunk must stop startup:\n%s", out)
+	}
+}
+
+// The proof downloads NVRTC with the image's curl (no HTTP stack in the
+// binary): HTTPS only, redirects included, failing on an HTTP error.
+func TestRealEnv_DownloadsWithTheImagesCurlOverHTTPSOnly(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	curl := filepath.Join(dir, "curl")
+	os.WriteFile(curl, []byte(`#!/bin/sh
+echo "$@" > "$(dirname "$0")/args"
+while [ "$#" -gt 0 ]; do
+  if [ "$1" = --output ]; then printf 'deb' > "$2"; fi
+  shift
+done
+[ -z "$FAIL" ] || { echo "curl: (22) The requested URL returned error: 404" >&2; exit 22; }
+`), 0o755)
+	dst := filepath.Join(dir, "p.deb")
+	env := RealEnv{Curl: curl}
+	if err := env.Download(context.Background(), "https://example.invalid/p.deb", dst); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := os.ReadFile(filepath.Join(dir, "args"))
+	for _, want := range []string{"--fail", "--proto =https", "--proto-redir =https", "-- https://example.invalid/p.deb"} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("curl %s lacks %q", args, want)
+		}
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "deb" {
+		t.Errorf("downloaded %q", b)
+	}
+	t.Setenv("FAIL", "1")
+	if err := env.Download(context.Background(), "https://example.invalid/p.deb", dst); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a failed download must say why: %v", err)
 	}
 }
