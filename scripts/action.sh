@@ -51,6 +51,17 @@ provision)
 	prog=provision
 	args=("${sim[@]}" -image "${GPUGATE_IMAGE:-ghcr.io/actions/actions-runner:latest}")
 	[ -z "${GPUGATE_CONFIG:-}" ] || args+=(-config "$(rel "$GPUGATE_CONFIG")")
+	[ -z "${GPUGATE_NVRTC_TIERS:-}" ] || args+=(-nvrtc-tiers "$(rel "$GPUGATE_NVRTC_TIERS")")
+	if [ -n "${GPUGATE_PROOF_PATH:-}" ]; then
+		args+=(-proof-path "$GPUGATE_PROOF_PATH")
+	elif [ ${#sim[@]} -eq 0 ]; then
+		# The CUDA proof is built from the Action's own (pinned) checkout,
+		# never from the pull request, and travels in each pod's create
+		# request. The arguments are smoke.ProofBuildArgs.
+		proof="${RUNNER_TEMP:-/tmp}/gpugate-smoke"
+		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
+		args+=(-proof "$proof")
+	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
 	if [ -n "${GPUGATE_PR:-}" ] && [ -n "${GPUGATE_HEAD_SHA:-}" ]; then args+=(-pr "$GPUGATE_PR" -head "$GPUGATE_HEAD_SHA"); fi
 	;;

@@ -218,6 +218,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// RequirePinned refuses a table with a tier whose checksum is not pinned:
+// the proof would refuse to install it on the pod, after the pod was paid
+// for.
+func (c Config) RequirePinned() error {
+	for _, t := range c.Tiers {
+		if t.SHA256 == "" {
+			return fmt.Errorf("%w: tier %s (%s %s): pin its sha256 from NVIDIA's Packages index in the tier table before buying pods", ErrNoChecksum, t.Name, t.Package, t.Version)
+		}
+	}
+	return nil
+}
+
 // install downloads the tier's package, verifies its checksum before
 // anything is installed, then installs it directly.
 func install(ctx context.Context, env Env, t Tier, dir string) (string, error) {

@@ -42,6 +42,7 @@ import (
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podcost"
+	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -70,6 +71,7 @@ type options struct {
 	prsPerMonth              int
 	model                    string
 	deliveriesPerUpstreamRun float64
+	startup                  podstartup.Options
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -90,6 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Int64Var(&o.seed, "seed", 1, "simulation seed (-simulate-fleet)")
 	fs.IntVar(&o.prsPerMonth, "merge-refs", 120, "tested merge refs in the simulated month (-simulate-fleet)")
 	fs.StringVar(&o.model, "failure-model", "", "YAML overriding the simulation's failure model (stock_out, proof_fail, outage, not_delivering, max_tries_per_ref, failed_job_seconds)")
+	o.startup.Register(fs)
 	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +133,7 @@ type world struct {
 	runID    int64
 	cfg      runpod.Config
 	image    string
+	startup  runpod.PodTemplate // the CUDA proof's environment and startup command
 	watch    runpod.WatchOptions
 	owner    runpod.Ownership
 	// startJob, in the simulation, plays the GPU test job once the runner
@@ -203,7 +207,8 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	if err := gate.Recheck(ctx, w.repo, a); err != nil {
 		return outcome{}, err
 	}
-	tmpl := runpod.PodTemplate{Image: w.image, Owner: w.owner, Disk: 40}
+	tmpl := w.startup
+	tmpl.Image, tmpl.Owner, tmpl.Disk = w.image, w.owner, 40
 	res, perr := runpod.Provision(ctx, runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: a.HeadSHA, Log: w.log}, w.cfg, plan, tmpl)
 	oc := outcome{Result: res}
 	for _, at := range res.Attempts {
@@ -330,9 +335,16 @@ func demo(ctx context.Context, out io.Writer) error {
 		42: {Number: 42, Open: true, HeadSHA: head1, MergeSHA: merge1, HeadRepoID: 1, BaseRepoID: 1},
 		43: {Number: 43, Open: true, HeadSHA: head2, MergeSHA: merge2, HeadRepoID: 1, BaseRepoID: 1},
 	}
+	// The fake's pods run no script, so the demonstration renders the
+	// in-image variant of the startup; -real packs the built proof.
+	var startup runpod.PodTemplate
+	if _, err := (podstartup.Options{}).Apply(&startup, false); err != nil {
+		return err
+	}
 	progress := &runpodtest.Progress{}
 	w := world{
-		policy: policy, repo: repo, checks: gatetest.NewChecks(), api: api, registry: reg, progress: progress,
+		startup: startup,
+		policy:  policy, repo: repo, checks: gatetest.NewChecks(), api: api, registry: reg, progress: progress,
 		pr: runpodtest.NewPR(head1), cfg: cfg, image: pinnedImage, log: slog.New(slog.DiscardHandler),
 		owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: ".github/workflows/runpod-gpu-test.yml", RunID: 1, RunAttempt: 1},
 		watch: runpod.WatchOptions{SetupDeadline: 10 * time.Second, Lifetime: 30 * time.Second, Poll: 100 * time.Millisecond, StartGrace: 2 * time.Second},

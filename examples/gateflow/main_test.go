@@ -103,6 +103,9 @@ func TestRealModeRefusesWithoutCredentialsOrTargets(t *testing.T) {
 		"no key":    {nil, []string{"-real"}, "RUNPOD_API_KEY is not set"},
 		"no target": {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real"}, "-real needs -repo"},
 		"no run":    {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m"}, "-run-id"},
+		"no proof":  {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9"}, "no CUDA proof"},
+		"unpinned NVRTC": {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"},
+			[]string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9", "-proof-path", "/usr/local/bin/gpugate-smoke"}, "pin its sha256"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, code := runGateflow(t, tc.env, tc.args...)

@@ -33,6 +33,12 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if !ok {
 		return fmt.Errorf("gateflow: -repo %q: want owner/name", o.repo)
 	}
+	// Every pod proves CUDA before its runner registers; settled before
+	// any API call.
+	var startup runpod.PodTemplate
+	if _, err := o.startup.Apply(&startup, true); err != nil {
+		return err
+	}
 	gh, err := ghaction.GitHubClient(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("gateflow: %w", err)
@@ -70,7 +76,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 		progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: 1, Job: o.job, TestStep: o.step},
 		pr:       &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
 		runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
-		cfg: cfg, image: image, watch: runpod.DefaultWatchOptions(),
+		cfg: cfg, image: image, startup: startup, watch: runpod.DefaultWatchOptions(),
 		owner: runpod.Ownership{Repository: o.repo, Workflow: getenv("GITHUB_WORKFLOW_REF"), RunID: o.runID, RunAttempt: 1},
 		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		// The real job reports its own marks through the cost evidence

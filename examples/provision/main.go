@@ -3,7 +3,13 @@
 //
 //	provision -simulate        # in process, no credentials: a bundled scenario
 //	provision -config runpod.yml -image ghcr.io/actions/actions-runner:latest@sha256:… \
+//	    -proof gpugate-smoke -nvrtc-tiers tiers.yml \
 //	    -org my-org -repo owner/name -run-id 123 -run-attempt 1 [-pr 45 -head <sha>]
+//
+// Every candidate pod starts with the CUDA proof (smoke.NewPodStartup): the
+// -proof binary travels packed in the create request's environment, runs
+// before the runner registers, and a failure stops the container. Real runs
+// refuse to buy pods without a proof or with unpinned NVRTC checksums.
 //
 // Real runs read RUNPOD_API_KEY and GITHUB_TOKEN. In GitHub Actions the
 // accepted pod's ID, runner label, GPU and hourly price go to $GITHUB_OUTPUT
@@ -24,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -33,6 +40,7 @@ func main() {
 }
 
 type options struct {
+	startup                                          podstartup.Options
 	config, image, prefix, org, repo, workflow, head string
 	runID                                            int64
 	runAttempt, pr                                   int
@@ -57,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.deleteAfter, "delete", false, "delete the accepted pod at the end (always with -simulate)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log every provisioning event to stderr")
+	o.startup.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -98,6 +107,17 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	if o.simulate && o.runID == 0 {
 		o.runID = 1
 	}
+	// The pods' startup (tier table, packed proof, command) is settled
+	// before any API call: real runs refuse here without a proof.
+	tmpl := runpod.PodTemplate{
+		RunnerPrefix: o.prefix,
+		Owner:        runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: o.runID, RunAttempt: max(o.runAttempt, 1)},
+		Disk:         40,
+	}
+	st, err := o.startup.Apply(&tmpl, !o.simulate)
+	if err != nil {
+		return err
+	}
 	w, err := connect(ctx, o, getenv, &cfg)
 	if err != nil {
 		return err
@@ -123,13 +143,11 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	if w.fake != nil {
 		scenario(w)
 	}
-	tmpl := runpod.PodTemplate{
-		Image:        o.image,
-		RunnerPrefix: o.prefix,
-		Owner:        runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: o.runID, RunAttempt: max(o.runAttempt, 1)},
-		Disk:         40,
-	}
+	tmpl.Image = o.image
 	if !o.json {
+		if st.Payload != nil {
+			fmt.Fprintf(stdout, "CUDA proof in the create request: %v\n", st.Payload)
+		}
 		fmt.Fprintf(stdout, "plan (%d candidates, %d attempts allowed):\n", len(plan), cfg.MaxProvisionAttempts)
 		for i, c := range plan {
 			price := "static"

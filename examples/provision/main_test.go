@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/smoke/tiers"
 )
 
 // The simulation runs on the fake's clock: inside a synctest bubble its
@@ -55,15 +56,65 @@ func testSimulateJSON(t *testing.T) {
 	}
 }
 
+// pinnedTiers writes the example NVRTC tier table with its checksums
+// filled in.
+func pinnedTiers(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tiers.yml")
+	pinned := strings.ReplaceAll(string(tiers.Example), `sha256: ""`, "sha256: "+strings.Repeat("ab", 32))
+	if err := os.WriteFile(p, []byte(pinned), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestRealModeNeedsCredentials(t *testing.T) {
 	env := map[string]string{"GITHUB_ACTIONS": "true"}
+	args := []string{"-proof-path", "/usr/local/bin/gpugate-smoke", "-nvrtc-tiers", pinnedTiers(t)}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), nil, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "::error::provision: RUNPOD_API_KEY is not set") {
+	if code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "::error::provision: RUNPOD_API_KEY is not set") {
 		t.Errorf("exit %d, stdout %q", code, out.String())
 	}
 	env["RUNPOD_API_KEY"] = "k"
 	out.Reset()
-	if code := run(context.Background(), nil, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "GITHUB_TOKEN") {
+	if code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "GITHUB_TOKEN") {
 		t.Errorf("exit %d, stdout %q", code, out.String())
 	}
+}
+
+// The seed: the proof runs "BEFORE the GitHub runner registers — so an
+// incompatible host is rejected before any dependency setup or test
+// execution". A real run that could not start the proof, or whose proof
+// would refuse an unpinned NVRTC package on every pod, buys nothing.
+func TestRealModeRefusesToBuyPodsThatCannotProveCUDA(t *testing.T) {
+	env := map[string]string{"GITHUB_ACTIONS": "true", "RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no proof":        {nil, "no CUDA proof"},
+		"unpinned NVRTC":  {[]string{"-proof-path", "/usr/local/bin/gpugate-smoke"}, "pin its sha256"},
+		"both proofs":     {[]string{"-proof-path", "/p", "-proof", "f", "-nvrtc-tiers", pinnedTiers(t)}, "alternatives"},
+		"not an ELF file": {[]string{"-proof", pinnedTiers(t), "-nvrtc-tiers", pinnedTiers(t)}, "not an ELF executable"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, func(k string) string { return env[k] }, &out, &errOut)
+		if code != 1 || !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), "image:") {
+			t.Errorf("%s: exit %d, stdout %q; want a refusal naming %q before anything is resolved or bought", name, code, out.String(), tc.want)
+		}
+	}
+}
+
+func TestSimulatePacksTheProofIntoTheCreateRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		proof := filepath.Join(t.TempDir(), "gpugate-smoke")
+		os.WriteFile(proof, append([]byte("\x7fELF"), make([]byte, 64<<10)...), 0o755)
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"-simulate", "-proof", proof}, func(string) string { return "" }, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+		if !strings.Contains(out.String(), "CUDA proof in the create request: proof 65540 B") {
+			t.Errorf("%s", out.String())
+		}
+	})
 }

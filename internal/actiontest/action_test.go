@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/smoke"
 )
 
 type action struct {
@@ -161,9 +162,19 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	// A stub go: `go run ./examples/X args` runs the prebuilt X.
+	// A stub go: `go run ./examples/X args` runs the prebuilt X; `go build`
+	// records its arguments (one per line) and writes a stand-in ELF to -o.
 	stub := t.TempDir()
-	os.WriteFile(filepath.Join(stub, "go"), []byte("#!/usr/bin/env bash\n[ \"$1\" = run ] || exit 99\np=$(basename \"$2\"); shift 2\nexec \""+bin+"/$p\" \"$@\"\n"), 0o755)
+	os.WriteFile(filepath.Join(stub, "go"), []byte(`#!/usr/bin/env bash
+if [ "$1" = build ]; then
+	printf '%s\n' "$@" > "$HOME/go-build-args"
+	while [ $# -gt 0 ]; do [ "$1" = -o ] && printf '\177ELF' > "$2"; shift; done
+	exit 0
+fi
+[ "$1" = run ] || exit 99
+p=$(basename "$2"); shift 2
+exec "`+bin+`/$p" "$@"
+`), 0o755)
 	gh := fakeGitHub(t)
 	// The bundled partition example leaves one test out on purpose; the
 	// action's check passes once it is categorized.
@@ -237,6 +248,24 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 			t.Errorf("declared output %s was written by no step", name)
 		}
 	}
+	// A real provision builds the proof from the Action's checkout with
+	// smoke.ProofBuildArgs, and refuses to buy pods while the NVRTC tiers
+	// are unpinned (the bundled example).
+	t.Run("provision builds the proof", func(t *testing.T) {
+		dir := t.TempDir()
+		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "RUNNER_TEMP=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
+			"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=o/r", "RUNPOD_API_KEY=" + apiKey, "GITHUB_TOKEN=ghs_action_test_token", "GPUGATE_STEP=provision"}
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "pin its sha256") {
+			t.Errorf("want a refusal of the unpinned tiers: %v\n%s", err, out)
+		}
+		recorded, _ := os.ReadFile(filepath.Join(dir, "go-build-args"))
+		want := strings.Join(append(append([]string{}, smoke.ProofBuildArgs...), "-o", filepath.Join(dir, "gpugate-smoke"), "./examples/smoke"), "\n") + "\n"
+		if string(recorded) != want {
+			t.Errorf("go build args:\n%s\nwant (smoke.ProofBuildArgs):\n%s", recorded, want)
+		}
+	})
 	t.Run("unknown step", func(t *testing.T) {
 		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
 		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "GPUGATE_STEP=deploy"}
