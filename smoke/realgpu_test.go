@@ -2,6 +2,7 @@ package smoke_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -33,4 +34,67 @@ func TestRealGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRealGPU_PreinstalledNVRTC proves the purego backend on a GPU host
+// that cannot reach NVIDIA's repository: nvidia-smi, tier selection, then
+// NVRTC compilation, a launch with read-back through the driver, and the
+// VRAM floor, using the libnvrtc already in GPUGATE_REAL_GPU_NVRTC_LIBDIR
+// (the install step is the only one left out). Runs only with
+// GPUGATE_REAL_GPU=1.
+func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
+	dir := os.Getenv("GPUGATE_REAL_GPU_NVRTC_LIBDIR")
+	if os.Getenv("GPUGATE_REAL_GPU") != "1" || dir == "" {
+		t.Skip("set GPUGATE_REAL_GPU=1 and GPUGATE_REAL_GPU_NVRTC_LIBDIR on a GPU host")
+	}
+	ctx := context.Background()
+	q, b, err := smoke.RealEnv{}.NvidiaSMI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smi, err := smoke.ParseNvidiaSMI(q, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tiers.Load(tiers.Example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier, err := smoke.SelectTier(smi.CUDAVersion, cfg.Tiers)
+	t.Logf("%d GPU(s), %s, driver CUDA %s, compute %s, %d MiB; tier %s (%v)", len(smi.GPUs), smi.GPUs[0].Name, smi.CUDAVersion, smi.GPUs[0].ComputeCap, smi.GPUs[0].MemoryMiB, tier.Name, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuda, err := smoke.OpenCUDA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.Close()
+	drv, err := cuda.DriverVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv, err := cuda.NVRTCVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := smi.GPUs[0].ComputeCap
+	ptx, err := cuda.Compile(smoke.KernelSource, "gpugate_add.cu", fmt.Sprintf("compute_%d%d", cc.Major, cc.Minor))
+	if err != nil {
+		t.Fatalf("driver CUDA %s, NVRTC %s: %v", drv, nv, err)
+	}
+	a, bb := make([]float32, 4096), make([]float32, 4096)
+	for i := range a {
+		a[i], bb[i] = float32(i), 0.5
+	}
+	c, err := cuda.Launch(ptx, "gpugate_add", a, bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c {
+		if c[i] != a[i]+0.5 {
+			t.Fatalf("c[%d] = %v, want %v", i, c[i], a[i]+0.5)
+		}
+	}
+	t.Logf("driver CUDA %s, NVRTC %s: %d bytes of PTX, 4096 values verified", drv, nv, len(ptx))
 }
