@@ -179,7 +179,11 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 		return fmt.Errorf("runpod: %s %s: %w: %s", r.method, r.path, ErrTransient, c.scrub(err.Error(), r))
 	}
 	defer resp.Body.Close()
-	data, readErr := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if readErr == nil && len(data) > MaxResponseBytes {
+		// Permanent: asking again returns the same listing.
+		return fmt.Errorf("runpod: %s %s: %w: the response is over %d bytes (MaxResponseBytes)", r.method, r.path, ErrMalformed, MaxResponseBytes)
+	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod request", slog.String("method", r.method), slog.String("path", r.path), slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := ParseError(r.method, r.path, resp.StatusCode, data, resp.Header.Get("Retry-After"), time.Now(), c.capacity)
@@ -344,6 +348,12 @@ func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 	}
 	return &p, nil
 }
+
+// MaxResponseBytes bounds what one response may take in memory. Pods
+// return their environment, and a pod started with the packed CUDA proof
+// (smoke.PackProof) carries about 1.6 MB of it, so a page of pods can be
+// tens of megabytes.
+const MaxResponseBytes = 64 << 20
 
 // ListPods lists every pod: GET /v2/pods
 // (https://docs.runpod.io/api-reference-v2/pods/list-pods), following a

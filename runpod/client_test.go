@@ -3,6 +3,7 @@ package runpod_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -403,4 +404,32 @@ func fmtAll(v any) string {
 		b.WriteString(sprintf(f, v))
 	}
 	return b.String()
+}
+
+// Pods return their environment, and a pod started with the packed CUDA
+// proof carries about 1.6 MB of it: a listing of several such pods is far
+// larger than a typical API response and must still be read whole.
+func TestListPods_ReadsPodsCarryingThePackedProof(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		chunk := strings.Repeat("A", 120<<10)
+		const n = 8
+		for i := range n {
+			req := podRequest(fmt.Sprintf("p%d", i), "NVIDIA A100-SXM4-80GB")
+			for k := range 13 {
+				req.Env[fmt.Sprintf("GPUGATE_PROOF_%02d", k)] = chunk
+			}
+			if _, err := c.CreatePod(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		srv.SetStock("NVIDIA A100-SXM4-80GB", 0)
+		pods, err := c.ListPods(context.Background())
+		if err != nil {
+			t.Fatalf("listing %d pods with %.1f MB of environment each: %v", n, float64(13*len(chunk))/1e6, err)
+		}
+		if len(pods) != n || pods[n-1].Env["GPUGATE_PROOF_12"] != chunk {
+			t.Errorf("got %d pods", len(pods))
+		}
+	})
 }
