@@ -257,3 +257,19 @@ done
 		t.Errorf("a failed download must say why: %v", err)
 	}
 }
+
+// The seed: "NVIDIA compute/utility capabilities are passed explicitly
+// because this is not a CUDA base image." The container runtime reads them
+// at creation, so they belong in the create request, not the script.
+func TestNewPodStartup_PassesTheNVIDIACapabilitiesAtCreation(t *testing.T) {
+	st, err := NewPodStartup(example(), nil, ScriptParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Env["NVIDIA_DRIVER_CAPABILITIES"]; got != "compute,utility" {
+		t.Errorf("NVIDIA_DRIVER_CAPABILITIES = %q", got)
+	}
+	if _, ok := st.Env["NVIDIA_VISIBLE_DEVICES"]; ok {
+		t.Error("the provider assigns the GPU; the request must not widen NVIDIA_VISIBLE_DEVICES")
+	}
+}

@@ -85,8 +85,6 @@ func StartupScript(p ScriptParams) (string, error) {
 	b.WriteString("#!/usr/bin/env bash\n")
 	b.WriteString("# Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.\n")
 	b.WriteString("set -euo pipefail\n")
-	b.WriteString("export NVIDIA_VISIBLE_DEVICES=\"${NVIDIA_VISIBLE_DEVICES:-all}\"\n")
-	b.WriteString("export NVIDIA_DRIVER_CAPABILITIES=\"${NVIDIA_DRIVER_CAPABILITIES:-compute,utility}\"\n")
 	keys := make([]string, 0, len(p.Env))
 	for k := range p.Env {
 		keys = append(keys, k)
@@ -146,10 +144,20 @@ func StartupCommand(script string) string {
 	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
 }
 
+// The runner image is not a CUDA base image, so the capabilities the NVIDIA
+// container runtime mounts (libcuda for compute, nvidia-smi for utility)
+// are requested explicitly. They must be in the create request: the runtime
+// reads them when it creates the container, before any script runs. The
+// visible devices are left to the provider, which assigns the GPU.
+const (
+	EnvDriverCapabilities = "NVIDIA_DRIVER_CAPABILITIES"
+	DriverCapabilities    = "compute,utility"
+)
+
 // PodStartup is what a pod's create request carries for the proof.
 type PodStartup struct {
-	// Env is non-secret: the tier table (EnvTiers) and, when the proof is
-	// embedded, its chunks and checksum.
+	// Env is non-secret: the NVIDIA driver capabilities, the tier table
+	// (EnvTiers) and, when the proof is embedded, its chunks and checksum.
 	Env map[string]string
 	// Command is the startup command. It holds no secret, but like every
 	// pod startup command it is handled as one (runpod.Secret).
@@ -166,7 +174,7 @@ func NewPodStartup(cfg Config, proof []byte, p ScriptParams) (PodStartup, error)
 	if err != nil {
 		return PodStartup{}, err
 	}
-	out := PodStartup{Env: map[string]string{EnvTiers: tiers}}
+	out := PodStartup{Env: map[string]string{EnvTiers: tiers, EnvDriverCapabilities: DriverCapabilities}}
 	if proof != nil {
 		if out.Payload, err = PackProof(proof); err != nil {
 			return PodStartup{}, err

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.
 set -euo pipefail
-export NVIDIA_VISIBLE_DEVICES="${NVIDIA_VISIBLE_DEVICES:-all}"
-export NVIDIA_DRIVER_CAPABILITIES="${NVIDIA_DRIVER_CAPABILITIES:-compute,utility}"
 export GPUGATE_MIN_VRAM_GB="${GPUGATE_MIN_VRAM_GB:-20}"
 echo "gpugate: running the CUDA proof before registration"
 if ! sudo --preserve-env env -u RUNNER_JIT_CONFIG /usr/local/bin/gpugate-smoke; then

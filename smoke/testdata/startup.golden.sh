@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.
 set -euo pipefail
-export NVIDIA_VISIBLE_DEVICES="${NVIDIA_VISIBLE_DEVICES:-all}"
-export NVIDIA_DRIVER_CAPABILITIES="${NVIDIA_DRIVER_CAPABILITIES:-compute,utility}"
 export GPUGATE_MIN_VRAM_GB="${GPUGATE_MIN_VRAM_GB:-20}"
 proof="$(mktemp -t gpugate-smoke.XXXXXX)"
 printf %s "${GPUGATE_PROOF_00}" "${GPUGATE_PROOF_01}" "${GPUGATE_PROOF_02}" | base64 -d | gunzip > "$proof"
