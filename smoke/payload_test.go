@@ -102,7 +102,7 @@ func newPod(t *testing.T) *pod {
 		}
 	}
 	write(filepath.Join(p.bin, "sudo"), "#!/bin/sh\n[ \"$1\" = --preserve-env ] && shift\nexec \"$@\"\n")
-	write(filepath.Join(p.home, "run.sh"), "#!/bin/sh\necho \"$@\" > registered\n")
+	write(filepath.Join(p.home, "run.sh"), "#!/bin/sh\necho \"$@\" > registered\nenv > registered-env\n")
 	return p
 }
 
@@ -183,6 +183,12 @@ func TestStartupScript_ProofTravelsInsideTheStartupPayload(t *testing.T) {
 	}
 	if args, ok := p.registered(); !ok || args != "--jitconfig JITSECRET-0123456789" {
 		t.Errorf("after a passing proof the runner must register with the JIT config: %q %v", args, ok)
+	}
+	runnerEnv, _ := os.ReadFile(filepath.Join(p.home, "registered-env"))
+	for _, leaked := range []string{"JITSECRET", EnvProofChunk + "00="} {
+		if strings.Contains(string(runnerEnv), leaked) {
+			t.Errorf("the runner's environment, which its jobs inherit, carries %s", leaked)
+		}
 	}
 }
 

@@ -129,7 +129,11 @@ if ! sudo --preserve-env env -u %[1]s %[2]s; then
 fi
 echo "gpugate: CUDA proof passed; registering the runner"%[4]s
 cd %[3]s
-exec ./run.sh --jitconfig "${%[1]s}"
+# The runner takes the JIT config as an argument; out of the environment,
+# the steps of its jobs (pull request code) do not inherit it.
+jit="${%[1]s}"
+unset %[1]s
+exec ./run.sh --jitconfig "$jit"
 `, p.JITEnv, proof, p.RunnerDir, cleanup)
 	return b.String(), nil
 }

@@ -15,4 +15,8 @@ fi
 echo "gpugate: CUDA proof passed; registering the runner"
 rm -f "$proof"
 cd /home/runner
-exec ./run.sh --jitconfig "${RUNNER_JIT_CONFIG}"
+# The runner takes the JIT config as an argument; out of the environment,
+# the steps of its jobs (pull request code) do not inherit it.
+jit="${RUNNER_JIT_CONFIG}"
+unset RUNNER_JIT_CONFIG
+exec ./run.sh --jitconfig "$jit"
