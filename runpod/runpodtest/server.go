@@ -4,7 +4,9 @@
 // per-GPU stock, prices and host CUDA versions, a configurable pod start
 // schedule, scripted faults, a request log and a ledger of every pod's
 // billed lifetime and cost, so a test can assert "no pod left running" and
-// "what was paid".
+// "what was paid". Like a real container, a pod whose environment and
+// startup command exceed Linux's exec limits (128 KiB a string, 2 MiB in
+// all) exits as soon as it starts.
 //
 // Client returns an *http.Client whose transport calls the server in
 // process (no sockets), so tests can run inside testing/synctest bubbles
@@ -774,8 +776,39 @@ func (s *Server) createPod(w http.ResponseWriter, body []byte) {
 		p.disk = *b.Disk
 	}
 	p.behavior = s.behaviorFor(g.ID)
+	if !execFits(p.env, p.args) {
+		// The container's entrypoint cannot be exec'd (E2BIG): it exits
+		// as soon as it starts, and no runner ever appears.
+		p.behavior.ExitAfter, p.behavior.NeverRun = time.Nanosecond, false
+	}
 	s.pods = append(s.pods, p)
 	writeJSON(w, http.StatusCreated, s.render(p, time.Now()))
+}
+
+// Linux's exec limits, which the container's entrypoint meets: one
+// argument or "NAME=value" string at most 128 KiB (MAX_ARG_STRLEN), all of
+// them with their pointers at most a quarter of the usual 8 MiB stack.
+const (
+	maxArgStrlen = 128 << 10
+	argMax       = 2 << 20
+)
+
+// execFits reports whether a pod's environment and startup command can be
+// exec'd. The command counts as one string: the script inside it is nearly
+// all of it.
+func execFits(env map[string]string, args string) bool {
+	total := len(args) + 1 + 8
+	if len(args)+1 > maxArgStrlen {
+		return false
+	}
+	for k, v := range env {
+		n := len(k) + 1 + len(v) + 1
+		if n > maxArgStrlen {
+			return false
+		}
+		total += n + 8
+	}
+	return total <= argMax
 }
 
 func (s *Server) behaviorFor(gpuID string) Behavior {

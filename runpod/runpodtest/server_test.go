@@ -3,6 +3,7 @@ package runpodtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -190,4 +191,55 @@ func TestStartedServerServesOverLoopback(t *testing.T) {
 	if srv.Count("GET", "/v2/pods") != 2 {
 		t.Errorf("want the dropped request and its retry logged")
 	}
+}
+
+// A container's entrypoint is exec'd with the pod's environment and startup
+// command; past Linux's limits the exec fails and the container exits at
+// once, with no runner.
+func TestAPodBeyondTheExecLimitExitsAtOnce(t *testing.T) {
+	chunk := func(n int) string { return strings.Repeat("A", n) }
+	tests := map[string]struct {
+		env  map[string]string
+		args string
+		want runpod.PodStatus
+	}{
+		"a packed proof within the limit": {map[string]string{"P00": chunk(120 << 10), "P01": chunk(120 << 10)}, "bash -c 'true'", runpod.StatusRunning},
+		"one string over 128 KiB":         {map[string]string{"P00": chunk(128 << 10)}, "", runpod.StatusExited},
+		"all strings over 2 MiB":          {manyChunks(17, chunk(125<<10)), "", runpod.StatusExited},
+		"a startup command over 128 KiB":  {nil, "bash -c '" + chunk(128<<10) + "'", runpod.StatusExited},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := runpodtest.New()
+				c, _ := srv.NewClient()
+				r := req("a", "NVIDIA L4")
+				r.Env = map[string]string{}
+				for k, v := range tt.env {
+					r.Env[k] = v
+				}
+				r.Args = runpod.Secret(tt.args)
+				p, err := c.CreatePod(context.Background(), r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				faketime.Advance(5 * time.Minute)
+				got, err := c.GetPod(context.Background(), p.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != tt.want {
+					t.Errorf("status %s, want %s", got.Status, tt.want)
+				}
+			})
+		})
+	}
+}
+
+func manyChunks(n int, v string) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("P%02d", i)] = v
+	}
+	return m
 }
