@@ -54,7 +54,7 @@ type Payload struct {
 // ProofBuildArgs build the proof small: `CGO_ENABLED=0 go` with these
 // arguments, then -o FILE ./examples/smoke (or any main that calls Run).
 // Without inlining (-l) the binary is about 3% smaller and compresses about
-// 12% better; the proof's speed is irrelevant.
+// 10% better; the proof's speed is irrelevant.
 var ProofBuildArgs = []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w"}
 
 // PackProof packs a proof binary (built with ProofBuildArgs) for the
