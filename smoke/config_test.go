@@ -25,17 +25,18 @@ func TestParseConfigJSON_RoundTripsConfigJSON(t *testing.T) {
 }
 
 func TestParseConfigJSON_IsStrict(t *testing.T) {
+	exampleConfig := exampleJSON()
 	for name, in := range map[string]string{
 		"empty":          ``,
 		"unknown field":  `{"tiers": [], "tier": []}`,
 		"trailing value": exampleConfig + `{}`,
 		"trailing brace": exampleConfig + `}`,
 		"no tiers":       `{"min_vram_gb": 20}`,
-		"a bad checksum": strings.Replace(exampleConfig, `"sha256": ""`, `"sha256": "ABC"`, 1),
+		"a bad checksum": strings.Replace(exampleConfig, `"sha256":""`, `"sha256":"ABC"`, 1),
 		"a plain http":   strings.Replace(exampleConfig, `https://developer`, `http://developer`, 1),
 		"not a .deb":     strings.Replace(exampleConfig, `amd64.deb"`, `amd64.tar"`, 1),
 		"a spaced url":   strings.Replace(exampleConfig, `repos/ubuntu2404`, `repos/ ubuntu2404`, 1),
-		"negative vram":  strings.Replace(exampleConfig, `"min_vram_gb": 20`, `"min_vram_gb": -1`, 1),
+		"negative vram":  strings.Replace(exampleConfig, `"min_vram_gb":20`, `"min_vram_gb":-1`, 1),
 	} {
 		if _, err := ParseConfigJSON([]byte(in)); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err = %v, want ErrConfig", name, err)
@@ -44,7 +45,7 @@ func TestParseConfigJSON_IsStrict(t *testing.T) {
 }
 
 func FuzzParseConfigJSON(f *testing.F) {
-	f.Add([]byte(exampleConfig))
+	f.Add([]byte(exampleJSON()))
 	f.Add([]byte(`{"tiers":[{"name":"a","cuda":"12.6","package":"p","version":"1","url":"https://x/a.deb","sha256":"","lib_dir":"/l"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfigJSON(data)

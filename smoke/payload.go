@@ -26,6 +26,33 @@ const (
 	chunkBytes = (MaxArgBytes - 64) / 4 * 4
 )
 
+// execCost is what one exec string of n bytes (an argument or a
+// "NAME=value") takes of MaxExecBytes: its bytes, its NUL and its pointer.
+func execCost(n int) int { return n + 1 + 8 }
+
+// ExecFits reports whether a process can be exec'd with these arguments and
+// environment under Linux's limits: every string within MaxArgBytes, all of
+// them within MaxExecBytes. A container's entrypoint meets them with the
+// pod's environment and startup command.
+func ExecFits(args []string, env map[string]string) bool {
+	total := 0
+	add := func(n int) bool {
+		total += execCost(n)
+		return n+1 <= MaxArgBytes
+	}
+	for _, a := range args {
+		if !add(len(a)) {
+			return false
+		}
+	}
+	for k, v := range env {
+		if !add(len(k) + 1 + len(v)) {
+			return false
+		}
+	}
+	return total <= MaxExecBytes
+}
+
 // Names of the payload's environment variables.
 const (
 	// EnvProofChunk prefixes the chunks: GPUGATE_PROOF_00, _01, ...
@@ -58,9 +85,8 @@ type Payload struct {
 var ProofBuildArgs = []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w"}
 
 // PackProof packs a proof binary (built with ProofBuildArgs) for the
-// create request. It
-// refuses anything that is not an ELF executable and a payload over
-// MaxPayloadBytes, saying by how much.
+// create request. It refuses anything that is not an ELF executable and a
+// payload over MaxPayloadBytes, saying by how much.
 func PackProof(binary []byte) (*Payload, error) {
 	if !bytes.HasPrefix(binary, []byte("\x7fELF")) {
 		return nil, fmt.Errorf("%w: the proof is not an ELF executable (%d bytes): pass the binary built from ./examples/smoke, not an archive or script", ErrPayload, len(binary))
@@ -74,11 +100,11 @@ func PackProof(binary []byte) (*Payload, error) {
 	p := &Payload{Env: map[string]string{}, SHA256: hex.EncodeToString(sum[:]), BinaryBytes: len(binary), GzipBytes: z.Len()}
 	add := func(k, v string) {
 		p.Env[k] = v
-		p.EnvBytes += len(k) + 1 + len(v) + 1 + 8 // "K=V", NUL, the envp pointer
+		p.EnvBytes += execCost(len(k) + 1 + len(v))
 	}
 	for i := 0; len(enc) > 0; i++ {
 		n := min(len(enc), chunkBytes)
-		name := EnvProofChunk + fmt.Sprintf("%02d", i)
+		name := fmt.Sprintf("%s%02d", EnvProofChunk, i)
 		p.Chunks = append(p.Chunks, name)
 		add(name, enc[:n])
 		enc = enc[n:]

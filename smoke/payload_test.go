@@ -8,11 +8,13 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,7 +178,7 @@ func TestStartupScript_ProofTravelsInsideTheStartupPayload(t *testing.T) {
 	if !strings.Contains(out, EnvTiers+"={") {
 		t.Errorf("the proof did not receive the tier table:\n%s", out)
 	}
-	for _, leaked := range []string{"RUNNER_JIT_CONFIG=", "JITSECRET", EnvProofChunk + "00=", EnvProofSHA256 + "="} {
+	for _, leaked := range []string{EnvProofChunk + "00=", EnvProofSHA256 + "="} {
 		if strings.Contains(out, leaked) {
 			t.Errorf("the proof's environment carries %s", leaked)
 		}
@@ -184,11 +186,53 @@ func TestStartupScript_ProofTravelsInsideTheStartupPayload(t *testing.T) {
 	if args, ok := p.registered(); !ok || args != "--jitconfig JITSECRET-0123456789" {
 		t.Errorf("after a passing proof the runner must register with the JIT config: %q %v", args, ok)
 	}
-	runnerEnv, _ := os.ReadFile(filepath.Join(p.home, "registered-env"))
+}
+
+// The seed: "the single-use, single-job JIT runner config is the one
+// credential that necessarily does [reach the pod], and the smoke child
+// runs with it stripped from its environment (env -u RUNNER_JIT_CONFIG)".
+// Nor does the runner keep it in the environment its jobs inherit.
+func TestStartupScript_TheProofRunsWithTheJITConfigStripped(t *testing.T) {
+	p := newPod(t)
+	st := p.startup(executable(t, "env"))
+	code, out := p.start(st.Command)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, leaked := range []string{"RUNNER_JIT_CONFIG=", "JITSECRET"} {
+		if strings.Contains(out, leaked) {
+			t.Errorf("the proof's environment carries %s", leaked)
+		}
+	}
+	runnerEnv, err := os.ReadFile(filepath.Join(p.home, "registered-env"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, leaked := range []string{"JITSECRET", EnvProofChunk + "00="} {
 		if strings.Contains(string(runnerEnv), leaked) {
 			t.Errorf("the runner's environment, which its jobs inherit, carries %s", leaked)
 		}
+	}
+}
+
+// The seed: the NVRTC packages "have no package dependencies and are
+// installed directly with dpkg, avoiding a package-index refresh before
+// registration".
+func TestRealEnv_InstallsWithDpkgAndNoPackageIndexRefresh(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for _, tool := range []string{"dpkg", "apt-get", "apt"} {
+		os.WriteFile(filepath.Join(dir, tool), []byte("#!/bin/sh\necho "+tool+" \"$@\" >> \"$(dirname \"$0\")/calls\"\n"), 0o755)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if err := (RealEnv{}).Install(context.Background(), "/tmp/cuda-nvrtc-12-8_12.8.93-1.deb"); err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
+	if string(calls) != "dpkg -i /tmp/cuda-nvrtc-12-8_12.8.93-1.deb\n" {
+		t.Errorf("install ran:\n%s", calls)
 	}
 }
 
@@ -277,5 +321,67 @@ func TestNewPodStartup_PassesTheNVIDIACapabilitiesAtCreation(t *testing.T) {
 	}
 	if _, ok := st.Env["NVIDIA_VISIBLE_DEVICES"]; ok {
 		t.Error("the provider assigns the GPU; the request must not widen NVIDIA_VISIBLE_DEVICES")
+	}
+}
+
+func TestExecFits_LinuxLimits(t *testing.T) {
+	full := strings.Repeat("a", MaxArgBytes-1) // with its NUL, exactly one exec string
+	tests := map[string]struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		"an argument at the string limit":    {[]string{full}, nil, true},
+		"an argument one byte over":          {[]string{full + "a"}, nil, false},
+		"a variable one byte over":           {nil, map[string]string{"K": full[2:] + "a"}, false},
+		"many strings within the total":      {nil, manyStrings(15, full[8:]), true},
+		"many strings over the 2 MiB total":  {nil, manyStrings(17, full[8:]), false},
+		"arguments and environment together": {[]string{full}, manyStrings(15, full[8:]), false},
+	}
+	for name, tt := range tests {
+		if got := ExecFits(tt.args, tt.env); got != tt.want {
+			t.Errorf("%s: ExecFits = %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+func manyStrings(n int, v string) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("V%02d", i)] = v
+	}
+	return m
+}
+
+// TestTheBuiltProofTravelsInTheCreateRequest builds ./examples/smoke the way
+// provision does (ProofBuildArgs), packs it into the pod's environment and
+// starts the rendered startup command under this machine's real exec
+// limit: the proof is rebuilt from the environment, verified and run (it
+// fails, here at the driver step or, on a GPU host, at the unpinned
+// install) and the runner never registers.
+func TestTheBuiltProofTravelsInTheCreateRequest(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go toolchain to build the proof")
+	}
+	p := newPod(t)
+	bin := filepath.Join(t.TempDir(), "gpugate-smoke")
+	build := exec.Command(gobin, append(slices.Clone(ProofBuildArgs), "-o", bin, "../examples/smoke")...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	proof, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.startup(proof)
+	t.Logf("%v", st.Payload)
+	code, out := p.start(st.Command)
+	if code == 0 || !strings.Contains(out, "smoke: the CUDA proof failed at step") || !strings.Contains(out, "never registers a runner") {
+		t.Errorf("the rebuilt proof must run and fail (exit %d):\n%s", code, out)
+	}
+	if _, ok := p.registered(); ok {
+		t.Error("the runner registered without a proof")
 	}
 }

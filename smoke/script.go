@@ -140,10 +140,11 @@ exec ./run.sh --jitconfig "$jit"
 
 // Fits reports whether a rendered script fits in one exec argument, the
 // way a pod's startup command is passed.
-func Fits(script string) bool { return len(script) <= MaxArgBytes }
+func Fits(script string) bool { return ExecFits([]string{script}, nil) }
 
 // StartupCommand wraps a script as the pod's startup command: bash -c with
-// the script single-quoted (a quote inside becomes '\”).
+// the script single-quoted (a quote inside closes the quoting, is escaped,
+// and reopens it).
 func StartupCommand(script string) string {
 	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
 }

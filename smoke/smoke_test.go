@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 )
 
 const banner = `+-----------------------------------------------------------------------------------------+
@@ -107,22 +108,30 @@ func FuzzParseVersion(f *testing.F) {
 	})
 }
 
-// exampleConfig is the seed's tier table (tiers.Example, which this
-// package's tests cannot import) in the JSON form the pod receives.
-const exampleConfig = `{"min_vram_gb": 20, "tiers": [
- {"name": "full", "cuda": "12.8", "package": "cuda-nvrtc-12-8", "version": "12.8.93-1",
-  "url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-nvrtc-12-8_12.8.93-1_amd64.deb",
-  "sha256": "", "lib_dir": "/usr/local/cuda-12.8/targets/x86_64-linux/lib"},
- {"name": "baseline", "cuda": "12.6", "package": "cuda-nvrtc-12-6", "version": "12.6.85-1",
-  "url": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/cuda-nvrtc-12-6_12.6.85-1_amd64.deb",
-  "sha256": "", "lib_dir": "/usr/local/cuda-12.6/targets/x86_64-linux/lib"}]}`
-
+// example is the seed's tier table, read from tiers/example.yml (this
+// package's tests cannot import package tiers, which imports this one).
 func example() Config {
-	cfg, err := ParseConfigJSON([]byte(exampleConfig))
+	data, err := os.ReadFile(filepath.Join("tiers", "example.yml"))
 	if err != nil {
 		panic(err)
 	}
+	var cfg Config
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		panic(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
 	return cfg
+}
+
+// exampleJSON is the example in the JSON form the pod receives.
+func exampleJSON() string {
+	js, err := example().JSON()
+	if err != nil {
+		panic(err)
+	}
+	return js
 }
 
 func tiers() []Tier { return example().Tiers }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 
 	"github.com/gpugate/gpugate/runpod"
@@ -73,9 +74,7 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, required bool) (smoke.PodStartu
 	if tmpl.Env == nil {
 		tmpl.Env = map[string]string{}
 	}
-	for k, v := range st.Env {
-		tmpl.Env[k] = v
-	}
+	maps.Copy(tmpl.Env, st.Env)
 	tmpl.Args = runpod.Secret(st.Command)
 	return st, nil
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/smoke"
 )
 
 // CapacityDetail is RunPod's capacity-miss text, sent with a 400.
@@ -776,39 +777,13 @@ func (s *Server) createPod(w http.ResponseWriter, body []byte) {
 		p.disk = *b.Disk
 	}
 	p.behavior = s.behaviorFor(g.ID)
-	if !execFits(p.env, p.args) {
+	if !smoke.ExecFits([]string{p.args}, p.env) {
 		// The container's entrypoint cannot be exec'd (E2BIG): it exits
 		// as soon as it starts, and no runner ever appears.
 		p.behavior.ExitAfter, p.behavior.NeverRun = time.Nanosecond, false
 	}
 	s.pods = append(s.pods, p)
 	writeJSON(w, http.StatusCreated, s.render(p, time.Now()))
-}
-
-// Linux's exec limits, which the container's entrypoint meets: one
-// argument or "NAME=value" string at most 128 KiB (MAX_ARG_STRLEN), all of
-// them with their pointers at most a quarter of the usual 8 MiB stack.
-const (
-	maxArgStrlen = 128 << 10
-	argMax       = 2 << 20
-)
-
-// execFits reports whether a pod's environment and startup command can be
-// exec'd. The command counts as one string: the script inside it is nearly
-// all of it.
-func execFits(env map[string]string, args string) bool {
-	total := len(args) + 1 + 8
-	if len(args)+1 > maxArgStrlen {
-		return false
-	}
-	for k, v := range env {
-		n := len(k) + 1 + len(v) + 1
-		if n > maxArgStrlen {
-			return false
-		}
-		total += n + 8
-	}
-	return total <= argMax
 }
 
 func (s *Server) behaviorFor(gpuID string) Behavior {

@@ -78,16 +78,7 @@ func TestBehaviorsExitErrorAndLostRuntime(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := runpodtest.New()
 				srv.SetBehavior("NVIDIA L4", tt.b)
-				c, _ := srv.NewClient()
-				p, err := c.CreatePod(context.Background(), req("a", "NVIDIA L4"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				faketime.Advance(5 * time.Minute)
-				got, err := c.GetPod(context.Background(), p.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := podAfter(t, srv, req("a", "NVIDIA L4"), 5*time.Minute)
 				if got.Status != tt.want || (got.Runtime != nil) != tt.hasRuntime {
 					t.Errorf("status %s runtime %v, want %s runtime=%v", got.Status, got.Runtime, tt.want, tt.hasRuntime)
 				}
@@ -211,29 +202,31 @@ func TestAPodBeyondTheExecLimitExitsAtOnce(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := runpodtest.New()
-				c, _ := srv.NewClient()
 				r := req("a", "NVIDIA L4")
-				r.Env = map[string]string{}
-				for k, v := range tt.env {
-					r.Env[k] = v
-				}
-				r.Args = runpod.Secret(tt.args)
-				p, err := c.CreatePod(context.Background(), r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				faketime.Advance(5 * time.Minute)
-				got, err := c.GetPod(context.Background(), p.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r.Env, r.Args = tt.env, runpod.Secret(tt.args)
+				got := podAfter(t, runpodtest.New(), r, 5*time.Minute)
 				if got.Status != tt.want {
 					t.Errorf("status %s, want %s", got.Status, tt.want)
 				}
 			})
 		})
 	}
+}
+
+// podAfter creates the pod and reads it back after d.
+func podAfter(t *testing.T, srv *runpodtest.Server, r runpod.CreatePodRequest, d time.Duration) *runpod.Pod {
+	t.Helper()
+	c, _ := srv.NewClient()
+	p, err := c.CreatePod(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faketime.Advance(d)
+	got, err := c.GetPod(context.Background(), p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func manyChunks(n int, v string) map[string]string {
