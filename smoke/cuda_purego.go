@@ -97,19 +97,25 @@ func OpenCUDA(libDir string) (CUDA, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// Driver calls must stay on one OS thread with the current context.
+	// The context is current only on the thread that creates it: driver
+	// calls stay on this OS thread until Close.
 	runtime.LockOSThread()
-	if err := cuCheck("cuInit", c.cuInit(0)); err != nil {
-		return nil, err
-	}
-	var dev int32
-	if err := cuCheck("cuDeviceGet", c.cuDeviceGet(&dev, 0)); err != nil {
-		return nil, err
-	}
-	if err := cuCheck("cuCtxCreate", c.cuCtxCreate(&c.ctx, 0, dev)); err != nil {
+	if err := c.createContext(); err != nil {
+		runtime.UnlockOSThread()
 		return nil, err
 	}
 	return c, nil
+}
+
+func (c *puregoCUDA) createContext() error {
+	if err := cuCheck("cuInit", c.cuInit(0)); err != nil {
+		return err
+	}
+	var dev int32
+	if err := cuCheck("cuDeviceGet", c.cuDeviceGet(&dev, 0)); err != nil {
+		return err
+	}
+	return cuCheck("cuCtxCreate", c.cuCtxCreate(&c.ctx, 0, dev))
 }
 
 func (c *puregoCUDA) DriverVersion() (Version, error) {
@@ -168,8 +174,8 @@ func (c *puregoCUDA) Compile(src, name, arch string) ([]byte, error) {
 }
 
 func (c *puregoCUDA) Launch(ptx []byte, kernel string, a, b []float32) ([]float32, error) {
-	if len(a) != len(b) || len(a) == 0 {
-		return nil, fmt.Errorf("smoke: launch needs two equal, non-empty inputs")
+	if len(a) != len(b) || len(a) == 0 || len(ptx) == 0 {
+		return nil, fmt.Errorf("smoke: launch needs PTX and two equal, non-empty inputs (got %d bytes of PTX, %d and %d values)", len(ptx), len(a), len(b))
 	}
 	if ptx[len(ptx)-1] != 0 {
 		ptx = append(ptx, 0)

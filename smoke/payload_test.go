@@ -150,7 +150,12 @@ func executable(t *testing.T, name string) []byte {
 // environment, plus a JIT config, into the pod.
 func (p *pod) startup(proof []byte) PodStartup {
 	p.t.Helper()
-	st, err := NewPodStartup(example(), proof, ScriptParams{RunnerDir: p.home})
+	return p.startupWith(example(), proof)
+}
+
+func (p *pod) startupWith(cfg Config, proof []byte) PodStartup {
+	p.t.Helper()
+	st, err := NewPodStartup(cfg, proof, ScriptParams{RunnerDir: p.home})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -353,18 +358,19 @@ func manyStrings(n int, v string) map[string]string {
 	return m
 }
 
-// TestTheBuiltProofTravelsInTheCreateRequest builds ./examples/smoke the way
-// provision does (ProofBuildArgs), packs it into the pod's environment and
+// TestTheBuiltProof builds ./examples/smoke the way provision does
+// (ProofBuildArgs, CGO_ENABLED=0), packs it into the pod's environment and
 // starts the rendered startup command under this machine's real exec
-// limit: the proof is rebuilt from the environment, verified and run (it
-// fails, here at the driver step or, on a GPU host, at the unpinned
-// install) and the runner never registers.
-func TestTheBuiltProofTravelsInTheCreateRequest(t *testing.T) {
+// limit. The proof is rebuilt from the environment, verified and run: on a
+// host without a driver it fails and the runner never registers; on a host
+// with nvidia-smi, curl, dpkg and a dynamically loaded driver (the C
+// stand-ins in testdata/fakecuda) it passes every step through purego's
+// ABI, and only then does the runner register.
+func TestTheBuiltProof(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go toolchain to build the proof")
 	}
-	p := newPod(t)
 	bin := filepath.Join(t.TempDir(), "gpugate-smoke")
 	build := exec.Command(gobin, append(slices.Clone(ProofBuildArgs), "-o", bin, "../examples/smoke")...)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -375,13 +381,94 @@ func TestTheBuiltProofTravelsInTheCreateRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := p.startup(proof)
-	t.Logf("%v", st.Payload)
-	code, out := p.start(st.Command)
-	if code == 0 || !strings.Contains(out, "smoke: the CUDA proof failed at step") || !strings.Contains(out, "never registers a runner") {
-		t.Errorf("the rebuilt proof must run and fail (exit %d):\n%s", code, out)
+
+	t.Run("travels in the create request and fails without a driver", func(t *testing.T) {
+		p := newPod(t)
+		st := p.startup(proof)
+		t.Logf("%v", st.Payload)
+		code, out := p.start(st.Command)
+		if code == 0 || !strings.Contains(out, "smoke: the CUDA proof failed at step") || !strings.Contains(out, "never registers a runner") {
+			t.Errorf("the rebuilt proof must run and fail (exit %d):\n%s", code, out)
+		}
+		if _, ok := p.registered(); ok {
+			t.Error("the runner registered without a proof")
+		}
+	})
+
+	t.Run("passes every step on a GPU host, then the runner registers", func(t *testing.T) {
+		p := gpuPod(t)
+		code, out := p.start(p.startupWith(p.cfg, proof).Command)
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		for _, step := range []string{StepDriver, StepTier, StepInstall, StepCompile, StepLaunch, StepVRAM} {
+			if !strings.Contains(out, "ok   "+step) {
+				t.Errorf("step %s did not pass:\n%s", step, out)
+			}
+		}
+		for _, want := range []string{"tier full (NVRTC 12.8)", "for compute_90", "verified 4096 values", "CUDA proof passed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the proof's output lacks %q:\n%s", want, out)
+			}
+		}
+		if calls, _ := os.ReadFile(filepath.Join(p.bin, "calls")); string(calls) != "curl\ndpkg -i\n" {
+			t.Errorf("the pod ran %q, want one download and one dpkg -i", calls)
+		}
+		if args, ok := p.registered(); !ok || args != "--jitconfig JITSECRET-0123456789" {
+			t.Errorf("after a passing proof the runner must register: %q %v", args, ok)
+		}
+	})
+
+	t.Run("a launch failure stops the container before registration", func(t *testing.T) {
+		p := gpuPod(t)
+		p.env["FAKE_CUDA_FAIL"] = "cuLaunchKernel=719"
+		code, out := p.start(p.startupWith(p.cfg, proof).Command)
+		if code == 0 || !strings.Contains(out, "failed at step launch") || !strings.Contains(out, "cuLaunchKernel failed: CUDA_ERROR_LAUNCH_FAILED (719)") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+		if _, ok := p.registered(); ok {
+			t.Error("the runner registered after a failed launch")
+		}
+	})
+}
+
+// gpuPod is a pod on a GPU host: an H200 behind nvidia-smi, curl serving
+// the tier's package, dpkg installing its libnvrtc into the tier's lib_dir,
+// and the fake driver on the loader's path. Its cfg pins the package.
+type podWithGPU struct {
+	*pod
+	cfg Config
+}
+
+func gpuPod(t *testing.T) podWithGPU {
+	t.Helper()
+	libs := fakeLibs(t)
+	p := newPod(t)
+	deb := filepath.Join(t.TempDir(), "cuda-nvrtc.deb")
+	if err := os.WriteFile(deb, debBytes, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := p.registered(); ok {
-		t.Error("the runner registered without a proof")
+	libDir := t.TempDir()
+	cfg := pinned()
+	for i := range cfg.Tiers {
+		cfg.Tiers[i].LibDir = libDir
 	}
+	calls := filepath.Join(p.bin, "calls")
+	for name, body := range map[string]string{
+		"nvidia-smi": `case "$1" in
+--query-gpu=*) echo "NVIDIA H200, 570.124.06, 143771, 9.0" ;;
+*) echo '| NVIDIA-SMI 570.124.06             Driver Version: 570.124.06     CUDA Version: 12.8     |' ;;
+esac`,
+		"curl": `echo curl >> ` + calls + `
+while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done
+cp ` + deb + ` "$out"`,
+		"dpkg": `echo dpkg "$1" >> ` + calls + `
+cmp -s "$2" ` + deb + ` && cp ` + filepath.Join(libs, "libnvrtc.so.12") + " " + libDir + "/",
+	} {
+		if err := os.WriteFile(filepath.Join(p.bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.env["LD_LIBRARY_PATH"] = libs
+	return podWithGPU{p, cfg}
 }

@@ -1,0 +1,267 @@
+package smoke
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ebitengine/purego"
+)
+
+// fakeLibs builds the C stand-ins for libcuda.so.1 and libnvrtc.so.12 in
+// testdata/fakecuda (the real symbol names and signatures, no GPU) into a
+// temporary directory and returns it.
+func fakeLibs(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the proof's CUDA backend runs on Linux only")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler to build the fake driver")
+	}
+	dir := t.TempDir()
+	for lib, src := range map[string]string{"libcuda.so.1": "libcuda.c", "libnvrtc.so.12": "libnvrtc.c"} {
+		out, err := exec.Command(cc, "-Wall", "-shared", "-fPIC", "-Wl,-soname,"+lib,
+			"-o", filepath.Join(dir, lib), filepath.Join("testdata", "fakecuda", src)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", lib, err, out)
+		}
+	}
+	return dir
+}
+
+// fakeDriver is the fake libcuda and libnvrtc loaded into this process:
+// the proof's OpenCUDA finds the driver by its soname, which the fake
+// already loaded carries.
+type fakeDriver struct {
+	dir                 string
+	cudaSet, nvrtcSet   func(name string, value int32)
+	cudaLeft, nvrtcLeft func() int64
+}
+
+// loadFakeDriver loads the fakes once per test binary (the dynamic loader
+// never unloads them) and resets their settings after each test.
+func loadFakeDriver(t *testing.T) *fakeDriver {
+	t.Helper()
+	if os.Getenv("GPUGATE_REAL_GPU") == "1" {
+		t.Skip("GPUGATE_REAL_GPU=1: the real driver is tested; a fake must not shadow it in this process")
+	}
+	if loaded == nil {
+		dir := fakeLibs(t)
+		// Keep the libraries for the life of the process (TestMain
+		// removes them).
+		keep, err := os.MkdirTemp("", "gpugate-fakecuda")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &fakeDriver{dir: keep}
+		for lib, bind := range map[string]func(uintptr){
+			"libcuda.so.1": func(h uintptr) {
+				purego.RegisterLibFunc(&d.cudaSet, h, "fake_cuda_set")
+				purego.RegisterLibFunc(&d.cudaLeft, h, "fake_cuda_outstanding")
+			},
+			"libnvrtc.so.12": func(h uintptr) {
+				purego.RegisterLibFunc(&d.nvrtcSet, h, "fake_nvrtc_set")
+				purego.RegisterLibFunc(&d.nvrtcLeft, h, "fake_nvrtc_outstanding")
+			},
+		} {
+			b, err := os.ReadFile(filepath.Join(dir, lib))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(keep, lib), b, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := purego.Dlopen(filepath.Join(keep, lib), purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			if err != nil {
+				t.Fatalf("load the fake %s: %v", lib, err)
+			}
+			bind(h)
+		}
+		loaded = d
+	}
+	t.Cleanup(func() {
+		loaded.cudaSet("version", 12080)
+		loaded.cudaSet("sm", 90)
+		loaded.cudaSet("none", 0)
+		loaded.nvrtcSet("version", 12080)
+		loaded.nvrtcSet("none", 0)
+	})
+	return loaded
+}
+
+var loaded *fakeDriver
+
+// TestMain removes the fake driver's libraries, which outlive each test.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if loaded != nil {
+		os.RemoveAll(loaded.dir)
+	}
+	os.Exit(code)
+}
+
+// open opens the backend against the fakes and checks, when the test
+// ends, that everything it created was released.
+func (d *fakeDriver) open(t *testing.T) CUDA {
+	t.Helper()
+	cuda, err := OpenCUDA(d.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cuda.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if n, m := d.cudaLeft(), d.nvrtcLeft(); n != 0 || m != 0 {
+			t.Errorf("left behind %d driver objects (contexts, modules, allocations) and %d NVRTC programs", n, m)
+		}
+	})
+	return cuda
+}
+
+func operands(n int) (a, b []float32) {
+	a, b = make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], b[i] = float32(i), float32(2*i)+0.5
+	}
+	return a, b
+}
+
+func cudaError(t *testing.T, err error, call, name string) *CUDAError {
+	t.Helper()
+	var ce *CUDAError
+	if !errors.As(err, &ce) || ce.Call != call || ce.Name() != name {
+		t.Fatalf("err = %v, want %s from %s", err, name, call)
+	}
+	return ce
+}
+
+// The purego bindings against a dynamically loaded driver with the real
+// symbols and C signatures: versions, NVRTC compilation for the device's
+// architecture, PTX loaded by the driver, kernel parameters passed by
+// pointer, a launch over 16 blocks, read-back, and every driver object
+// released.
+func TestOpenCUDA_CompilesLoadsLaunchesAndReadsBackThroughTheDriverABI(t *testing.T) {
+	cuda := loadFakeDriver(t).open(t)
+	drv, err := cuda.DriverVersion()
+	if err != nil || drv != (Version{12, 8}) {
+		t.Fatalf("DriverVersion = %v, %v", drv, err)
+	}
+	nv, err := cuda.NVRTCVersion()
+	if err != nil || nv != (Version{12, 8}) {
+		t.Fatalf("NVRTCVersion = %v, %v", nv, err)
+	}
+	ptx, err := cuda.Compile(KernelSource, "gpugate_add.cu", "compute_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ptx), ".target sm_90") || ptx[len(ptx)-1] != 0 {
+		t.Errorf("PTX for compute_90 must target sm_90 and end in NUL:\n%s", ptx)
+	}
+	a, b := operands(4096)
+	c, err := cuda.Launch(ptx, "gpugate_add", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range c {
+		if c[i] != a[i]+b[i] {
+			t.Fatalf("c[%d] = %v, want %v", i, c[i], a[i]+b[i])
+		}
+	}
+}
+
+// Seed: the proof fails at compilation when NVRTC cannot build the kernel,
+// and says why: the error is named and carries NVRTC's log.
+func TestOpenCUDA_ACompileFailureCarriesNVRTCsLog(t *testing.T) {
+	d := loadFakeDriver(t)
+	cuda := d.open(t)
+	d.nvrtcSet("nvrtcCompileProgram", 6)
+	_, err := cuda.Compile(KernelSource, "gpugate_add.cu", "compute_90")
+	ce := cudaError(t, err, "nvrtcCompileProgram", "NVRTC_ERROR_COMPILATION")
+	if !strings.Contains(ce.Log, "gpugate_add.cu(1): error: injected failure") || !strings.Contains(err.Error(), ce.Log) {
+		t.Errorf("the error must carry the compile log: %v", err)
+	}
+}
+
+// Seed: compile "for the device's compute capability" with an NVRTC
+// "never newer than the driver". The reasons, at the driver's interface:
+// PTX from a newer NVRTC, or for a newer architecture than the device's,
+// does not load, and the error names why.
+func TestOpenCUDA_PTXTheDeviceCannotRunDoesNotLoad(t *testing.T) {
+	tests := map[string]struct {
+		driver int32
+		arch   string
+		want   string
+	}{
+		"NVRTC 12.8 on a 12.6 driver": {12060, "compute_90", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"},
+		"compute_100 on an sm_90 GPU": {12080, "compute_100", "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := loadFakeDriver(t)
+			d.cudaSet("version", tt.driver)
+			cuda := d.open(t)
+			ptx, err := cuda.Compile(KernelSource, "gpugate_add.cu", tt.arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := operands(16)
+			_, err = cuda.Launch(ptx, "gpugate_add", a, b)
+			cudaError(t, err, "cuModuleLoadData", tt.want)
+		})
+	}
+}
+
+// A failed launch or synchronize is named, and the module and device
+// memory are released all the same.
+func TestOpenCUDA_ALaunchFailureIsNamedAndReleasesEverything(t *testing.T) {
+	for _, tt := range []struct {
+		call string
+		code int32
+		name string
+	}{
+		{"cuLaunchKernel", 719, "CUDA_ERROR_LAUNCH_FAILED"},
+		{"cuCtxSynchronize", 700, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+		{"cuMemcpyDtoH_v2", 214, "CUDA_ERROR_ECC_UNCORRECTABLE"},
+	} {
+		t.Run(tt.call, func(t *testing.T) {
+			d := loadFakeDriver(t)
+			cuda := d.open(t)
+			ptx, err := cuda.Compile(KernelSource, "gpugate_add.cu", "compute_90")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.cudaSet(tt.call, tt.code)
+			a, b := operands(16)
+			_, err = cuda.Launch(ptx, "gpugate_add", a, b)
+			cudaError(t, err, strings.TrimSuffix(tt.call, "_v2"), tt.name)
+		})
+	}
+}
+
+// Seed: the driver must be visible. A host whose driver has no usable
+// device fails at OpenCUDA with the code's name.
+func TestOpenCUDA_NoDeviceIsNamed(t *testing.T) {
+	d := loadFakeDriver(t)
+	d.cudaSet("cuInit", 100)
+	_, err := OpenCUDA(d.dir)
+	cudaError(t, err, "cuInit", "CUDA_ERROR_NO_DEVICE")
+	if n := d.cudaLeft(); n != 0 {
+		t.Errorf("%d driver objects left after a failed open", n)
+	}
+}
+
+func TestOpenCUDA_NoNVRTCInTheTiersLibDirIsAClearError(t *testing.T) {
+	loadFakeDriver(t)
+	dir := t.TempDir()
+	_, err := OpenCUDA(dir)
+	if err == nil || !strings.Contains(err.Error(), "no loadable libnvrtc.so in "+dir) {
+		t.Errorf("err = %v", err)
+	}
+}
