@@ -12,10 +12,46 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// fakeLibs builds the C stand-ins for libcuda.so.1 and libnvrtc.so.12 in
-// testdata/fakecuda (the real symbol names and signatures, no GPU) into a
-// temporary directory and returns it.
-func fakeLibs(t *testing.T) string {
+// fakeLibs builds the C stand-ins in testdata/fakecuda (the real symbol
+// names and signatures, no GPU) under base: the driver, libcuda.so.1, in
+// base/driver, and NVRTC 12.8 in base/nvrtc laid out as the
+// cuda-nvrtc-12-8 package installs it (libnvrtc.so.12.8.93 and
+// libnvrtc-builtins.so.12.8.93, each with its soname as a link).
+func fakeLibs(t *testing.T, base string) fakeLibDirs {
+	t.Helper()
+	cc := compiler(t)
+	dirs := fakeLibDirs{driver: filepath.Join(base, "driver"), nvrtc: filepath.Join(base, "nvrtc")}
+	for _, dir := range []string{dirs.driver, dirs.nvrtc} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lib := range []struct{ dir, file, soname, src, ldflags string }{
+		{dirs.driver, "libcuda.so.1", "libcuda.so.1", "libcuda.c", ""},
+		{dirs.nvrtc, "libnvrtc.so.12.8.93", "libnvrtc.so.12", "libnvrtc.c", "-ldl"},
+		{dirs.nvrtc, "libnvrtc-builtins.so.12.8.93", "libnvrtc-builtins.so.12.8", "libnvrtc-builtins.c", ""},
+	} {
+		args := []string{"-Wall", "-shared", "-fPIC", "-Wl,-soname," + lib.soname, "-o", filepath.Join(lib.dir, lib.file), filepath.Join("testdata", "fakecuda", lib.src)}
+		if lib.ldflags != "" {
+			args = append(args, lib.ldflags)
+		}
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", lib.file, err, out)
+		}
+		if lib.file != lib.soname {
+			if err := os.Symlink(lib.file, filepath.Join(lib.dir, lib.soname)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dirs
+}
+
+type fakeLibDirs struct{ driver, nvrtc string }
+
+// compiler returns the C compiler, or skips the test where the fakes cannot
+// be built or the backend cannot run.
+func compiler(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the proof's CUDA backend runs on Linux only")
@@ -24,22 +60,15 @@ func fakeLibs(t *testing.T) string {
 	if err != nil {
 		t.Skip("no C compiler to build the fake driver")
 	}
-	dir := t.TempDir()
-	for lib, src := range map[string]string{"libcuda.so.1": "libcuda.c", "libnvrtc.so.12": "libnvrtc.c"} {
-		out, err := exec.Command(cc, "-Wall", "-shared", "-fPIC", "-Wl,-soname,"+lib,
-			"-o", filepath.Join(dir, lib), filepath.Join("testdata", "fakecuda", src)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("build %s: %v\n%s", lib, err, out)
-		}
-	}
-	return dir
+	return cc
 }
 
 // fakeDriver is the fake libcuda and libnvrtc loaded into this process:
 // the proof's OpenCUDA finds the driver by its soname, which the fake
 // already loaded carries.
 type fakeDriver struct {
-	dir                 string
+	keep                string // everything built, removed by TestMain
+	dir                 string // NVRTC's directory, the tier's lib_dir
 	cudaSet, nvrtcSet   func(name string, value int32)
 	cudaLeft, nvrtcLeft func() int64
 }
@@ -52,32 +81,28 @@ func loadFakeDriver(t *testing.T) *fakeDriver {
 		t.Skip("GPUGATE_REAL_GPU=1: the real driver is tested; a fake must not shadow it in this process")
 	}
 	if loaded == nil {
-		dir := fakeLibs(t)
-		// Keep the libraries for the life of the process (TestMain
-		// removes them).
+		// The libraries stay for the life of the process (TestMain
+		// removes them). The driver is loaded here by path; OpenCUDA
+		// then finds it by its soname. NVRTC's directory stands for the
+		// tier's lib_dir, which is not on the loader's search path.
+		compiler(t)
 		keep, err := os.MkdirTemp("", "gpugate-fakecuda")
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &fakeDriver{dir: keep}
+		libs := fakeLibs(t, keep)
+		d := &fakeDriver{keep: keep, dir: libs.nvrtc}
 		for lib, bind := range map[string]func(uintptr){
-			"libcuda.so.1": func(h uintptr) {
+			filepath.Join(libs.driver, "libcuda.so.1"): func(h uintptr) {
 				purego.RegisterLibFunc(&d.cudaSet, h, "fake_cuda_set")
 				purego.RegisterLibFunc(&d.cudaLeft, h, "fake_cuda_outstanding")
 			},
-			"libnvrtc.so.12": func(h uintptr) {
+			filepath.Join(d.dir, "libnvrtc.so.12"): func(h uintptr) {
 				purego.RegisterLibFunc(&d.nvrtcSet, h, "fake_nvrtc_set")
 				purego.RegisterLibFunc(&d.nvrtcLeft, h, "fake_nvrtc_outstanding")
 			},
 		} {
-			b, err := os.ReadFile(filepath.Join(dir, lib))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(keep, lib), b, 0o755)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			h, err := purego.Dlopen(filepath.Join(keep, lib), purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 			if err != nil {
 				t.Fatalf("load the fake %s: %v", lib, err)
 			}
@@ -101,7 +126,7 @@ var loaded *fakeDriver
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if loaded != nil {
-		os.RemoveAll(loaded.dir)
+		os.RemoveAll(loaded.keep)
 	}
 	os.Exit(code)
 }
@@ -261,7 +286,7 @@ func TestOpenCUDA_NoNVRTCInTheTiersLibDirIsAClearError(t *testing.T) {
 	loadFakeDriver(t)
 	dir := t.TempDir()
 	_, err := OpenCUDA(dir)
-	if err == nil || !strings.Contains(err.Error(), "no loadable libnvrtc.so in "+dir) {
+	if !errors.Is(err, ErrLibrary) || !strings.Contains(err.Error(), dir) {
 		t.Errorf("err = %v", err)
 	}
 }

@@ -2,9 +2,9 @@
 
 package smoke
 
-import "errors"
+import "fmt"
 
 // OpenCUDA needs Linux, where the pods run.
 func OpenCUDA(libDir string) (CUDA, error) {
-	return nil, errors.New("smoke: the real CUDA backend runs on Linux only")
+	return nil, fmt.Errorf("%w: the real CUDA backend runs on Linux only", ErrLibrary)
 }

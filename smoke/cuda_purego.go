@@ -47,7 +47,7 @@ func bind(handle uintptr, lib string, fns map[string]any) error {
 	for name, ptr := range fns {
 		sym, err := purego.Dlsym(handle, name)
 		if err != nil {
-			return fmt.Errorf("smoke: %s has no %s: %w", lib, name, err)
+			return fmt.Errorf("%w: %s has no %s (%v): it is not the driver or NVRTC the proof binds", ErrLibrary, lib, name, err)
 		}
 		purego.RegisterFunc(ptr, sym)
 	}
@@ -61,13 +61,13 @@ func OpenCUDA(libDir string) (CUDA, error) {
 	c := &puregoCUDA{}
 	cuda, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return nil, fmt.Errorf("smoke: load the CUDA driver (libcuda.so.1): %w", err)
+		return nil, fmt.Errorf("%w: the CUDA driver libcuda.so.1 (%v): the NVIDIA container runtime mounts it into pods created with NVIDIA_DRIVER_CAPABILITIES including compute", ErrLibrary, err)
 	}
 	// NVRTC loads its builtins library by soname: load it first.
 	if builtins, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc-builtins.so.*")); len(builtins) > 0 {
 		slices.Sort(builtins)
 		if _, err := purego.Dlopen(builtins[len(builtins)-1], purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
-			return nil, fmt.Errorf("smoke: load %s: %w", builtins[len(builtins)-1], err)
+			return nil, fmt.Errorf("%w: %s (%v)", ErrLibrary, builtins[len(builtins)-1], err)
 		}
 	}
 	candidates, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc.so*"))
@@ -79,7 +79,7 @@ func OpenCUDA(libDir string) (CUDA, error) {
 		}
 	}
 	if nvrtc == 0 {
-		return nil, fmt.Errorf("smoke: no loadable libnvrtc.so in %s (%v)", libDir, err)
+		return nil, fmt.Errorf("%w: no loadable libnvrtc.so in %s (%v): check the tier's lib_dir against where its package installs NVRTC", ErrLibrary, libDir, err)
 	}
 	if err := bind(cuda, "libcuda", map[string]any{
 		"cuInit": &c.cuInit, "cuDriverGetVersion": &c.cuDriverGetVersion, "cuDeviceGet": &c.cuDeviceGet,

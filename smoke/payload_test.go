@@ -433,8 +433,9 @@ func TestTheBuiltProof(t *testing.T) {
 }
 
 // gpuPod is a pod on a GPU host: an H200 behind nvidia-smi, curl serving
-// the tier's package, dpkg installing its libnvrtc into the tier's lib_dir,
-// and the fake driver on the loader's path. Its cfg pins the package.
+// the tier's package, dpkg installing its NVRTC (libnvrtc and its
+// builtins) into the tier's lib_dir, and the fake driver on the loader's
+// path, as the NVIDIA runtime puts it. Its cfg pins the package.
 type podWithGPU struct {
 	*pod
 	cfg Config
@@ -442,7 +443,7 @@ type podWithGPU struct {
 
 func gpuPod(t *testing.T) podWithGPU {
 	t.Helper()
-	libs := fakeLibs(t)
+	libs := fakeLibs(t, t.TempDir())
 	p := newPod(t)
 	deb := filepath.Join(t.TempDir(), "cuda-nvrtc.deb")
 	if err := os.WriteFile(deb, debBytes, 0o644); err != nil {
@@ -463,12 +464,12 @@ esac`,
 while [ $# -gt 0 ]; do [ "$1" = --output ] && out="$2"; shift; done
 cp ` + deb + ` "$out"`,
 		"dpkg": `echo dpkg "$1" >> ` + calls + `
-cmp -s "$2" ` + deb + ` && cp ` + filepath.Join(libs, "libnvrtc.so.12") + " " + libDir + "/",
+cmp -s "$2" ` + deb + ` && cp -P ` + libs.nvrtc + "/* " + libDir + "/",
 	} {
 		if err := os.WriteFile(filepath.Join(p.bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p.env["LD_LIBRARY_PATH"] = libs
+	p.env["LD_LIBRARY_PATH"] = libs.driver
 	return podWithGPU{p, cfg}
 }

@@ -84,6 +84,7 @@ var (
 	ErrNVRTCNewer = errors.New("smoke: NVRTC is newer than the driver")
 	ErrWrongValue = errors.New("smoke: the kernel computed a wrong result")
 	ErrVRAM       = errors.New("smoke: not enough GPU memory")
+	ErrLibrary    = errors.New("smoke: cannot load a CUDA library")
 )
 
 // KernelSource is the tiny kernel the proof compiles.

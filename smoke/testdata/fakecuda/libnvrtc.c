@@ -2,13 +2,16 @@
  * signatures of nvrtc.h, for testing the proof's purego bindings without a
  * GPU. It "compiles" only the proof's kernel: the source must declare
  * extern "C" gpugate_add, and --gpu-architecture=compute_XY must be given;
- * the PTX names the release and the target the way NVRTC's does.
+ * the PTX names the release and the target the way NVRTC's does. Like
+ * NVRTC it loads its builtins library (libnvrtc-builtins.so.M.m) by soname
+ * when it compiles, and fails without it.
  *
  * Configuration (environment, read at load; or fake_nvrtc_set from a test):
  *   FAKE_NVRTC_VERSION  major*1000+minor*10 (default 12080)
  *   FAKE_NVRTC_FAIL     name=code: that call returns code; a failed
  *                       nvrtcCompileProgram leaves a log
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,7 @@ enum {
 	NVRTC_ERROR_INVALID_PROGRAM = 4,
 	NVRTC_ERROR_INVALID_OPTION = 5,
 	NVRTC_ERROR_COMPILATION = 6,
+	NVRTC_ERROR_BUILTIN_OPERATION_FAILURE = 7,
 };
 
 struct program { char *src, *name, *ptx, *log; };
@@ -80,7 +84,9 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int numOptions, const char *cons
 			return NVRTC_ERROR_INVALID_OPTION;
 		}
 	}
-	char log[256] = "";
+	char log[256] = "", builtins[64];
+	snprintf(builtins, sizeof builtins, "libnvrtc-builtins.so.%d.%d", version / 1000, version % 1000 / 10);
+	if (!dlopen(builtins, RTLD_NOW)) return NVRTC_ERROR_BUILTIN_OPERATION_FAILURE;
 	if (INJECTED("nvrtcCompileProgram"))
 		snprintf(log, sizeof log, "%s(1): error: injected failure\n", p->name);
 	else if (!strstr(p->src, "extern \"C\" __global__ void gpugate_add("))
