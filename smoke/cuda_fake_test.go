@@ -290,3 +290,35 @@ func TestOpenCUDA_NoNVRTCInTheTiersLibDirIsAClearError(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// scripts/gpu-check.sh runs the real-hardware test on a GPU host from a
+// prebuilt test binary. Here it runs this test binary against the fakes, so
+// TestRealGPU_PreinstalledNVRTC itself is exercised, not only skipped.
+func TestGPUCheckScript_RunsTheRealGPUTestWithTheInstalledNVRTC(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip(err)
+	}
+	libs := fakeLibs(t, t.TempDir())
+	bin := t.TempDir()
+	smi := "#!/bin/sh\ncase \"$1\" in\n--query-gpu=*) echo 'NVIDIA H200, 580.159.03, 143771, 9.0' ;;\n" +
+		"*) echo '| NVIDIA-SMI 580.159.03    Driver Version: 580.159.03    CUDA Version: 13.0 |' ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(smi), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), self)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"LD_LIBRARY_PATH="+libs.driver, "GPUGATE_REAL_GPU_NVRTC_LIBDIR="+libs.nvrtc)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gpu-check: %v\n%s", err, out)
+	}
+	for _, want := range []string{"NVRTC from " + libs.nvrtc, "--- PASS: TestRealGPU_PreinstalledNVRTC", "4096 values verified"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# gpu-check.sh runs the CUDA proof's real-hardware test
+# (TestRealGPU_PreinstalledNVRTC: nvidia-smi, tier selection, NVRTC
+# compilation, a launch with read-back through the driver, the VRAM floor)
+# on a GPU host that has NVRTC installed but may have neither Go nor network.
+#
+# Build the test binary where Go is, then copy the repository to the GPU host:
+#   CGO_ENABLED=0 go test -c -o bin/smoke.test ./smoke
+#   scripts/gpu-check.sh [bin/smoke.test]
+# With no binary and Go on the PATH it runs `go test` instead.
+# GPUGATE_REAL_GPU_NVRTC_LIBDIR names NVRTC's directory; otherwise the script
+# looks where CUDA toolkits and the nvidia-cuda-nvrtc wheels put libnvrtc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-}"
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+libdir="${GPUGATE_REAL_GPU_NVRTC_LIBDIR:-}"
+if [ -z "$libdir" ]; then
+  candidates=(/usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64 /usr/local/cuda-*/targets/x86_64-linux/lib)
+  while IFS= read -r lib; do candidates+=("$(dirname "$lib")"); done < <(
+    ldconfig -p 2>/dev/null | awk '/libnvrtc\.so/ {print $NF}'
+    python3 -c 'import site; print("\n".join(site.getsitepackages()))' 2>/dev/null |
+      while IFS= read -r sp; do find "$sp/nvidia" -maxdepth 3 -name 'libnvrtc.so*' 2>/dev/null; done
+  )
+  for d in "${candidates[@]}"; do
+    if compgen -G "$d/libnvrtc.so*" >/dev/null; then libdir="$d"; break; fi
+  done
+fi
+if [ -z "$libdir" ]; then
+  echo "gpu-check: no libnvrtc found; set GPUGATE_REAL_GPU_NVRTC_LIBDIR to its directory" >&2
+  exit 2
+fi
+echo "gpu-check: NVRTC from $libdir: $(cd "$libdir" && ls libnvrtc*.so* | tr '\n' ' ')"
+export GPUGATE_REAL_GPU=1 GPUGATE_REAL_GPU_NVRTC_LIBDIR="$libdir"
+if [ -n "$bin" ]; then
+  bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
+  cd smoke && exec "$bin" -test.run '^TestRealGPU_PreinstalledNVRTC$' -test.v -test.count=1
+fi
+exec go test ./smoke -run '^TestRealGPU_PreinstalledNVRTC$' -v -count=1
