@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v66/github"
+	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -80,10 +78,7 @@ func TestFindArtifact_NewestTrustedByExactName(t *testing.T) {
 			fmt.Fprint(w, `{"id":100,"path":".github/workflows/ci-cache-publish.yml","event":"push","head_branch":"main","head_repository":{"id":42}}`)
 		}
 	})
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
+	c, srv := githubtest.New(t, mux)
 	a, reason := FindArtifact(context.Background(), c, SeedPolicy("o", "r", 42), "cuda-archive-v1-abc")
 	if a == nil || a.ID != 2 || !strings.HasPrefix(reason, "hit: artifact 2 from run 200") {
 		t.Errorf("%+v %s", a, reason)

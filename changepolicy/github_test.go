@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
 // fakePR serves one pull request with n files, reporting changedFiles.
@@ -22,7 +22,7 @@ func fakePR(t *testing.T, n, changedFiles int) *github.Client {
 	mux.HandleFunc("GET /repos/o/r/pulls/7", func(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"number": 7, "changed_files": changedFiles})
 	})
-	var srv *httptest.Server
+	var base string
 	mux.HandleFunc("GET /repos/o/r/pulls/7/files", func(w http.ResponseWriter, r *http.Request) {
 		if got := r.URL.Query().Get("per_page"); got != "100" {
 			t.Errorf("per_page = %q, want 100", got)
@@ -41,15 +41,13 @@ func fakePR(t *testing.T, n, changedFiles int) *github.Client {
 			files = append(files, f)
 		}
 		if end < min(n, GitHubFileCap) {
-			next := fmt.Sprintf("%s/repos/o/r/pulls/7/files?per_page=100&page=%d", srv.URL, page+1)
+			next := fmt.Sprintf("%s/repos/o/r/pulls/7/files?per_page=100&page=%d", base, page+1)
 			w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
 		}
 		json.NewEncoder(w).Encode(files)
 	})
-	srv = httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
+	c, srv := githubtest.New(t, mux)
+	base = srv.URL
 	return c
 }
 
@@ -91,12 +89,9 @@ func TestFromPullRequest_IncompleteListIsAnError(t *testing.T) {
 }
 
 func TestFromPullRequest_APIError(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c, _ := githubtest.New(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
 	}))
-	t.Cleanup(srv.Close)
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
 	_, err := FromPullRequest(context.Background(), c, "o", "r", 7)
 	var ge *github.ErrorResponse
 	if !errors.As(err, &ge) || ge.Response.StatusCode != 404 {

@@ -11,8 +11,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +20,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
 func ts(s string) *time.Time {
@@ -339,11 +339,8 @@ func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
 	mux.HandleFunc("GET /repos/o/r/actions/artifacts/2/zip", func(w http.ResponseWriter, r *http.Request) {
 		hits["archive"]++
 	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
+	c, srv := githubtest.New(t, mux)
 	base = srv.URL
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
 	return c, hits
 }
 

@@ -5,23 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
-func setup(t *testing.T, mux *http.ServeMux) *gate.GitHub {
+func setup(t *testing.T, mux *http.ServeMux) (*gate.GitHub, string) {
 	t.Helper()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
-	return &gate.GitHub{Client: c, Owner: "o", Repo: "r"}
+	c, srv := githubtest.New(t, mux)
+	return &gate.GitHub{Client: c, Owner: "o", Repo: "r"}, srv.URL
 }
 
 func TestGitHub_ListGatesEveryPageWithFilterAll(t *testing.T) {
@@ -39,8 +33,8 @@ func TestGitHub_ListGatesEveryPageWithFilterAll(t *testing.T) {
 		}
 		fmt.Fprintf(w, `{"total_count":2,"check_runs":[{"id":2,"external_id":"runpod-gpu-gate:v1:%s:paid","status":"completed","conclusion":"success","completed_at":"2026-11-29T11:00:00Z","html_url":"https://github.com/o/r/runs/2"}]}`, merge)
 	})
-	gh := setup(t, mux)
-	base = gh.Client.BaseURL.String()[:len(gh.Client.BaseURL.String())-1]
+	gh, srvURL := setup(t, mux)
+	base = srvURL
 	d := gate.LookupReuse(context.Background(), gh, head, merge, gate.DefaultCheckName)
 	if !d.Reuse || d.From.ID != 2 || d.From.URL != "https://github.com/o/r/runs/2" {
 		t.Errorf("%+v", d)
@@ -58,7 +52,7 @@ func TestGitHub_CreateAndUpdateGate(t *testing.T) {
 		json.NewDecoder(r.Body).Decode(&updated)
 		fmt.Fprint(w, `{"id":5,"status":"completed","conclusion":"failure"}`)
 	})
-	gh := setup(t, mux)
+	gh, _ := setup(t, mux)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	if _, err := gate.Publish(context.Background(), gh, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, DetailsURL: "https://x/run/1"}, now); err != nil {
 		t.Fatal(err)
@@ -92,7 +86,7 @@ func TestGitHub_RepoSurface(t *testing.T) {
 	mux.HandleFunc("GET /repos/o/r/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `[{"id":1,"user":{"login":"maint"},"body":"%s"}]`, gate.EvidenceMarker(head))
 	})
-	gh := setup(t, mux)
+	gh, _ := setup(t, mux)
 	ctx := context.Background()
 	if role, err := gh.Permission(ctx, "maint"); err != nil || role != "maintain" {
 		t.Errorf("role %q %v", role, err)
@@ -123,7 +117,7 @@ func TestGitHub_Workflows(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"total_count":1,"workflow_runs":[{"id":9,"status":"completed","conclusion":"success","html_url":"https://x/9","created_at":"2026-11-29T12:00:00Z"}]}`)
 	})
-	gh := setup(t, mux)
+	gh, _ := setup(t, mux)
 	res, err := gate.Recover(context.Background(), gh, gate.RecoverRequest{Workflow: "gpu.yml", PR: 3, Wait: true})
 	if err != nil || res.Run.ID != 9 || dispatched["ref"] != "main" || dispatched["inputs"].(map[string]any)["pr_number"] != "3" {
 		t.Errorf("%+v %v %v", res, err, dispatched)

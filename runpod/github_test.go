@@ -5,23 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/internal/githubtest"
 	"github.com/gpugate/gpugate/runpod"
 )
-
-func fakeGitHub(t *testing.T, mux *http.ServeMux) *github.Client {
-	t.Helper()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	c := github.NewClient(srv.Client())
-	c.BaseURL, _ = url.Parse(srv.URL + "/")
-	return c
-}
 
 func TestGitHubRegistry_MintsJITAndFindsTheRunnerOnALaterPage(t *testing.T) {
 	mux := http.NewServeMux()
@@ -43,8 +33,8 @@ func TestGitHubRegistry_MintsJITAndFindsTheRunnerOnALaterPage(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"total_count":2,"runners":[{"id":1,"name":"gpugate-1-1-c1","status":"online","busy":false,"labels":[{"name":"self-hosted"},{"name":"gpugate-1-1-c1"}]}]}`)
 	})
-	c := fakeGitHub(t, mux)
-	srvURL = c.BaseURL.String()[:len(c.BaseURL.String())-1]
+	c, srv := githubtest.New(t, mux)
+	srvURL = srv.URL
 	reg := &runpod.GitHubRegistry{Client: c, Owner: "acme"}
 	jit, err := reg.MintJIT(context.Background(), "gpugate-1-1-c1", []string{"gpugate-1-1-c1"})
 	if err != nil || jit.Reveal() != "ENCODED" {
@@ -64,12 +54,14 @@ func TestGitHubPR_Current(t *testing.T) {
 	mux.HandleFunc("GET /repos/o/r/pulls/5", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"number":5,"state":"closed","head":{"sha":"abc"}}`)
 	})
-	pr := &runpod.GitHubPR{Client: fakeGitHub(t, mux), Owner: "o", Repo: "r", Number: 5}
+	c, _ := githubtest.New(t, mux)
+	pr := &runpod.GitHubPR{Client: c, Owner: "o", Repo: "r", Number: 5}
 	got, err := pr.Current(context.Background())
 	if err != nil || got.Open || got.HeadSHA != "abc" {
 		t.Errorf("Current = %+v, %v", got, err)
 	}
-	if _, err := (&runpod.GitHubPR{Client: fakeGitHub(t, http.NewServeMux()), Owner: "o", Repo: "r", Number: 6}).Current(context.Background()); err == nil {
+	missing, _ := githubtest.New(t, http.NewServeMux())
+	if _, err := (&runpod.GitHubPR{Client: missing, Owner: "o", Repo: "r", Number: 6}).Current(context.Background()); err == nil {
 		t.Error("a 404 must be an error (unknown state)")
 	}
 }

@@ -12,8 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-github/v66/github"
-
+	"github.com/gpugate/gpugate/internal/githubtest"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
 	"github.com/gpugate/gpugate/spark/sqlitestore"
@@ -79,10 +78,7 @@ func (g *githubServer) handler(t *testing.T) http.Handler {
 // GitHub over HTTP and the controller on a real SQLite file.
 func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 	g := &githubServer{}
-	srv := httptest.NewServer(g.handler(t))
-	defer srv.Close()
-	client := github.NewClient(srv.Client())
-	client.BaseURL, _ = url.Parse(srv.URL + "/")
+	client, srv := githubtest.New(t, g.handler(t))
 	const whSecret = "end-to-end-webhook-secret"
 	in, err := New(SeedConfig(whSecret), nil, &GitHubAPI{Client: client, Org: "acme"}, nil)
 	if err != nil {
