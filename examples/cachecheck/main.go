@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/cachetrust"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
 
@@ -36,11 +37,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	specFile := fs.String("spec", "", "key spec (YAML); default: the Rust workspace spec")
 	toolchain := fs.String("toolchain", "", "toolchain string hashed into the key (e.g. rustc -V)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }

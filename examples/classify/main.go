@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
 
@@ -58,15 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "usage: classify [flags]\n\nWith no flags, classifies a bundled example diff under the bundled example policy.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "classify: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
 	d, err := classify(ctx, o, getenv, stdin)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/runpod"
@@ -52,15 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.kind, "gate-kind", "", "the gate's kind (paid, failed, ...), recorded in the report")
 	fs.StringVar(&o.out, "out", "cost-report.json", "where the cost report goes")
 	fs.BoolVar(&o.simulate, "simulate", false, "delete a fake pod in process")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cleanup: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	if err := cleanup(ctx, o, getenv, stdout); err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
 
@@ -50,11 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
 	check := fs.String("check-name", gate.DefaultCheckName, "the required check's name")
 	exec := cmd(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args[1:]); !ok {
+		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
 	outputs, err := func() ([][2]string, error) {

@@ -40,6 +40,7 @@ import (
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/internal/podstartup"
@@ -94,15 +95,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.model, "failure-model", "", "YAML overriding the simulation's failure model (stock_out, proof_fail, outage, not_delivering, max_tries_per_ref, failed_job_seconds)")
 	o.startup.Register(fs)
 	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gateflow: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	var err error
 	switch {

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/runpod"
@@ -66,15 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log every provisioning event to stderr")
 	o.startup.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "provision: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	if err := provision(ctx, o, getenv, stdout, stderr); err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)

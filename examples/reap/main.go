@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -61,11 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.out, "out", "", "write the JSON decisions document here")
 	fs.BoolVar(&o.json, "json", false, "print the decisions document instead of the table")
 	fs.BoolVar(&o.sim, "simulate", false, "sweep a fake RunPod with a bundled mix of pods")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	if err := reap(ctx, o, getenv, stdout); err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)

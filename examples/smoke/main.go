@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/smoke"
 )
 
@@ -52,11 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	tiers := fs.String("tiers", "", "tier table file (JSON, as smoke.Config.JSON writes it); default: $GPUGATE_TIERS")
 	minVRAM := fs.Int("min-vram-gb", -1, "VRAM floor in GiB; default GPUGATE_MIN_VRAM_GB or the tier table's")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	data := []byte(getenv(smoke.EnvTiers))
 	if *tiers != "" {

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/secret"
 	"github.com/gpugate/gpugate/spark"
@@ -63,11 +64,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	org := fs.String("github-org", "", "organization whose runner group receives one-job JIT runners")
 	group := fs.Int64("runner-group", 1, "runner group ID for JIT runners")
 	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for the host agent")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if *dbPath == "" {

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -60,11 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.simulate, "simulate", false, "watch a fake pod through a bundled scenario (time scaled down 100x)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log events to stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if exit, ok := cli.Parse(fs, args); !ok {
+		return exit
 	}
 	res, err := watch(ctx, o, getenv, stdout, stderr)
 	if res.Outcome != "" {
