@@ -57,7 +57,10 @@ type ArchiveKey struct {
 // ErrSpec is matched by errors about a KeySpec.
 var ErrSpec = errors.New("cachetrust: invalid key spec")
 
-var keyPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+]*$`)
+var (
+	keyPart    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+]*$`)
+	keyVersion = regexp.MustCompile(`^v[0-9]+$`)
+)
 
 func (s KeySpec) validate() error {
 	if !keyPart.MatchString(strings.ReplaceAll(s.Prefix, "-", "_")) {
@@ -68,7 +71,7 @@ func (s KeySpec) validate() error {
 			return fmt.Errorf("%w: component %q: letters, digits, '.', '_', '+' and '-'", ErrSpec, c)
 		}
 	}
-	if !regexp.MustCompile(`^v[0-9]+$`).MatchString(s.Version) {
+	if !keyVersion.MatchString(s.Version) {
 		return fmt.Errorf("%w: version %q: want vN", ErrSpec, s.Version)
 	}
 	if len(s.Include) == 0 {

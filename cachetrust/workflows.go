@@ -248,9 +248,23 @@ func privileged(tr map[string]*yaml.Node) (bool, string) {
 }
 
 type checker struct {
-	rules    Rules
-	file     string
-	findings []Finding
+	rules     Rules
+	secretRef *regexp.Regexp // a reference to a provider secret; nil when there are none
+	file      string
+	findings  []Finding
+}
+
+// secretRefs matches a reference to any of the named secrets, or is nil
+// when there are none.
+func secretRefs(names []string) *regexp.Regexp {
+	if len(names) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return regexp.MustCompile(`secrets\.(?:` + strings.Join(quoted, "|") + `)\b`)
 }
 
 func (c *checker) add(n *yaml.Node, rule, format string, args ...any) {
@@ -270,8 +284,9 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 	}
 	var all []Finding
 	docs := map[string]*yaml.Node{}
+	secretRef := secretRefs(rules.ProviderSecrets)
 	for _, name := range sortedKeys(files) {
-		c := &checker{rules: rules, file: name}
+		c := &checker{rules: rules, secretRef: secretRef, file: name}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(files[name], &doc); err != nil {
 			c.add(nil, RuleParse, "%v", err)
@@ -448,11 +463,7 @@ func (c *checker) permissions(p *yaml.Node, job string) {
 // credentials: a job that holds provider secrets must not persist checkout
 // credentials.
 func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
-	text := nodeText(job)
-	holds := slices.ContainsFunc(c.rules.ProviderSecrets, func(s string) bool {
-		return regexp.MustCompile(`secrets\.` + regexp.QuoteMeta(s) + `\b`).MatchString(text)
-	})
-	if !holds {
+	if c.secretRef == nil || !c.secretRef.MatchString(nodeText(job)) {
 		return
 	}
 	for _, s := range steps {

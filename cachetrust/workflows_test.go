@@ -161,6 +161,14 @@ func TestCheckWorkflows_CheckoutDoesNotPersistCredentialsWithProviderSecrets(t *
 	if fs := check(t, ".github/workflows/x.yml", noSecret); len(fs) != 0 {
 		t.Errorf("no provider secret: %v", fs)
 	}
+	appKey := strings.Replace(job(""), "RUNPOD_API_KEY", "GPU_GATE_APP_PRIVATE_KEY", -1)
+	if fs := check(t, ".github/workflows/x.yml", appKey); !slices.Equal(ruleIDs(fs), []string{RulePersistCredentials}) {
+		t.Errorf("every listed provider secret counts: %v", fs)
+	}
+	longer := strings.Replace(job(""), "secrets.RUNPOD_API_KEY", "secrets.RUNPOD_API_KEY_READONLY", 1)
+	if fs := check(t, ".github/workflows/x.yml", longer); len(fs) != 0 {
+		t.Errorf("a secret whose name only starts with a provider secret's: %v", fs)
+	}
 }
 
 func TestCheckWorkflows_KeyPairsAreByteIdentical(t *testing.T) {
