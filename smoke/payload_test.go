@@ -103,8 +103,9 @@ func newPod(t *testing.T) *pod {
 			t.Fatal(err)
 		}
 	}
-	write(filepath.Join(p.bin, "sudo"), "#!/bin/sh\n[ \"$1\" = --preserve-env ] && shift\nexec \"$@\"\n")
-	write(filepath.Join(p.home, "run.sh"), "#!/bin/sh\necho \"$@\" > registered\nenv > registered-env\n")
+	// Both record, in order, into the pod's event log.
+	write(filepath.Join(p.bin, "sudo"), "#!/bin/sh\necho sudo \"$@\" >> "+p.events()+"\n[ \"$1\" = --preserve-env ] && shift\nexec \"$@\"\n")
+	write(filepath.Join(p.home, "run.sh"), "#!/bin/sh\necho register >> "+p.events()+"\necho \"$@\" > registered\nenv > registered-env\n")
 	return p
 }
 
@@ -127,6 +128,9 @@ func (p *pod) start(command string) (int, string) {
 	}
 	return 0, string(out)
 }
+
+// events is the file where the pod's sudo and runner record what ran.
+func (p *pod) events() string { return filepath.Join(p.home, "events") }
 
 func (p *pod) registered() (string, bool) {
 	b, err := os.ReadFile(filepath.Join(p.home, "registered"))
@@ -217,6 +221,24 @@ func TestStartupScript_TheProofRunsWithTheJITConfigStripped(t *testing.T) {
 		if strings.Contains(string(runnerEnv), leaked) {
 			t.Errorf("the runner's environment, which its jobs inherit, carries %s", leaked)
 		}
+	}
+}
+
+// The seed: the proof "runs on the pod, as root, inside the startup script
+// BEFORE the GitHub runner registers".
+func TestStartupScript_TheProofRunsAsRootBeforeTheRunnerRegisters(t *testing.T) {
+	p := newPod(t)
+	st := p.startup(executable(t, "true"))
+	if code, out := p.start(st.Command); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	events, err := os.ReadFile(p.events())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(events)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "sudo --preserve-env env -u RUNNER_JIT_CONFIG /") || lines[1] != "register" {
+		t.Errorf("want the proof under sudo, then the registration; the pod ran:\n%s", events)
 	}
 }
 

@@ -270,6 +270,26 @@ func TestRun_EveryStepPassesOnAHealthyHost(t *testing.T) {
 	}
 }
 
+// The seed: "Before tests, the runner logs both versions" (NVRTC's and
+// the driver's, as the driver API reports it).
+func TestRun_LogsBothTheNVRTCAndTheDriverVersions(t *testing.T) {
+	var logs bytes.Buffer
+	env := healthy()
+	env.cuda.driver = Version{12, 9}
+	if _, err := run(t, env, func(c *Config) { c.Log = slog.New(slog.NewTextHandler(&logs, nil)) }); err != nil {
+		t.Fatal(err)
+	}
+	var compile string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "step="+StepCompile) {
+			compile = line
+		}
+	}
+	if !strings.Contains(compile, "NVRTC 12.8") || !strings.Contains(compile, "driver CUDA 12.9") {
+		t.Errorf("the compile step must log both versions: %q", compile)
+	}
+}
+
 func failedStep(t *testing.T, err error) string {
 	t.Helper()
 	var se *StepError
