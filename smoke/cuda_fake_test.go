@@ -67,10 +67,11 @@ func compiler(t *testing.T) string {
 // the proof's OpenCUDA finds the driver by its soname, which the fake
 // already loaded carries.
 type fakeDriver struct {
-	keep                string // everything built, removed by TestMain
-	dir                 string // NVRTC's directory, the tier's lib_dir
-	cudaSet, nvrtcSet   func(name string, value int32)
-	cudaLeft, nvrtcLeft func() int64
+	keep                  string // everything built, removed by TestMain
+	dir                   string // NVRTC's directory, the tier's lib_dir
+	cudaSet, nvrtcSet     func(name string, value int32)
+	cudaReset, nvrtcReset func()
+	cudaLeft, nvrtcLeft   func() int64
 }
 
 // loadFakeDriver loads the fakes once per test binary (the dynamic loader
@@ -92,32 +93,29 @@ func loadFakeDriver(t *testing.T) *fakeDriver {
 		}
 		libs := fakeLibs(t, keep)
 		d := &fakeDriver{keep: keep, dir: libs.nvrtc}
-		for lib, bind := range map[string]func(uintptr){
-			filepath.Join(libs.driver, "libcuda.so.1"): func(h uintptr) {
-				purego.RegisterLibFunc(&d.cudaSet, h, "fake_cuda_set")
-				purego.RegisterLibFunc(&d.cudaLeft, h, "fake_cuda_outstanding")
-			},
-			filepath.Join(d.dir, "libnvrtc.so.12"): func(h uintptr) {
-				purego.RegisterLibFunc(&d.nvrtcSet, h, "fake_nvrtc_set")
-				purego.RegisterLibFunc(&d.nvrtcLeft, h, "fake_nvrtc_outstanding")
-			},
-		} {
-			h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-			if err != nil {
-				t.Fatalf("load the fake %s: %v", lib, err)
-			}
-			bind(h)
-		}
+		cuda, nvrtc := dlopen(t, filepath.Join(libs.driver, "libcuda.so.1")), dlopen(t, filepath.Join(libs.nvrtc, "libnvrtc.so.12"))
+		purego.RegisterLibFunc(&d.cudaSet, cuda, "fake_cuda_set")
+		purego.RegisterLibFunc(&d.cudaReset, cuda, "fake_cuda_reset")
+		purego.RegisterLibFunc(&d.cudaLeft, cuda, "fake_cuda_outstanding")
+		purego.RegisterLibFunc(&d.nvrtcSet, nvrtc, "fake_nvrtc_set")
+		purego.RegisterLibFunc(&d.nvrtcReset, nvrtc, "fake_nvrtc_reset")
+		purego.RegisterLibFunc(&d.nvrtcLeft, nvrtc, "fake_nvrtc_outstanding")
 		loaded = d
 	}
 	t.Cleanup(func() {
-		loaded.cudaSet("version", 12080)
-		loaded.cudaSet("sm", 90)
-		loaded.cudaSet("none", 0)
-		loaded.nvrtcSet("version", 12080)
-		loaded.nvrtcSet("none", 0)
+		loaded.cudaReset()
+		loaded.nvrtcReset()
 	})
 	return loaded
+}
+
+func dlopen(t *testing.T, lib string) uintptr {
+	t.Helper()
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatalf("load the fake %s: %v", lib, err)
+	}
+	return h
 }
 
 var loaded *fakeDriver
@@ -148,14 +146,6 @@ func (d *fakeDriver) open(t *testing.T) CUDA {
 		}
 	})
 	return cuda
-}
-
-func operands(n int) (a, b []float32) {
-	a, b = make([]float32, n), make([]float32, n)
-	for i := range a {
-		a[i], b[i] = float32(i), float32(2*i)+0.5
-	}
-	return a, b
 }
 
 func cudaError(t *testing.T, err error, call, name string) *CUDAError {

@@ -185,10 +185,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	defer cuda.Close()
 	if err := step(StepLaunch, func() (string, error) {
 		const n = 1 << 12
-		a, b := make([]float32, n), make([]float32, n)
-		for i := range a {
-			a[i], b[i] = float32(i), float32(2*i)+0.5
-		}
+		a, b := operands(n)
 		c, err := cuda.Launch(ptx, "gpugate_add", a, b)
 		if err != nil {
 			return "", err
@@ -217,6 +214,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// operands are the kernel's inputs: every output value differs, so a
+// misplaced element shows.
+func operands(n int) (a, b []float32) {
+	a, b = make([]float32, n), make([]float32, n)
+	for i := range a {
+		a[i], b[i] = float32(i), float32(2*i)+0.5
+	}
+	return a, b
 }
 
 // RequirePinned refuses a table with a tier whose checksum is not pinned:

@@ -6,7 +6,8 @@
  * current only on the thread that created it, launch faults surface at
  * cuCtxSynchronize, PTX built for a newer CUDA or another GPU does not load.
  *
- * Configuration (environment, read at load; or fake_cuda_set from a test):
+ * Configuration (environment, read at load; or fake_cuda_set from a test,
+ * and fake_cuda_reset for the defaults):
  *   FAKE_CUDA_VERSION  the driver's CUDA version as cuDriverGetVersion
  *                      reports it (default 12080)
  *   FAKE_CUDA_SM       the device's compute capability, e.g. 90 (default)
@@ -45,13 +46,19 @@ struct ctx { int dev; };
 struct function { char name[64]; };
 struct module { struct function fn; };
 
-static int version = 12080, sm = 90, initialized;
+static int version, sm, initialized;
 static long contexts, modules, allocations;
 static __thread CUcontext current;
 static CUresult sticky; /* a fault from the last launch, seen at synchronize */
 
 #define MAX_ALLOCS 64
 static struct { CUdeviceptr ptr; size_t size; } allocs[MAX_ALLOCS];
+
+void fake_cuda_reset(void) {
+	version = 12080;
+	sm = 90;
+	inject_set("", 0);
+}
 
 void fake_cuda_set(const char *name, int value) {
 	if (strcmp(name, "version") == 0) version = value;
@@ -65,6 +72,7 @@ long fake_cuda_outstanding(void) { return contexts + modules + allocations; }
 
 __attribute__((constructor)) static void configure(void) {
 	const char *v;
+	fake_cuda_reset();
 	if ((v = getenv("FAKE_CUDA_VERSION"))) version = atoi(v);
 	if ((v = getenv("FAKE_CUDA_SM"))) sm = atoi(v);
 	inject_from(getenv("FAKE_CUDA_FAIL"));

@@ -6,7 +6,8 @@
  * NVRTC it loads its builtins library (libnvrtc-builtins.so.M.m) by soname
  * when it compiles, and fails without it.
  *
- * Configuration (environment, read at load; or fake_nvrtc_set from a test):
+ * Configuration (environment, read at load; or fake_nvrtc_set from a test,
+ * and fake_nvrtc_reset for the defaults):
  *   FAKE_NVRTC_VERSION  major*1000+minor*10 (default 12080)
  *   FAKE_NVRTC_FAIL     name=code: that call returns code; a failed
  *                       nvrtcCompileProgram leaves a log
@@ -32,8 +33,13 @@ enum {
 
 struct program { char *src, *name, *ptx, *log; };
 
-static int version = 12080;
+static int version;
 static long programs;
+
+void fake_nvrtc_reset(void) {
+	version = 12080;
+	inject_set("", 0);
+}
 
 void fake_nvrtc_set(const char *name, int value) {
 	if (strcmp(name, "version") == 0) version = value;
@@ -44,10 +50,10 @@ long fake_nvrtc_outstanding(void) { return programs; }
 
 __attribute__((constructor)) static void configure(void) {
 	const char *v;
+	fake_nvrtc_reset();
 	if ((v = getenv("FAKE_NVRTC_VERSION"))) version = atoi(v);
 	inject_from(getenv("FAKE_NVRTC_FAIL"));
 }
-
 
 static char *copy_str(const char *s) { return s ? strcpy(malloc(strlen(s) + 1), s) : NULL; }
 
