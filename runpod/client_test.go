@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -42,6 +43,26 @@ func podRequest(name, gpu string) runpod.CreatePodRequest {
 		Cloud:     "SECURE",
 		GPU:       runpod.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"},
 	}
+}
+
+// The capacity text is configuration: another provider wording makes a 400
+// a capacity miss (move on without paying) only under its own pattern.
+func TestWithCapacityPattern_ReplacesTheCapacityWording(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			opts []runpod.Option
+			want error
+		}{
+			{nil, runpod.ErrRejected},
+			{[]runpod.Option{runpod.WithCapacityPattern(regexp.MustCompile(`(?i)gpu pool exhausted`))}, runpod.ErrNoCapacity},
+		} {
+			srv, c := setup(t, tt.opts...)
+			srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 400, Detail: "GPU pool exhausted in this region", Times: 1})
+			if _, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4")); !errors.Is(err, tt.want) {
+				t.Errorf("%d options: err = %v, want %v", len(tt.opts), err, tt.want)
+			}
+		}
+	})
 }
 
 func TestCreateRetryTable_PermanentErrorsAreNotRetried(t *testing.T) {

@@ -1,8 +1,12 @@
 package spark_test
 
 import (
+	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"testing"
 	"testing/synctest"
 
@@ -71,6 +75,30 @@ func TestPreflight_RealChecks(t *testing.T) {
 	}
 	if apps := spark.ParseComputeApps([]byte("No running processes found\n")); len(apps) != 0 {
 		t.Errorf("%v", apps)
+	}
+}
+
+// NvidiaSMIApps runs nvidia-smi's compute-apps query and reads its output;
+// a failing nvidia-smi is an error, never "no processes".
+func TestNvidiaSMIApps_RunsTheComputeAppsQuery(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake nvidia-smi is a shell script")
+	}
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	smi := "#!/bin/sh\n[ \"$1 $2\" = '--query-compute-apps=pid,process_name --format=csv,noheader' ] || exit 9\necho '4242, ollama'\n"
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(smi), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	apps, err := spark.NvidiaSMIApps{}.ComputeApps(context.Background())
+	if err != nil || !slices.Equal(apps, []string{"4242, ollama"}) {
+		t.Errorf("ComputeApps = %v, %v", apps, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\nexit 9\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if apps, err := (spark.NvidiaSMIApps{}).ComputeApps(context.Background()); err == nil {
+		t.Errorf("a failing nvidia-smi gave %v and no error", apps)
 	}
 }
 

@@ -184,6 +184,26 @@ func TestStartedServerServesOverLoopback(t *testing.T) {
 	}
 }
 
+func TestWithAPIKey_OnlyThatKeyIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := runpodtest.New(runpodtest.WithAPIKey("rotated-key"))
+		c, err := srv.NewClient()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ListPods(context.Background()); err != nil {
+			t.Errorf("the configured key: %v", err)
+		}
+		stale, err := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(runpodtest.BaseURL), runpod.WithHTTPClient(srv.Client()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stale.ListPods(context.Background()); !errors.Is(err, runpod.ErrUnauthorized) {
+			t.Errorf("the default key after rotation: %v, want ErrUnauthorized", err)
+		}
+	})
+}
+
 // A container's entrypoint is exec'd with the pod's environment and startup
 // command; past Linux's limits the exec fails and the container exits at
 // once, with no runner.
