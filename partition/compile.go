@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -194,9 +195,7 @@ func MergeChainState(state ChainState, cell string, update CellState) (ChainStat
 		return state, fmt.Errorf("%w: no cell name", ErrCell)
 	}
 	out := make(ChainState, len(state)+1)
-	for k, v := range state {
-		out[k] = v
-	}
+	maps.Copy(out, state)
 	cur := out[cell]
 	if update.Link < cur.Link {
 		return state, fmt.Errorf("%w: cell %s went from link %d back to %d", ErrCell, cell, cur.Link, update.Link)

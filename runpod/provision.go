@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ const (
 	EnvAttempt    = "GPUGATE_ATTEMPT"     // candidate number N of <prefix>-cN
 	EnvGPUType    = "GPUGATE_GPU_TYPE"    // the requested GPU type
 	EnvMinVRAMGB  = "GPUGATE_MIN_VRAM_GB" // for the on-pod CUDA proof
-	EnvMinCUDA    = "GPUGATE_MIN_CUDA"    // for the on-pod CUDA proof
+	EnvMinCUDA    = "GPUGATE_MIN_CUDA"    // the requested CUDA floor, for audit (RunPod enforces it at placement; the proof its tiers)
 	EnvJITConfig  = "RUNNER_JIT_CONFIG"   // the single-use JIT config (secret)
 )
 
@@ -265,12 +266,8 @@ func short(sha string) string { return sha[:min(len(sha), 12)] }
 
 func (p *provisioner) request(n int, c Candidate, name string, jit Secret) CreatePodRequest {
 	env := map[string]string{}
-	for k, v := range p.tmpl.Env {
-		env[k] = v
-	}
-	for k, v := range p.tmpl.Owner.Tags() {
-		env[k] = v
-	}
+	maps.Copy(env, p.tmpl.Env)
+	maps.Copy(env, p.tmpl.Owner.Tags())
 	env[EnvRunnerName] = name
 	env[EnvAttempt] = strconv.Itoa(n)
 	env[EnvGPUType] = c.GPUTypeID

@@ -3,6 +3,7 @@ package runpod_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 
 	"fmt"
 	"math/rand/v2"
@@ -51,9 +52,7 @@ func (w *reapWorld) pod(t *testing.T, o runpod.Ownership, name string, extra map
 		name = o.Prefix() + "-c1"
 	}
 	env := o.Tags()
-	for k, v := range extra {
-		env[k] = v
-	}
+	maps.Copy(env, extra)
 	if o.Repository == "" {
 		env = extra
 	}

@@ -3,6 +3,7 @@ package runpod
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -172,9 +173,7 @@ func (r CreatePodRequest) wire() wireCreatePod {
 	w := wireCreatePod{Name: r.Name, Image: r.Image, Args: r.Args.Reveal(), Disk: r.Disk, Cloud: r.Cloud, GPU: r.GPU, Ports: r.Ports}
 	if len(r.Env)+len(r.SecretEnv) > 0 {
 		w.Env = make(map[string]string, len(r.Env)+len(r.SecretEnv))
-		for k, v := range r.Env {
-			w.Env[k] = v
-		}
+		maps.Copy(w.Env, r.Env)
 		for k, v := range r.SecretEnv {
 			w.Env[k] = v.Reveal()
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -163,9 +164,7 @@ func (p *pod) startupWith(cfg Config, proof []byte) PodStartup {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	for k, v := range st.Env {
-		p.env[k] = v
-	}
+	maps.Copy(p.env, st.Env)
 	p.env["RUNNER_JIT_CONFIG"] = "JITSECRET-0123456789"
 	return st
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -58,9 +59,7 @@ func (r *Registry) Minted() map[string]runpod.Secret {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]runpod.Secret{}
-	for k, v := range r.minted {
-		out[k] = v
-	}
+	maps.Copy(out, r.minted)
 	return out
 }
 
@@ -91,10 +90,7 @@ func (r *Registry) Runner(ctx context.Context, name string) (runpod.Runner, bool
 	}
 	failName, proof := r.failName[name], r.proofTime
 	jit, minted := r.minted[name]
-	failGPU := map[string]bool{}
-	for k, v := range r.failGPU {
-		failGPU[k] = v
-	}
+	failGPU := maps.Clone(r.failGPU)
 	r.mu.Unlock()
 	if !minted {
 		return runpod.Runner{}, false, nil

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -320,17 +321,16 @@ func (s *Server) Env(podID string) map[string]string {
 	defer s.mu.Unlock()
 	for _, p := range s.pods {
 		if p.id == podID {
-			return maps(p.env)
+			return copyEnv(p.env)
 		}
 	}
 	return nil
 }
 
-func maps(m map[string]string) map[string]string {
+// copyEnv copies an environment; nil becomes empty, which the API shows as {}.
+func copyEnv(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	return out
 }
 
@@ -434,9 +434,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) outcome {
 	if f != nil && f.LoseResponse {
 		return outcomeLost
 	}
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	w.Write(rec.Body.Bytes())
 	return outcomeOK
@@ -769,7 +767,7 @@ func (s *Server) createPod(w http.ResponseWriter, body []byte) {
 	}
 	g.Stock -= count
 	s.nextID++
-	p := &pod{id: fmt.Sprintf("pod%06d", s.nextID), name: *b.Name, image: *b.Image, cloud: cloud, env: maps(b.Env), gpu: g, created: time.Now(), disk: 20}
+	p := &pod{id: fmt.Sprintf("pod%06d", s.nextID), name: *b.Name, image: *b.Image, cloud: cloud, env: copyEnv(b.Env), gpu: g, created: time.Now(), disk: 20}
 	if b.Args != nil {
 		p.args = *b.Args
 	}
@@ -871,7 +869,7 @@ func (s *Server) render(p *pod, now time.Time) map[string]any {
 	if st.status != runpod.StatusProvisioning {
 		cuda, dc = p.gpu.CUDAVersion, "US-TX-3"
 	}
-	env := maps(p.env)
+	env := copyEnv(p.env)
 	return map[string]any{
 		"id": p.id, "name": p.name, "status": string(st.status), "actions": actions(st.status),
 		"image": p.image, "args": p.args, "disk": p.disk, "mounts": map[string]any{}, "ports": []string{},

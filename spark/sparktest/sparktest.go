@@ -5,6 +5,7 @@ package sparktest
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 
@@ -49,12 +50,8 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 		return ErrUnavailable
 	}
 	t := &tx{hosts: map[string]spark.Host{}, requests: make(map[string]spark.Request, len(s.requests)), events: s.events, token: s.token, seq: s.seq}
-	for k, v := range s.hosts {
-		t.hosts[k] = v
-	}
-	for k, v := range s.requests {
-		t.requests[k] = v
-	}
+	maps.Copy(t.hosts, s.hosts)
+	maps.Copy(t.requests, s.requests)
 	if err := fn(t); err != nil {
 		return err
 	}
