@@ -608,23 +608,23 @@ func (c *Controller) plan(tx Tx) (plan, error) {
 		}
 		return ""
 	}
-	usable := func(r Request, h Host) bool { return why(r, h) == "" }
+	// Any host will do for most work: the preferred host first, the
+	// resident service's host last.
+	anyHost := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		anyHost = append(anyHost, h.Name)
+	}
+	slices.SortStableFunc(anyHost, func(a, b string) int {
+		return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
+			cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
+	})
 	for _, r := range queued {
-		var candidates []string
+		candidates := anyHost
 		switch {
 		case r.Host != "":
 			candidates = []string{r.Host}
 		case r.Class == Development:
 			candidates = c.targets(r) // the drained target(s): development waits for them
-
-		default:
-			for _, h := range hosts {
-				candidates = append(candidates, h.Name)
-			}
-			slices.SortStableFunc(candidates, func(a, b string) int {
-				return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
-					cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
-			})
 		}
 		need := 1
 		if r.Topology == Pair {
@@ -641,10 +641,10 @@ func (c *Controller) plan(tx Tx) (plan, error) {
 				reasons = append(reasons, "the service is already running")
 				continue
 			}
-			if usable(r, h) {
-				free = append(free, name)
+			if reason := why(r, h); reason != "" {
+				reasons = append(reasons, reason)
 			} else {
-				reasons = append(reasons, why(r, h))
+				free = append(free, name)
 			}
 		}
 		if len(free) >= need {
