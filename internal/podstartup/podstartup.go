@@ -30,8 +30,12 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProofPath, "proof-path", "", "instead of -proof: where the proof is inside a runner image built with it (pinned by digest)")
 }
 
-// ErrNoProof is returned when real pods would be created without a proof.
-var ErrNoProof = errors.New("podstartup: no CUDA proof: pass -proof FILE (built from ./examples/smoke) or -proof-path PATH (inside the runner image); a pod without the proof would register a runner on an unproven host")
+var (
+	// ErrNoProof is returned when real pods would be created without a proof.
+	ErrNoProof = errors.New("podstartup: no CUDA proof: pass -proof FILE (built from ./examples/smoke) or -proof-path PATH (inside the runner image); a pod without the proof would register a runner on an unproven host")
+	// ErrTwoProofs is returned when both -proof and -proof-path are given.
+	ErrTwoProofs = errors.New("podstartup: -proof and -proof-path are alternatives: pass one")
+)
 
 // Apply renders the startup and puts it into tmpl. For real pods
 // (required) it refuses, before anything is bought, a missing proof
@@ -40,7 +44,7 @@ var ErrNoProof = errors.New("podstartup: no CUDA proof: pass -proof FILE (built 
 // in-image variant when no proof is given.
 func (o Options) Apply(tmpl *runpod.PodTemplate, required bool) (smoke.PodStartup, error) {
 	if o.Proof != "" && o.ProofPath != "" {
-		return smoke.PodStartup{}, errors.New("podstartup: -proof and -proof-path are alternatives: pass one")
+		return smoke.PodStartup{}, ErrTwoProofs
 	}
 	if required && o.Proof == "" && o.ProofPath == "" {
 		return smoke.PodStartup{}, ErrNoProof

@@ -1,14 +1,21 @@
 package podstartup
 
 import (
+	"bytes"
+	"errors"
+	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/smoke"
+	"github.com/gpugate/gpugate/smoke/tiers"
 )
 
 func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
@@ -38,5 +45,65 @@ func TestApply_ASimulationWithoutAProofUsesTheInImageVariant(t *testing.T) {
 	st, err := Options{}.Apply(&tmpl, false)
 	if err != nil || st.Payload != nil || !strings.Contains(st.Command, "/usr/local/bin/gpugate-smoke") {
 		t.Errorf("payload %v, err %v", st.Payload, err)
+	}
+}
+
+func TestRegister_TheThreeFlagsFillTheOptions(t *testing.T) {
+	var o Options
+	flags := flag.NewFlagSet("provision", flag.ContinueOnError)
+	o.Register(flags)
+	if err := flags.Parse([]string{"-nvrtc-tiers", "t.yml", "-proof", "p", "-proof-path", "/usr/local/bin/gpugate-smoke"}); err != nil {
+		t.Fatal(err)
+	}
+	want := Options{Tiers: "t.yml", Proof: "p", ProofPath: "/usr/local/bin/gpugate-smoke"}
+	if diff := cmp.Diff(want, o); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+}
+
+// Real pods are refused before anything is bought: no proof, two proofs, an
+// unpinned or unreadable tier table, an unreadable proof. The template is
+// left as it was.
+func TestApply_RealPodsAreRefusedBeforeAnythingIsBought(t *testing.T) {
+	dir := t.TempDir()
+	pinned := filepath.Join(dir, "pinned.yml")
+	os.WriteFile(pinned, bytes.ReplaceAll(tiers.Example, []byte(`sha256: ""`), []byte("sha256: "+strings.Repeat("ab", 32))), 0o644)
+	bad := filepath.Join(dir, "bad.yml")
+	os.WriteFile(bad, []byte("tiers: [{name: full, colour: blue}]\n"), 0o644)
+	missing := filepath.Join(dir, "missing")
+	for name, tc := range map[string]struct {
+		opts Options
+		want error
+	}{
+		"no proof":            {Options{Tiers: pinned}, ErrNoProof},
+		"two proofs":          {Options{Tiers: pinned, Proof: "p", ProofPath: "/p"}, ErrTwoProofs},
+		"unpinned tier table": {Options{ProofPath: "/p"}, smoke.ErrNoChecksum},
+		"malformed tiers":     {Options{Tiers: bad, ProofPath: "/p"}, smoke.ErrConfig},
+		"unreadable tiers":    {Options{Tiers: missing, ProofPath: "/p"}, fs.ErrNotExist},
+		"unreadable proof":    {Options{Tiers: pinned, Proof: missing}, fs.ErrNotExist},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
+			_, err := tc.opts.Apply(&tmpl, true)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			if diff := cmp.Diff(runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}, tmpl); diff != "" {
+				t.Errorf("a refused Apply changed the template (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApply_APinnedTableAndAProofInTheImageAreEnoughForRealPods(t *testing.T) {
+	pinned := filepath.Join(t.TempDir(), "pinned.yml")
+	os.WriteFile(pinned, bytes.ReplaceAll(tiers.Example, []byte(`sha256: ""`), []byte("sha256: "+strings.Repeat("ab", 32))), 0o644)
+	var tmpl runpod.PodTemplate
+	st, err := Options{Tiers: pinned, ProofPath: "/opt/proof"}.Apply(&tmpl, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Payload != nil || !strings.Contains(tmpl.Args.Reveal(), "/opt/proof") || tmpl.Env[smoke.EnvTiers] == "" {
+		t.Errorf("payload %v, command %q, tiers %q", st.Payload, tmpl.Args.Reveal(), tmpl.Env[smoke.EnvTiers])
 	}
 }
