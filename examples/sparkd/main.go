@@ -37,7 +37,6 @@ import (
 
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
-	"github.com/gpugate/gpugate/internal/secret"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 	"github.com/gpugate/gpugate/spark/sparktest"
@@ -170,19 +169,43 @@ func github(ctx context.Context, secretFile, org string, group int64, jitDir str
 	}
 	client, err := ghaction.GitHubClient(ctx, os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-webhook-secret-file: %w", err)
 	}
 	in, err := sparkgh.New(sparkgh.SeedConfig(strings.TrimSpace(string(data))), nil,
 		&sparkgh.GitHubAPI{Client: client, Org: org, RunnerGroupID: group}, log)
 	if err != nil {
 		return nil, err
 	}
-	in.JITConfigs = func(runner string, cfg secret.Secret) {
-		if err := os.WriteFile(filepath.Join(jitDir, runner+".jitconfig"), []byte(cfg.Reveal()), 0o600); err != nil {
-			log.Error("jit config", "runner", runner, "error", err)
-		}
-	}
+	in.JITConfigs = jitWriter(jitDir)
 	return in, nil
+}
+
+// jitWriter hands each JIT config to the host agent as
+// DIR/<runner>.jitconfig, mode 0600. The file appears whole or not at all
+// (written beside it, then renamed), so the agent never reads half a
+// config; an error fails the grant, which releases the lease.
+func jitWriter(dir string) func(runner string, cfg sparkgh.Secret) error {
+	return func(runner string, cfg sparkgh.Secret) error {
+		if runner == "" || runner != filepath.Base(runner) || strings.HasPrefix(runner, ".") {
+			return fmt.Errorf("sparkd: runner name %q cannot name a file in -jit-dir", runner)
+		}
+		f, err := os.CreateTemp(dir, ".jitconfig-*") // mode 0600
+		if err != nil {
+			return fmt.Errorf("sparkd: -jit-dir: %w", err)
+		}
+		_, err = f.WriteString(cfg.Reveal())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), filepath.Join(dir, runner+".jitconfig"))
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("sparkd: -jit-dir: %w", err)
+		}
+		return nil
+	}
 }
 
 // loadToken reads the token file, or creates one (0600) with a fresh

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
 func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
@@ -81,5 +83,33 @@ func TestWebhookNeedsItsOrganizationAndJITDirectory(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "a-webhook-secret") {
 		t.Error("the webhook secret was printed")
+	}
+}
+
+func TestJITWriter_TheHostAgentGetsWholeConfigsOnlyItCanRead(t *testing.T) {
+	dir := t.TempDir()
+	write := jitWriter(dir)
+	if err := write("spark-r1", sparkgh.Secret("JIT-CONFIG-SECRET")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "spark-r1.jitconfig")
+	data, err := os.ReadFile(path)
+	if err != nil || string(data) != "JIT-CONFIG-SECRET" {
+		t.Fatalf("config %q, %v", data, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	for _, bad := range []string{"", "../spark-r1", "a/b", ".hidden"} {
+		if err := write(bad, "x"); err == nil {
+			t.Errorf("runner name %q was accepted", bad)
+		}
+	}
+	if err := jitWriter(filepath.Join(dir, "missing"))("spark-r2", "JIT-CONFIG-SECRET"); err == nil || strings.Contains(err.Error(), "JIT-CONFIG-SECRET") {
+		t.Errorf("a missing -jit-dir: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("the directory holds %v, want only spark-r1.jitconfig", entries)
 	}
 }

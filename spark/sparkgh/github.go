@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/gate"
-	"github.com/gpugate/gpugate/internal/secret"
 	"github.com/gpugate/gpugate/runpod"
 )
 
@@ -117,7 +116,7 @@ func (g *GitHubAPI) Dispatch(ctx context.Context, repo, workflow string, inputs 
 }
 
 // MintJIT is runpod.GitHubRegistry.MintJIT for the organization.
-func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (secret.Secret, error) {
+func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (Secret, error) {
 	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
 	return reg.MintJIT(ctx, name, labels)
 }

@@ -22,6 +22,11 @@ import (
 	"github.com/gpugate/gpugate/spark"
 )
 
+// Secret is a credential (the webhook secret, a JIT runner config): it
+// prints, logs and encodes as "[redacted]"; Reveal returns the value. It is
+// the same type as runpod.Secret.
+type Secret = secret.Secret
+
 // Lane is what a label or command asks for.
 type Lane struct {
 	Suite    string         `yaml:"suite"` // smoke or performance
@@ -30,7 +35,7 @@ type Lane struct {
 
 // Config is the integration's configuration.
 type Config struct {
-	WebhookSecret secret.Secret
+	WebhookSecret Secret
 	Labels        map[string]Lane // label -> lane
 	CommandPrefix string          // default /spark
 	MinRole       string          // default maintain
@@ -44,7 +49,7 @@ type Config struct {
 // SeedConfig is the seed's labels, commands and runner labels.
 func SeedConfig(secretValue string) Config {
 	return Config{
-		WebhookSecret: secret.Secret(secretValue),
+		WebhookSecret: Secret(secretValue),
 		Labels: map[string]Lane{
 			"spark-test":      {Suite: "smoke", Topology: spark.Single},
 			"spark-test-long": {Suite: "performance", Topology: spark.Single},
@@ -103,7 +108,7 @@ type GitHub interface {
 	// Dispatch runs workflow at the repository's default branch.
 	Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error
 	// MintJIT creates a one-job runner registration.
-	MintJIT(ctx context.Context, name string, labels []string) (secret.Secret, error)
+	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
 }
 
 // Annotation keys the integration stores on requests.
@@ -125,8 +130,10 @@ type Integration struct {
 	mu      sync.Mutex
 	tracked map[string]bool // requests with a live check
 	// JITConfigs receives each minted JIT config with its runner name; the
-	// deployment hands it to the host agent. It is never logged.
-	JITConfigs func(runner string, cfg secret.Secret)
+	// deployment hands it to the host agent. It is never logged. An error
+	// (the agent cannot receive it) fails the grant like a failed mint: the
+	// workflow is not dispatched and the lease is released.
+	JITConfigs func(runner string, cfg Secret) error
 }
 
 // ErrNoSecret is returned by New without a webhook secret: go-github
@@ -313,7 +320,9 @@ func RunnerName(requestID string) string { return "spark-" + requestID }
 // OnGrant dispatches the admitted default-branch workflow with the
 // reservation's inputs and mints a one-job JIT runner with the
 // allocation's cumulative labels. Wire it into spark.Options.OnGrant. If
-// either fails, the lease is released so the capacity is not held idle.
+// minting, the hand-off to JITConfigs or the dispatch fails, the lease is
+// released so the capacity is not held idle, and the check fails naming
+// the step.
 func (in *Integration) OnGrant(r spark.Request) {
 	if r.PR == nil || r.Annotations[keyRepo] == "" {
 		return // not a GitHub request
@@ -326,21 +335,25 @@ func (in *Integration) OnGrant(r spark.Request) {
 	}
 	labels := append(slices.Clone(in.cfg.RunnerLabels), topo)
 	runner := RunnerName(r.ID)
-	err := func() error {
+	step, err := func() (string, error) {
 		jit, err := in.gh.MintJIT(ctx, runner, labels)
 		if err != nil {
-			return fmt.Errorf("mint the one-job runner: %w", err)
+			return "minting the one-job runner", err
 		}
 		if in.JITConfigs != nil {
-			in.JITConfigs(runner, jit)
+			if err := in.JITConfigs(runner, jit); err != nil {
+				return "handing the runner's config to the host agent", err
+			}
 		}
-		return in.gh.Dispatch(ctx, r.Annotations[keyRepo], in.cfg.Workflow, map[string]any{
+		return "dispatching the workflow", in.gh.Dispatch(ctx, r.Annotations[keyRepo], in.cfg.Workflow, map[string]any{
 			"reservation_id": r.ID, "head_sha": r.PR.SHA, "topology": string(r.Topology), "suite": r.Suite,
 		})
 	}()
 	if err != nil {
-		in.log.Error("sparkgh.dispatch_failed", "request", r.ID, "error", err)
-		in.ctrl.Annotate(ctx, r.ID, keyPhase, "dispatch failed: "+err.Error())
+		// The check run is public: it names the step; the error, which can
+		// carry API addresses and file paths, goes to the controller's log.
+		in.log.Error("sparkgh.dispatch_failed", "request", r.ID, "step", step, "error", err)
+		in.ctrl.Annotate(ctx, r.ID, keyPhase, step+" failed, so the lease was released (the controller's log has the error)")
 		in.ctrl.Release(ctx, r.ID, r.Token)
 		return
 	}

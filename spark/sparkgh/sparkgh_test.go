@@ -18,7 +18,6 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/gpugate/gpugate/internal/secret"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
 )
@@ -35,6 +34,8 @@ type fakeGH struct {
 	comments   []string
 	dispatches []map[string]any
 	minted     map[string][]string
+	// Injected failures of MintJIT and Dispatch.
+	mintErr, dispatchErr error
 }
 
 type checkRec struct {
@@ -85,14 +86,20 @@ func (g *fakeGH) Comment(_ context.Context, _ string, _ int, body string) error 
 func (g *fakeGH) Dispatch(_ context.Context, _, _ string, inputs map[string]any) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.dispatchErr != nil {
+		return g.dispatchErr
+	}
 	g.dispatches = append(g.dispatches, inputs)
 	return nil
 }
-func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (secret.Secret, error) {
+func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (Secret, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.mintErr != nil {
+		return "", g.mintErr
+	}
 	g.minted[name] = labels
-	return "JIT-SECRET-" + secret.Secret(name), nil
+	return "JIT-SECRET-" + Secret(name), nil
 }
 
 func (g *fakeGH) titles(id int64) []string {
@@ -307,7 +314,7 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		var jits []string
-		w.in.JITConfigs = func(runner string, s secret.Secret) { jits = append(jits, runner) }
+		w.in.JITConfigs = func(runner string, s Secret) error { jits = append(jits, runner); return nil }
 		w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test-long"}, false))
 		w.tick(t)
 		if len(w.gh.dispatches) != 1 {
@@ -333,6 +340,44 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 			t.Errorf("the lease must be released: %+v %+v", live, hosts)
 		}
 	})
+}
+
+// A grant whose runner cannot be minted, handed to the host agent or
+// dispatched must not hold the host idle: the lease is released, nothing
+// is dispatched without a runner, and the public check names the step but
+// not the error.
+func TestAFailedGrantReleasesTheLeaseAndFailsTheCheck(t *testing.T) {
+	const detail = "https://ghes.internal/api/v3 /var/lib/spark/jit"
+	for name, tc := range map[string]struct {
+		mint, handoff, dispatch error
+		step                    string
+	}{
+		"mint":     {mint: errors.New(detail), step: "minting the one-job runner failed"},
+		"hand-off": {handoff: errors.New(detail), step: "handing the runner's config to the host agent failed"},
+		"dispatch": {dispatch: errors.New(detail), step: "dispatching the workflow failed"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				w.gh.mintErr, w.gh.dispatchErr = tc.mint, tc.dispatch
+				w.in.JITConfigs = func(string, Secret) error { return tc.handoff }
+				w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test-long"}, false))
+				w.tick(t)
+				w.tick(t)
+				hosts, live, _ := w.c.Snapshot(ctx)
+				if len(live) != 0 || hosts[0].Lease != "" || hosts[1].Lease != "" {
+					t.Errorf("the lease must be released: %+v %+v", live, hosts)
+				}
+				if tc.dispatch == nil && len(w.gh.dispatches) != 0 {
+					t.Errorf("dispatched without a runner: %v", w.gh.dispatches)
+				}
+				last := w.gh.last(1)
+				if last.Conclusion != "failure" || !strings.Contains(last.Summary, tc.step) || strings.Contains(last.Summary, detail) {
+					t.Errorf("check %+v", last)
+				}
+			})
+		})
+	}
 }
 
 func sign(body []byte, key string) string {
@@ -400,7 +445,7 @@ func TestDashboardCarriesOnlySanitizedFields(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		jitSeen := ""
-		w.in.JITConfigs = func(_ string, s secret.Secret) { jitSeen = s.Reveal() }
+		w.in.JITConfigs = func(_ string, s Secret) error { jitSeen = s.Reveal(); return nil }
 		w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
 		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Owner: "alice-secret-user"})
 		w.tick(t)
