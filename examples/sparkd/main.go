@@ -14,8 +14,10 @@
 // types, so it needs no token); POST /github/webhook receives GitHub
 // deliveries when -webhook-secret-file is set (GITHUB_TOKEN must then
 // hold a token that may write checks, dispatch workflows and mint JIT
-// runners; each minted JIT config is written 0600 to -jit-dir for the
-// host agent and never logged).
+// runners; each minted JIT config is written 0600 to -jit-dir as
+// <runner>.jitconfig, whole or not at all, for the host agent, and never
+// logged; if it cannot be written the grant fails and the lease is
+// released).
 package main
 
 import (
