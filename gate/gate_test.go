@@ -3,6 +3,7 @@ package gate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -379,4 +380,31 @@ func TestRecover_DispatchesAtTheDefaultBranchAndFollowsTheRun(t *testing.T) {
 			t.Errorf("no PR: err = %v", err)
 		}
 	})
+}
+
+// BenchmarkReuse decides over the gates on one PR head: 10 (a PR re-run a
+// few times across two bases) and 1000 (100x).
+func BenchmarkReuse(b *testing.B) {
+	kinds := []gate.Kind{gate.KindPaid, gate.KindFailed, gate.KindReused, gate.KindLocal}
+	for _, n := range []int{10, 1000} {
+		gates := make([]gate.Gate, n)
+		for i := range gates {
+			ref := merge
+			if i%3 == 0 {
+				ref = merge2
+			}
+			conclusion := "success"
+			if kinds[i%len(kinds)] == gate.KindFailed {
+				conclusion = "failure"
+			}
+			gates[i] = g(int64(i+1), ref, kinds[i%len(kinds)], "completed", conclusion, t0.Add(time.Duration(i)*time.Minute))
+		}
+		b.Run(fmt.Sprintf("gates=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if d := gate.Reuse(gates, merge); d.Reason == "" {
+					b.Fatal("no reason")
+				}
+			}
+		})
+	}
 }
