@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
 
@@ -43,14 +43,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "costreport: unknown subcommand %q: use collect or summarize\n", args[0])
 		return 2
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
+	code := cli.Status(err)
+	if code == 1 {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
-		return 1
 	}
-	return 0
+	return code
 }
 
 func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -61,13 +58,13 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	since := fs.String("since", "", "first UTC day, YYYY-MM-DD (inclusive)")
 	until := fs.String("until", "", "last UTC day, YYYY-MM-DD (inclusive)")
 	dir := fs.String("dir", "", "where to save evidence (outside the repository)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Flags(fs, args); err != nil {
 		return err
 	}
 	s, err1 := time.Parse(time.DateOnly, *since)
 	u, err2 := time.Parse(time.DateOnly, *until)
 	if err1 != nil || err2 != nil || *dir == "" {
-		return errors.New("costreport collect: -since and -until (YYYY-MM-DD) and -dir are required")
+		return cli.Refuse(fs, "-since and -until (YYYY-MM-DD) and -dir are required")
 	}
 	client, err := ghaction.GitHubClient(ctx, getenv)
 	if err != nil {
@@ -84,11 +81,11 @@ func summarize(args []string, getenv func(string) string, stdout, stderr io.Writ
 	dir := fs.String("dir", "", "saved evidence")
 	out := fs.String("out", "", "write summary.json, summary.md and spend.svg here")
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Flags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {
-		return errors.New("costreport summarize: -dir is required")
+		return cli.Refuse(fs, "-dir is required")
 	}
 	s, err := cost.Summarize(*dir)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/partition"
 )
@@ -62,14 +63,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "partition: unknown subcommand %q: use check, select or shards\n", args[0])
 		return 2
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
+	code := cli.Status(err)
+	if code == 1 {
 		gha.Fail(stdout, stderr, err)
-		return 1
 	}
-	return 0
+	return code
 }
 
 func readPartitions(paths []string) (partition.Partition, error) {
@@ -94,7 +92,7 @@ func check(args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, erro
 	invFile := fs.String("inventory", "-", "inventory file, - for stdin")
 	format := fs.String("format", "nextest", "inventory format: nextest (cargo nextest list --message-format json) or go (go test -json / -list)")
 	example := fs.Bool("example", false, "check the bundled example")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return false, err
 	}
 	var (
@@ -146,7 +144,7 @@ func selectLane(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	cat := fs.String("category", "single-gpu", "the lane's category")
 	render := fs.String("render", "nextest", "nextest (a filterset), go (-run patterns per package), lines, or not-run")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
 	}
 	p, err := readPartitions(fs.Args())
@@ -185,11 +183,11 @@ func shards(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition shards", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 4, "number of shards")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("partition shards: name one units file (JSON: [{\"name\": \"a.cu\", \"cost\": \"40m\"}])")
+		return cli.Refuse(fs, "name one units file (JSON: [{\"name\": \"a.cu\", \"cost\": \"40m\"}])")
 	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {

@@ -42,3 +42,22 @@ func TestCheckSelectShards(t *testing.T) {
 		t.Error("unknown subcommand must exit 2")
 	}
 }
+
+func TestARefusedCommandLineExitsTwoAndSaysWhyOnce(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"an unknown flag":         {[]string{"select", "-nope", "p.tsv"}, "flag provided but not defined: -nope"},
+		"shards without a file":   {[]string{"shards", "-n", "2"}, "partition shards: name one units file"},
+		"shards with two files":   {[]string{"shards", "a.json", "b.json"}, "partition shards: name one units file"},
+		"check with a bad -value": {[]string{"check", "-example=maybe"}, `invalid boolean value "maybe"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out := runCmd(t, "", tc.args...)
+			if code != 2 || strings.Count(out, tc.want) != 1 || strings.Contains(out, "::error::") {
+				t.Errorf("exit %d, output:\n%s\nwant exit 2 and %q once", code, out, tc.want)
+			}
+		})
+	}
+}

@@ -1,5 +1,6 @@
 // Package cli is what the example commands share about their command
-// lines.
+// lines: exit status 0 after -h, 2 after a command line they refuse, 1 when
+// the work itself fails.
 package cli
 
 import (
@@ -8,21 +9,64 @@ import (
 	"fmt"
 )
 
+// ErrUsage wraps a refused command line whose reason is already printed on
+// the flag set's output (a bad flag, which the flag package reports with
+// the usage, or a stray argument). Status maps it to exit status 2.
+var ErrUsage = errors.New("cli: command line refused")
+
 // Parse parses args into fs (made with flag.ContinueOnError) for a command
 // that takes flags only. ok says whether the command goes on; when it does
 // not, exit is the command's exit status: 0 after -h, 2 after a bad flag
 // (which fs has reported) or a stray argument, which Parse names on
 // fs.Output().
 func Parse(fs *flag.FlagSet, args []string) (exit int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return 2, false
+	err := Flags(fs, args)
+	return Status(err), err == nil
+}
+
+// Flags parses args into fs (made with flag.ContinueOnError) for a
+// subcommand that takes flags only. It returns nil to go on, flag.ErrHelp
+// after -h, or an error wrapping ErrUsage after a bad flag or a stray
+// argument, both reported on fs.Output().
+func Flags(fs *flag.FlagSet, args []string) error {
+	if err := FlagsAndArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q: this command takes flags only (%s -h lists them)\n", fs.Name(), fs.Arg(0), fs.Name())
-		return 2, false
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
 	}
-	return 0, true
+	return nil
+}
+
+// FlagsAndArgs is Flags for a subcommand that also takes positional
+// arguments (fs.Args()).
+func FlagsAndArgs(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUsage, err)
+}
+
+// Refuse reports a command line the command refuses (a required flag
+// missing, the wrong number of arguments) on fs.Output() and returns an
+// error wrapping ErrUsage.
+func Refuse(fs *flag.FlagSet, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), msg)
+	return fmt.Errorf("%w: %s", ErrUsage, msg)
+}
+
+// Status is the exit status for what a command's work returned: 0 for nil
+// and flag.ErrHelp, 2 for ErrUsage, 1 for anything else (which the caller
+// reports).
+func Status(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		return 2
+	}
+	return 1
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"strings"
 	"testing"
@@ -39,5 +40,46 @@ func TestParse(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", stderr.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+func TestFlagsAndStatus_ForSubcommands(t *testing.T) {
+	tests := map[string]struct {
+		args      []string
+		positions bool
+		status    int
+		stderr    string
+	}{
+		"flags only":                  {[]string{"-pod", "p1"}, false, 0, ""},
+		"help":                        {[]string{"-h"}, false, 0, "Usage of tool"},
+		"unknown flag":                {[]string{"-nope"}, false, 2, "flag provided but not defined: -nope"},
+		"stray argument":              {[]string{"extra"}, false, 2, `unexpected argument "extra"`},
+		"positional arguments":        {[]string{"-pod", "p1", "a.tsv", "b.tsv"}, true, 0, ""},
+		"bad flag before positionals": {[]string{"-nope", "a.tsv"}, true, 2, "flag provided but not defined: -nope"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+			fs.SetOutput(&stderr)
+			fs.String("pod", "", "a pod")
+			parse := cli.Flags
+			if tt.positions {
+				parse = cli.FlagsAndArgs
+			}
+			err := parse(fs, tt.args)
+			if got := cli.Status(err); got != tt.status {
+				t.Errorf("Status(%v) = %d, want %d", err, got, tt.status)
+			}
+			if tt.status == 2 && !errors.Is(err, cli.ErrUsage) {
+				t.Errorf("error %v does not wrap ErrUsage", err)
+			}
+			if tt.stderr == "" && stderr.Len() > 0 || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr = %q, want %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+	if got := cli.Status(errors.New("the work failed")); got != 1 {
+		t.Errorf("Status of a failure = %d, want 1", got)
 	}
 }
