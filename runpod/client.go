@@ -267,6 +267,9 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	if req.GPU.MinCUDAVersion != "" && len(req.GPU.AllowedCUDAVersions) > 0 {
 		return nil, fmt.Errorf("%w: gpu.minCudaVersion and gpu.allowedCudaVersions are mutually exclusive", ErrRejected)
 	}
+	if err := req.checkEnv(); err != nil {
+		return nil, err
+	}
 	r := request{method: http.MethodPost, path: "/v2/pods", body: req.wire(), secrets: req.secrets()}
 	var (
 		created      *Pod

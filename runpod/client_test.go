@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -451,6 +452,36 @@ func TestListPods_ReadsPodsCarryingThePackedProof(t *testing.T) {
 		}
 		if len(pods) != n || pods[n-1].Env["GPUGATE_PROOF_12"] != chunk {
 			t.Errorf("got %d pods", len(pods))
+		}
+	})
+}
+
+// RunPod lets a pod have 50 environment variables; a request over that,
+// or one setting a variable both plain and secret, is refused before it is
+// sent.
+func TestCreatePod_RefusesAnEnvironmentAPodCannotHave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		atLimit := podRequest("gate-c1", "NVIDIA L4")
+		for i := len(atLimit.Env) + len(atLimit.SecretEnv); i < runpod.MaxPodEnv; i++ {
+			atLimit.Env[fmt.Sprintf("V%02d", i)] = "x"
+		}
+		if _, err := c.CreatePod(context.Background(), atLimit); err != nil {
+			t.Fatalf("%d variables: %v", runpod.MaxPodEnv, err)
+		}
+		over := podRequest("gate-c2", "NVIDIA L4")
+		maps.Copy(over.Env, atLimit.Env)
+		over.Env["ONE_MORE"] = "x"
+		both := podRequest("gate-c3", "NVIDIA L4")
+		both.Env["RUNNER_JIT_CONFIG"] = "plain"
+		for name, req := range map[string]runpod.CreatePodRequest{"51 variables": over, "plain and secret": both} {
+			_, err := c.CreatePod(context.Background(), req)
+			if !errors.Is(err, runpod.ErrInvalidRequest) || strings.Contains(err.Error(), "JITSECRET") {
+				t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
+			}
+		}
+		if n := srv.Count("POST", "/v2/pods"); n != 1 {
+			t.Errorf("%d creates sent, want only the one within the limit", n)
 		}
 	})
 }

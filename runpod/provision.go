@@ -188,18 +188,30 @@ type provisioner struct {
 	res  Result
 }
 
+// ErrTemplate is returned by Provision, before anything is bought, for
+// dependencies or a pod template it cannot provision with.
+var ErrTemplate = errors.New("runpod: cannot provision with this template")
+
 func (p *provisioner) check(plan []Candidate) error {
 	switch {
 	case p.deps.API == nil || p.deps.Registry == nil:
-		return errors.New("runpod: Provision needs Deps.API and Deps.Registry")
+		return fmt.Errorf("%w: Provision needs Deps.API and Deps.Registry", ErrTemplate)
 	case p.tmpl.Image == "":
-		return errors.New("runpod: Provision needs PodTemplate.Image")
+		return fmt.Errorf("%w: Provision needs PodTemplate.Image", ErrTemplate)
 	case p.tmpl.Owner.Repository == "" || p.tmpl.Owner.RunID == 0:
-		return errors.New("runpod: Provision needs PodTemplate.Owner (repository and run ID): the reaper relies on those tags")
+		return fmt.Errorf("%w: Provision needs PodTemplate.Owner (repository and run ID): the reaper relies on those tags", ErrTemplate)
 	case len(plan) == 0:
 		return fmt.Errorf("%w: the candidate plan is empty", ErrExhausted)
 	}
-	return p.cfg.Validate()
+	if err := p.cfg.Validate(); err != nil {
+		return err
+	}
+	// Every attempt's request has the same variables: one that could never
+	// be created stops here rather than at the first attempt.
+	if err := p.request(1, plan[0], "", "").checkEnv(); err != nil {
+		return fmt.Errorf("%w: PodTemplate.Env: %w", ErrTemplate, err)
+	}
+	return nil
 }
 
 func (p *provisioner) run(ctx context.Context, plan []Candidate) error {

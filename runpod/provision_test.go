@@ -596,3 +596,46 @@ func runSchedule(t *testing.T, seed uint64) (wasted float64) {
 	})
 	return wasted
 }
+
+// A template whose pods could never be created stops before the first
+// attempt: nothing is created, nothing is paid.
+func TestProvision_ATemplateOverThePodEnvironmentLimitBuysNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.tmpl.Env = map[string]string{}
+		for i := range runpod.MaxPodEnv {
+			w.tmpl.Env[fmt.Sprintf("GPUGATE_PROOF_%02d", i)] = "chunk"
+		}
+		_, err := w.provision(context.Background(), w.catalog(t))
+		if !errors.Is(err, runpod.ErrTemplate) || !errors.Is(err, runpod.ErrInvalidRequest) {
+			t.Fatalf("err %v, want ErrTemplate and ErrInvalidRequest", err)
+		}
+		if n := w.srv.Count("POST", "/v2/pods"); n != 0 || w.srv.TotalCost() != 0 {
+			t.Errorf("%d creates, $%v paid; want none", n, w.srv.TotalCost())
+		}
+	})
+}
+
+func TestProvision_MissingDependenciesOrOwnershipAreTemplateErrors(t *testing.T) {
+	w := newWorld(t)
+	plan := runpod.CandidatePlan(w.cfg, nil)
+	noOwner := w.tmpl
+	noOwner.Owner = runpod.Ownership{}
+	noImage := w.tmpl
+	noImage.Image = ""
+	for name, tc := range map[string]struct {
+		deps runpod.Deps
+		tmpl runpod.PodTemplate
+	}{
+		"no registry": {runpod.Deps{API: w.c}, w.tmpl},
+		"no image":    {w.deps, noImage},
+		"no owner":    {w.deps, noOwner},
+	} {
+		if _, err := runpod.Provision(context.Background(), tc.deps, w.cfg, plan, tc.tmpl); !errors.Is(err, runpod.ErrTemplate) {
+			t.Errorf("%s: %v, want ErrTemplate", name, err)
+		}
+	}
+	if n := w.srv.Count("POST", "/v2/pods"); n != 0 {
+		t.Errorf("%d creates, want none", n)
+	}
+}

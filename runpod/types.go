@@ -2,6 +2,7 @@ package runpod
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -155,6 +156,25 @@ func (r CreatePodRequest) secrets() []Secret {
 		s = append(s, v)
 	}
 	return s
+}
+
+// MaxPodEnv is how many environment variables RunPod lets a pod have
+// ("up to 50 environment variables per Pod",
+// https://docs.runpod.io/pods/templates/environment-variables).
+const MaxPodEnv = 50
+
+// checkEnv refuses, before anything is sent, a request with more variables
+// than a pod may have, or a variable both plain and secret.
+func (r CreatePodRequest) checkEnv() error {
+	for k := range r.SecretEnv {
+		if _, ok := r.Env[k]; ok {
+			return fmt.Errorf("%w: env %s is set both plain and secret: set it once", ErrInvalidRequest, k)
+		}
+	}
+	if n := len(r.Env) + len(r.SecretEnv); n > MaxPodEnv {
+		return fmt.Errorf("%w: %d environment variables, over RunPod's %d per pod: drop template variables (a packed proof takes one per chunk; bake a large one into the image instead)", ErrInvalidRequest, n, MaxPodEnv)
+	}
+	return nil
 }
 
 // wireCreatePod is what is sent: env merged, secrets revealed.
