@@ -34,9 +34,9 @@
 // rebuilds it, checks its SHA-256 and unsets the chunks before anything
 // runs. The built ./examples/smoke is about 2.9 MB, 1.18 MB gzipped and
 // 1.57 MB of the environment in 13 chunks, within Linux's 2 MiB exec limit
-// (MaxExecBytes). The byte budget allows at most 14 chunks, so with the
+// (MaxExecBytes). The byte budget allows at most 15 chunks, so with the
 // tier table, the checksum and the provisioner's own variables a pod
-// carries at most 27 environment variables, inside the 50 RunPod allows;
+// carries at most 28 environment variables, inside the 50 RunPod allows;
 // NewPodStartup composes the whole thing. A runner image
 // that carries the proof can be used instead (ScriptParams.ProofPath).
 //
