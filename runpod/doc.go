@@ -12,7 +12,10 @@
 //     available is ErrNoCapacity, any other 400 ErrRejected (try the next
 //     candidate); 402 is ErrInsufficientBalance (stop everything); 403 is
 //     ErrForbidden (skip the candidate); 408, 429, 5xx, transport failures
-//     and malformed responses are retried (ErrTransient).
+//     and malformed responses are retried (ErrTransient). A create whose
+//     environment a pod cannot have (over MaxPodEnv, RunPod's 50
+//     variables, or a variable both plain and secret) is refused before
+//     it is sent (ErrInvalidRequest).
 //   - RetryPolicy: bounded, jittered exponential backoff
 //     (cenkalti/backoff/v4) inside one deadline shared by a call and its
 //     retries (60 s). Retry-After, in seconds or as an HTTP date, is a
@@ -35,6 +38,8 @@
 //     ErrExhausted and max_consecutive_startup_failures in
 //     ErrStartupFailures; a deletion that cannot be confirmed stops all
 //     creation; a moved or closed pull request ends in ErrObsolete.
+//     Missing dependencies and a template whose pods could never be
+//     created are ErrTemplate, before anything is bought.
 //   - Delete: the bounded, idempotent cleanup helper (five attempts within
 //     180 s, 404 confirms, a GET after a lost response).
 //
