@@ -353,10 +353,20 @@ func (in *Integration) OnGrant(r spark.Request) {
 		// The check run is public: it names the step; the error, which can
 		// carry API addresses and file paths, goes to the controller's log.
 		in.log.Error("sparkgh.dispatch_failed", "request", r.ID, "step", step, "error", err)
-		in.ctrl.Annotate(ctx, r.ID, keyPhase, step+" failed, so the lease was released (the controller's log has the error)")
-		in.ctrl.Release(ctx, r.ID, r.Token)
+		if err := in.ctrl.Annotate(ctx, r.ID, keyPhase, step+" failed, so the lease was released (the controller's log has the error)"); err != nil {
+			in.log.Error("sparkgh.annotate_failed", "request", r.ID, "error", err)
+		}
+		if err := in.ctrl.Release(ctx, r.ID, r.Token); err != nil {
+			// The lease then ends at its duration; say so where an
+			// operator looks.
+			in.log.Error("sparkgh.release_failed", "request", r.ID, "error", err)
+		}
 		return
 	}
-	in.ctrl.Annotate(ctx, r.ID, keyRunner, runner)
+	if err := in.ctrl.Annotate(ctx, r.ID, keyRunner, runner); err != nil {
+		// Without the runner's name the job's webhooks cannot find the
+		// request; the lease ends at its duration.
+		in.log.Error("sparkgh.annotate_failed", "request", r.ID, "error", err)
+	}
 	in.log.Info("sparkgh.dispatched", "request", r.ID, "runner", runner, "labels", strings.Join(labels, ","))
 }
