@@ -232,7 +232,7 @@ func operands(n int) (a, b []float32) {
 func (c Config) RequirePinned() error {
 	for _, t := range c.Tiers {
 		if t.SHA256 == "" {
-			return fmt.Errorf("%w: tier %s (%s %s): pin its sha256 from NVIDIA's Packages index in the tier table before buying pods", ErrNoChecksum, t.Name, t.Package, t.Version)
+			return fmt.Errorf("%w: tier %s (%s %s): pin its sha256 from NVIDIA's Packages index in the tier table before buying pods (go run ./examples/nvrtcpin -tiers TABLE -o TABLE Packages)", ErrNoChecksum, t.Name, t.Package, t.Version)
 		}
 	}
 	return nil

@@ -1,5 +1,7 @@
 // Package tiers loads the on-pod CUDA proof's NVRTC tier table from YAML on
-// the hosted side.
+// the hosted side, and pins it: Pin fills each tier's sha256 from the
+// Packages index (ParsePackages) of the repository the tier's url points
+// into, changing nothing else in the file.
 //
 // It is apart from package smoke so that the proof binary, which travels
 // inside the pod's create request, links no YAML parser (and, through it,
@@ -22,7 +24,8 @@ import (
 // Example is the seed's two tiers: the full tier (NVRTC 12.8) and the
 // baseline tier (NVRTC 12.6), from NVIDIA's ubuntu2404 repository. The
 // sha256 fields are left for the maintainer to pin from that repository's
-// Packages index: installation refuses a tier without one.
+// Packages index (Pin, or go run ./examples/nvrtcpin): installation
+// refuses a tier without one.
 //
 //go:embed example.yml
 var Example []byte
