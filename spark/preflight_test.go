@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -60,6 +61,16 @@ func TestPreflight_RejectsEachUnsafeCondition(t *testing.T) {
 			if !errors.As(err, &pe) || pe.Check != tt.check || !errors.Is(err, spark.ErrPreflight) {
 				t.Errorf("%s: %v, want check %s", name, err, tt.check)
 			}
+			if err != nil && !strings.Contains(err.Error(), "preflight "+tt.check+" failed") {
+				t.Errorf("%s: the message %q does not name the check", name, err)
+			}
+		}
+		// The cause stays reachable for callers that branch on it.
+		cause := errors.New("nvidia-smi failed")
+		c, req = ok()
+		c.GPU = &sparktest.Checks{AppsErr: cause}
+		if err := spark.Preflight(ctx, c, req); !errors.Is(err, cause) {
+			t.Errorf("%v does not wrap its cause", err)
 		}
 	})
 }
