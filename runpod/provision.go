@@ -49,7 +49,7 @@ type PR struct {
 // whose tags and name agree.
 type Ownership struct {
 	Repository string // owner/name
-	Workflow   string // workflow path, e.g. .github/workflows/runpod-gpu-test.yml
+	Workflow   string // workflow path, e.g. .github/workflows/runpod-gpu-test.yml, or GITHUB_WORKFLOW_REF (see WorkflowPath)
 	RunID      int64
 	RunAttempt int
 }
@@ -73,11 +73,30 @@ func (o Ownership) Prefix() string {
 	return fmt.Sprintf("gpugate-%d-%d", o.RunID, o.RunAttempt)
 }
 
-// Tags returns the ownership environment variables.
+// WorkflowPath reduces the ways GitHub names a workflow file to its path
+// in the repository, .github/workflows/<file>: GITHUB_WORKFLOW_REF and
+// some run objects say owner/repo/.github/workflows/<file>@<ref>, people
+// say <file>. repo is the owner/repo the name carries ("" when none).
+func WorkflowPath(name string) (path, repo string) {
+	const dir = ".github/workflows/"
+	i := strings.Index(name, dir)
+	if i > 0 {
+		repo, name = strings.TrimSuffix(name[:i], "/"), name[i:]
+	}
+	name, _, _ = strings.Cut(name, "@")
+	if i < 0 && !strings.Contains(name, "/") && name != "" {
+		name = dir + name
+	}
+	return name, repo
+}
+
+// Tags returns the ownership environment variables. The workflow is
+// tagged as its path (WorkflowPath), however it was given.
 func (o Ownership) Tags() map[string]string {
+	wf, _ := WorkflowPath(o.Workflow)
 	return map[string]string{
 		TagRepository: o.Repository,
-		TagWorkflow:   o.Workflow,
+		TagWorkflow:   wf,
 		TagRunID:      strconv.FormatInt(o.RunID, 10),
 		TagRunAttempt: strconv.Itoa(o.RunAttempt),
 	}

@@ -47,7 +47,7 @@ type ReapDeps struct {
 // ReapPolicy says which pods are ours and when they are reclaimed.
 type ReapPolicy struct {
 	Repository     string                 // owner/name the pods must be tagged with
-	Workflow       string                 // the GPU workflow path
+	Workflow       string                 // the GPU workflow: its path, a bare file name, or a GITHUB_WORKFLOW_REF (WorkflowPath)
 	CompletedGrace time.Duration          // reclaim this long after the run completed (5 min)
 	Lifetime       time.Duration          // lifetime backstop from the pod's start (2 h)
 	Execute        bool                   // false (the default): dry run
@@ -198,6 +198,14 @@ func (r *reaper) identity(pod Pod) (*Ownership, string) {
 	return o, ""
 }
 
+// ours reports whether workflow, named any way GitHub names it
+// (WorkflowPath), is the policy's workflow in repository repo.
+func (r *reaper) ours(repo, workflow string) bool {
+	want, _ := WorkflowPath(r.policy.Workflow)
+	got, in := WorkflowPath(workflow)
+	return got == want && (in == "" || in == repo)
+}
+
 func nameAgrees(name, prefix string) bool {
 	n, ok := strings.CutPrefix(name, prefix+"-c")
 	if !ok || n == "" {
@@ -221,7 +229,7 @@ func (r *reaper) decide(ctx context.Context, pod Pod) (ReapDecision, error) {
 		return d, nil
 	}
 	d.Identity = id
-	if id.Repository != r.policy.Repository || id.Workflow != r.policy.Workflow {
+	if id.Repository != r.policy.Repository || !r.ours(id.Repository, id.Workflow) {
 		d.Rule, d.Reason = RuleForeign, fmt.Sprintf("tagged for %s %s", id.Repository, id.Workflow)
 		return d, nil
 	}
@@ -231,7 +239,7 @@ func (r *reaper) decide(ctx context.Context, pod Pod) (ReapDecision, error) {
 		return d, fmt.Errorf("runpod: reap: pod %s: read run %d: %w", pod.ID, id.RunID, err)
 	}
 	d.RunStatus = run.Status
-	if run.Repository != r.policy.Repository || run.Workflow != r.policy.Workflow {
+	if run.Repository != r.policy.Repository || !r.ours(run.Repository, run.Workflow) {
 		d.Rule, d.Reason = RuleForeign, fmt.Sprintf("run %d belongs to %s %s, not the configured GPU workflow", run.ID, run.Repository, run.Workflow)
 		return d, nil
 	}

@@ -101,6 +101,7 @@ func TestReap_UntaggedForeignAndDisagreeingPodsAreNeverTouched(t *testing.T) {
 		untagged := w.pod(t, runpod.Ownership{}, "someones-notebook", map[string]string{"JUPYTER": "1"})
 		foreignRepo := w.pod(t, runpod.Ownership{Repository: "x/y", Workflow: workflow, RunID: 2, RunAttempt: 1}, "", nil)
 		foreignWf := w.pod(t, runpod.Ownership{Repository: repo, Workflow: ".github/workflows/other.yml", RunID: 3, RunAttempt: 1}, "", nil)
+		foreignRef := w.pod(t, own(6, 1), "", map[string]string{runpod.TagWorkflow: "x/y/" + workflow + "@refs/heads/main"})
 		badName := w.pod(t, own(4, 1), "gpugate-999-1-c1", nil)
 		runElsewhere := w.pod(t, own(5, 1), "", nil)
 		w.runs.Set(runpod.RunInfo{ID: 5, Repository: "x/y", Workflow: workflow, Status: "completed", Attempt: 1, CompletedAt: time.Now().Add(-time.Hour)})
@@ -110,12 +111,12 @@ func TestReap_UntaggedForeignAndDisagreeingPodsAreNeverTouched(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for id, rule := range map[string]string{untagged: runpod.RuleUntagged, foreignRepo: runpod.RuleForeign, foreignWf: runpod.RuleForeign, badName: runpod.RuleUntagged, runElsewhere: runpod.RuleForeign} {
+		for id, rule := range map[string]string{untagged: runpod.RuleUntagged, foreignRepo: runpod.RuleForeign, foreignWf: runpod.RuleForeign, foreignRef: runpod.RuleForeign, badName: runpod.RuleUntagged, runElsewhere: runpod.RuleForeign} {
 			if ds[id].Rule != rule || ds[id].Action != runpod.ActionNone {
 				t.Errorf("%s: %+v, want rule %s and no action", id, ds[id], rule)
 			}
 		}
-		if len(w.srv.Running()) != 5 {
+		if len(w.srv.Running()) != 6 {
 			t.Errorf("running %v: nothing may be deleted", w.srv.Running())
 		}
 	})
@@ -403,6 +404,82 @@ func FuzzParseRetentionRecord(f *testing.F) {
 		}
 		if again, ok := runpod.ParseRetentionRecord(rec.Name()); !ok || again.Name() != rec.Name() {
 			t.Fatalf("%q does not round-trip", name)
+		}
+	})
+}
+
+// In Actions the provisioner's workflow comes from GITHUB_WORKFLOW_REF
+// (owner/repo/.github/workflows/x.yml@refs/...), the reaper is configured
+// with the path, and GitHub's run object may carry either form: all name
+// the same workflow, so its orphans are reclaimed.
+func TestReap_TheWorkflowMatchesWhicheverWayGitHubSpellsIt(t *testing.T) {
+	ref := repo + "/" + workflow + "@refs/heads/main"
+	for name, tc := range map[string]struct {
+		tagged, policy, run string
+		raw                 bool // the tag as written, not through Ownership.Tags
+	}{
+		"GITHUB_WORKFLOW_REF ownership": {tagged: ref, policy: workflow, run: workflow},
+		"a GITHUB_WORKFLOW_REF tag":     {tagged: ref, policy: workflow, run: workflow, raw: true},
+		"a run path with its ref":       {tagged: workflow, policy: workflow, run: repo + "/" + workflow + "@main"},
+		"a bare file name policy":       {tagged: workflow, policy: "runpod-gpu-test.yml", run: workflow},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newReapWorld(t)
+				w.pol.Workflow = tc.policy
+				o := own(21, 1)
+				var extra map[string]string
+				if tc.raw {
+					extra = map[string]string{runpod.TagWorkflow: tc.tagged}
+				} else {
+					o.Workflow = tc.tagged
+				}
+				id := w.pod(t, o, "", extra)
+				w.runs.Set(runpod.RunInfo{ID: 21, Repository: repo, Workflow: tc.run, Status: "completed", Attempt: 1, CompletedAt: time.Now()})
+				faketime.Advance(10 * time.Minute)
+				if ds, err := w.reap(t); err != nil || ds[id].Rule != runpod.RuleCompleted || ds[id].Action != runpod.ActionWouldDelete {
+					t.Errorf("%+v, %v: want run-completed, would-delete", ds[id], err)
+				}
+			})
+		})
+	}
+}
+
+func TestOwnershipTags_TheWorkflowIsTaggedAsItsPath(t *testing.T) {
+	o := runpod.Ownership{Repository: repo, Workflow: repo + "/" + workflow + "@refs/pull/42/merge", RunID: 1, RunAttempt: 1}
+	if got := o.Tags()[runpod.TagWorkflow]; got != workflow {
+		t.Errorf("tagged %q, want %q", got, workflow)
+	}
+}
+
+func TestWorkflowPath(t *testing.T) {
+	for in, want := range map[string][2]string{
+		".github/workflows/gpu.yml":                        {".github/workflows/gpu.yml", ""},
+		"o/r/.github/workflows/gpu.yml@refs/heads/main":    {".github/workflows/gpu.yml", "o/r"},
+		"o/r/.github/workflows/gpu.yml@refs/pull/42/merge": {".github/workflows/gpu.yml", "o/r"},
+		"octocat/octo-repo/.github/workflows/ci.yml@main":  {".github/workflows/ci.yml", "octocat/octo-repo"},
+		"gpu.yml":                             {".github/workflows/gpu.yml", ""},
+		"gpu.yml@main":                        {".github/workflows/gpu.yml", ""},
+		"dynamic/github-code-scanning/codeql": {"dynamic/github-code-scanning/codeql", ""},
+		"":                                    {"", ""},
+	} {
+		path, repo := runpod.WorkflowPath(in)
+		if path != want[0] || repo != want[1] {
+			t.Errorf("WorkflowPath(%q) = %q, %q; want %q, %q", in, path, repo, want[0], want[1])
+		}
+	}
+}
+
+// Whatever GitHub or a person writes, reducing it twice changes nothing.
+func FuzzWorkflowPath(f *testing.F) {
+	for _, s := range []string{"o/r/.github/workflows/gpu.yml@refs/heads/main", "gpu.yml", ".github/workflows/a.yml", "@", "a@b/c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		path, _ := runpod.WorkflowPath(name)
+		again, repo := runpod.WorkflowPath(path)
+		if again != path || repo != "" {
+			t.Errorf("WorkflowPath(%q) = %q, but WorkflowPath(%q) = %q, %q", name, path, path, again, repo)
 		}
 	})
 }

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.simulate, "simulate", false, "run in process against a fake RunPod and a fake runner registry")
 	fs.StringVar(&o.org, "org", "", "GitHub organization whose runners the pod registers with")
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name of the repository (ownership tag; repository runners when -org is empty)")
-	fs.StringVar(&o.workflow, "workflow", getenv("GITHUB_WORKFLOW_REF"), "workflow path (ownership tag)")
+	fs.StringVar(&o.workflow, "workflow", getenv("GITHUB_WORKFLOW_REF"), "the GPU workflow (ownership tag): its path, or GITHUB_WORKFLOW_REF's owner/repo/path@ref; tagged as the path the reaper matches")
 	fs.Int64Var(&o.runID, "run-id", envInt(getenv, "GITHUB_RUN_ID"), "workflow run ID (ownership tag)")
 	fs.IntVar(&o.runAttempt, "run-attempt", int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), "workflow run attempt (ownership tag)")
 	fs.IntVar(&o.pr, "pr", 0, "pull request number: stop when its head moves or it closes")
