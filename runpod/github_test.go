@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/internal/githubtest"
@@ -63,5 +65,105 @@ func TestGitHubPR_Current(t *testing.T) {
 	missing, _ := githubtest.New(t, http.NewServeMux())
 	if _, err := (&runpod.GitHubPR{Client: missing, Owner: "o", Repo: "r", Number: 6}).Current(context.Background()); err == nil {
 		t.Error("a 404 must be an error (unknown state)")
+	}
+}
+
+// The run adapter reads what the reaper decides on: the workflow path,
+// event, attempt, and a completion time only for a completed run.
+func TestGitHubRuns_ReadsTheRunAndCancelsOnA202(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/r/actions/runs/7", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":7,"path":".github/workflows/runpod-gpu-test.yml","event":"workflow_run","status":"completed","run_attempt":2,
+			"updated_at":"2026-11-29T10:00:00Z","repository":{"full_name":"o/r"}}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/8", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":8,"path":".github/workflows/runpod-gpu-test.yml","event":"workflow_dispatch","status":"in_progress","run_attempt":1,
+			"updated_at":"2026-11-29T10:00:00Z","repository":{"full_name":"o/r"}}`)
+	})
+	cancels := 0
+	mux.HandleFunc("POST /repos/o/r/actions/runs/7/cancel", func(w http.ResponseWriter, r *http.Request) {
+		cancels++
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprint(w, `{}`)
+	})
+	mux.HandleFunc("POST /repos/o/r/actions/runs/8/cancel", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		fmt.Fprint(w, `{"message":"Cannot cancel a workflow run that is completed."}`)
+	})
+	c, _ := githubtest.New(t, mux)
+	runs := &runpod.GitHubRuns{Client: c, Owner: "o", Repo: "r"}
+	got, err := runs.Run(context.Background(), 7)
+	want := runpod.RunInfo{ID: 7, Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml", Event: "workflow_run",
+		Status: "completed", Attempt: 2, CompletedAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("completed run (-want +got):\n%s", diff)
+	}
+	if got, err := runs.Run(context.Background(), 8); err != nil || !got.CompletedAt.IsZero() || got.Status != "in_progress" {
+		t.Errorf("a running run: %+v, %v; it has no completion time", got, err)
+	}
+	if _, err := runs.Run(context.Background(), 9); err == nil {
+		t.Error("an unreadable run must be an error")
+	}
+	if err := runs.Cancel(context.Background(), 7); err != nil || cancels != 1 {
+		t.Errorf("a 202 is success: %v (%d calls)", err, cancels)
+	}
+	if err := runs.Cancel(context.Background(), 8); err == nil {
+		t.Error("a 409 must be an error")
+	}
+}
+
+// Retention records are the run's unexpired artifact names, over every
+// page.
+func TestGitHubRetention_ListsUnexpiredArtifactNamesOnEveryPage(t *testing.T) {
+	mux := http.NewServeMux()
+	var srvURL string
+	mux.HandleFunc("GET /repos/o/r/actions/runs/11/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") != "2" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/actions/runs/11/artifacts?page=2>; rel="next"`, srvURL))
+			fmt.Fprint(w, `{"total_count":3,"artifacts":[{"name":"cuda-archive","expired":false},{"name":"old-retention","expired":true}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"total_count":3,"artifacts":[{"name":"runpod-retain-11-1-pod1","expired":false}]}`)
+	})
+	c, srv := githubtest.New(t, mux)
+	srvURL = srv.URL
+	names, err := (&runpod.GitHubRetention{Client: c, Owner: "o", Repo: "r"}).Records(context.Background(), 11)
+	if diff := cmp.Diff([]string{"cuda-archive", "runpod-retain-11-1-pod1"}, names); err != nil || diff != "" {
+		t.Errorf("records (-want +got):\n%s %v", diff, err)
+	}
+}
+
+// The watchdog's progress: the GPU job of this attempt, found by name on
+// any page, and whether its test step has begun.
+func TestGitHubProgress_FindsTheJobAndItsTestStep(t *testing.T) {
+	mux := http.NewServeMux()
+	var srvURL string
+	step := "queued"
+	mux.HandleFunc("GET /repos/o/r/actions/runs/42/attempts/2/jobs", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") != "2" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/actions/runs/42/attempts/2/jobs?page=2>; rel="next"`, srvURL))
+			fmt.Fprint(w, `{"total_count":2,"jobs":[{"name":"start-runpod","status":"completed","conclusion":"success"}]}`)
+			return
+		}
+		fmt.Fprintf(w, `{"total_count":2,"jobs":[{"name":"Run GPU tests","status":"in_progress","steps":[
+			{"name":"Set up job","status":"completed"},{"name":"Run CUDA tests from archive","status":%q}]}]}`, step)
+	})
+	c, srv := githubtest.New(t, mux)
+	srvURL = srv.URL
+	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 2, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
+	got, err := p.JobProgress(context.Background())
+	if err != nil || got.TestsStarted || got.Completed {
+		t.Errorf("before the test step: %+v, %v", got, err)
+	}
+	step = "in_progress"
+	if got, err = p.JobProgress(context.Background()); err != nil || !got.TestsStarted {
+		t.Errorf("the test step began: %+v, %v", got, err)
+	}
+	p.Job = "Another job"
+	if got, err = p.JobProgress(context.Background()); err != nil || got != (runpod.JobProgress{}) {
+		t.Errorf("a job not yet listed has not started: %+v, %v", got, err)
 	}
 }
