@@ -73,7 +73,7 @@ func (g *GitHub) CreateGate(ctx context.Context, p Publication) (Gate, error) {
 	}
 	c, _, err := g.Client.Checks.CreateCheckRun(ctx, g.Owner, g.Repo, opts)
 	if err != nil {
-		return Gate{}, err
+		return Gate{}, fmt.Errorf("gate: create check run %q on %s: %w", p.Name, short(p.HeadSHA), err)
 	}
 	return gateOf(c), nil
 }
@@ -89,7 +89,7 @@ func (g *GitHub) UpdateGate(ctx context.Context, id int64, p Publication) (Gate,
 	}
 	c, _, err := g.Client.Checks.UpdateCheckRun(ctx, g.Owner, g.Repo, id, opts)
 	if err != nil {
-		return Gate{}, err
+		return Gate{}, fmt.Errorf("gate: update check run %d: %w", id, err)
 	}
 	return gateOf(c), nil
 }
@@ -100,7 +100,7 @@ func (g *GitHub) UpdateGate(ctx context.Context, id int64, p Publication) (Gate,
 func (g *GitHub) Permission(ctx context.Context, user string) (string, error) {
 	p, _, err := g.Client.Repositories.GetPermissionLevel(ctx, g.Owner, g.Repo, user)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("gate: read %s's permission: %w", user, err)
 	}
 	if r := p.GetRoleName(); r != "" {
 		return r, nil
@@ -113,7 +113,7 @@ func (g *GitHub) Permission(ctx context.Context, user string) (string, error) {
 func (g *GitHub) PullRequest(ctx context.Context, number int) (PullRequest, error) {
 	pr, _, err := g.Client.PullRequests.Get(ctx, g.Owner, g.Repo, number)
 	if err != nil {
-		return PullRequest{}, err
+		return PullRequest{}, fmt.Errorf("gate: read PR #%d: %w", number, err)
 	}
 	out := PullRequest{Number: pr.GetNumber(), Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA(),
 		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID()}
@@ -130,7 +130,10 @@ func (g *GitHub) PullRequest(ctx context.Context, number int) (PullRequest, erro
 // media type (https://docs.github.com/rest/commits/commits#get-a-commit).
 func (g *GitHub) ResolveRef(ctx context.Context, ref string) (string, error) {
 	sha, _, err := g.Client.Repositories.GetCommitSHA1(ctx, g.Owner, g.Repo, ref, "")
-	return sha, err
+	if err != nil {
+		return "", fmt.Errorf("gate: resolve %s: %w", ref, err)
+	}
+	return sha, nil
 }
 
 // Comments calls GET /repos/{owner}/{repo}/issues/{issue_number}/comments
@@ -141,7 +144,7 @@ func (g *GitHub) Comments(ctx context.Context, number int) ([]Comment, error) {
 	for range maxPages {
 		cs, resp, err := g.Client.Issues.ListComments(ctx, g.Owner, g.Repo, number, opts)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gate: list the comments of #%d: %w", number, err)
 		}
 		for _, c := range cs {
 			out = append(out, Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody()})
@@ -154,11 +157,12 @@ func (g *GitHub) Comments(ctx context.Context, number int) ([]Comment, error) {
 	return nil, errors.New("gate: more than 100 pages of comments")
 }
 
-// DefaultBranch calls GET /repos/{owner}/{repo}.
+// DefaultBranch calls GET /repos/{owner}/{repo}
+// (https://docs.github.com/rest/repos/repos#get-a-repository).
 func (g *GitHub) DefaultBranch(ctx context.Context) (string, error) {
 	r, _, err := g.Client.Repositories.Get(ctx, g.Owner, g.Repo)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("gate: read the repository: %w", err)
 	}
 	if r.GetDefaultBranch() == "" {
 		return "", errors.New("gate: the repository reports no default branch")
@@ -170,7 +174,10 @@ func (g *GitHub) DefaultBranch(ctx context.Context) (string, error) {
 // (https://docs.github.com/rest/actions/workflows#create-a-workflow-dispatch-event).
 func (g *GitHub) Dispatch(ctx context.Context, workflow, ref string, inputs map[string]any) error {
 	_, err := g.Client.Actions.CreateWorkflowDispatchEventByFileName(ctx, g.Owner, g.Repo, workflow, github.CreateWorkflowDispatchEventRequest{Ref: ref, Inputs: inputs})
-	return err
+	if err != nil {
+		return fmt.Errorf("gate: dispatch %s at %s: %w", workflow, ref, err)
+	}
+	return nil
 }
 
 // Runs calls GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs
@@ -180,7 +187,7 @@ func (g *GitHub) Runs(ctx context.Context, workflow string, since time.Time) ([]
 	opts := &github.ListWorkflowRunsOptions{Event: "workflow_dispatch", Created: ">=" + since.UTC().Format(time.RFC3339), ListOptions: github.ListOptions{PerPage: 100}}
 	res, _, err := g.Client.Actions.ListWorkflowRunsByFileName(ctx, g.Owner, g.Repo, workflow, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("gate: list the runs of %s: %w", workflow, err)
 	}
 	var out []Run
 	for _, r := range res.WorkflowRuns {
@@ -189,11 +196,12 @@ func (g *GitHub) Runs(ctx context.Context, workflow string, since time.Time) ([]
 	return out, nil
 }
 
-// Run calls GET /repos/{owner}/{repo}/actions/runs/{run_id}.
+// Run calls GET /repos/{owner}/{repo}/actions/runs/{run_id}
+// (https://docs.github.com/rest/actions/workflow-runs#get-a-workflow-run).
 func (g *GitHub) Run(ctx context.Context, id int64) (Run, error) {
 	r, _, err := g.Client.Actions.GetWorkflowRunByID(ctx, g.Owner, g.Repo, id)
 	if err != nil {
-		return Run{}, err
+		return Run{}, fmt.Errorf("gate: read run %d: %w", id, err)
 	}
 	return runOf(r), nil
 }

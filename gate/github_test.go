@@ -3,10 +3,14 @@ package gate_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/githubtest"
@@ -121,5 +125,41 @@ func TestGitHub_Workflows(t *testing.T) {
 	res, err := gate.Recover(context.Background(), gh, gate.RecoverRequest{Workflow: "gpu.yml", PR: 3, Wait: true})
 	if err != nil || res.Run.ID != 9 || dispatched["ref"] != "main" || dispatched["inputs"].(map[string]any)["pr_number"] != "3" {
 		t.Errorf("%+v %v %v", res, err, dispatched)
+	}
+}
+
+// Run reads one dispatched run; a failed call names what it was reading
+// and keeps GitHub's error for callers that branch on it.
+func TestGitHub_RunAndErrorsThatNameTheCall(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/r/actions/runs/9", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":9,"status":"completed","conclusion":"failure","html_url":"https://x/9","created_at":"2026-11-29T12:00:00Z"}`)
+	})
+	gh, _ := setup(t, mux)
+	run, err := gh.Run(context.Background(), 9)
+	want := gate.Run{ID: 9, Status: "completed", Conclusion: "failure", URL: "https://x/9", CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	if err != nil || run != want {
+		t.Errorf("Run = %+v, %v; want %+v", run, err, want)
+	}
+	for name, call := range map[string]func() error{
+		"gate: read run 10":               func() error { _, err := gh.Run(context.Background(), 10); return err },
+		"gate: read PR #4":                func() error { _, err := gh.PullRequest(context.Background(), 4); return err },
+		"gate: read m's permission":       func() error { _, err := gh.Permission(context.Background(), "m"); return err },
+		"gate: resolve refs/pull/4/merge": func() error { _, err := gh.ResolveRef(context.Background(), "refs/pull/4/merge"); return err },
+		"gate: dispatch gpu.yml at main":  func() error { return gh.Dispatch(context.Background(), "gpu.yml", "main", nil) },
+		"gate: list the runs of gpu.yml":  func() error { _, err := gh.Runs(context.Background(), "gpu.yml", time.Now()); return err },
+		"gate: list the comments of #4":   func() error { _, err := gh.Comments(context.Background(), 4); return err },
+		"gate: read the repository":       func() error { _, err := gh.DefaultBranch(context.Background()); return err },
+		"gate: update check run 5":        func() error { _, err := gh.UpdateGate(context.Background(), 5, gate.Publication{}); return err },
+		`gate: create check run "CI GPU gate"`: func() error {
+			_, err := gh.CreateGate(context.Background(), gate.Publication{Name: "CI GPU gate"})
+			return err
+		},
+	} {
+		err := call()
+		var ghErr *github.ErrorResponse
+		if !strings.HasPrefix(fmt.Sprint(err), name) || !errors.As(err, &ghErr) || ghErr.Response.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %v, want it named and GitHub's 404 kept", name, err)
+		}
 	}
 }
