@@ -58,7 +58,8 @@ func output(c Check) *github.CheckRunOutput {
 	return &github.CheckRunOutput{Title: github.String(c.Title), Summary: github.String(c.Summary)}
 }
 
-// CreateCheck calls POST /repos/{owner}/{repo}/check-runs.
+// CreateCheck calls POST /repos/{owner}/{repo}/check-runs
+// (https://docs.github.com/rest/checks/runs#create-a-check-run).
 func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c Check) (int64, error) {
 	r, err := g.repo(repo)
 	if err != nil {
@@ -71,12 +72,13 @@ func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c C
 	}
 	run, _, err := g.Client.Checks.CreateCheckRun(ctx, r.Owner, r.Repo, opts)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("sparkgh: create check run %q on %s: %w", name, sha, err)
 	}
 	return run.GetID(), nil
 }
 
-// UpdateCheck calls PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}.
+// UpdateCheck calls PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}
+// (https://docs.github.com/rest/checks/runs#update-a-check-run).
 func (g *GitHubAPI) UpdateCheck(ctx context.Context, repo string, id int64, name string, c Check) error {
 	r, err := g.repo(repo)
 	if err != nil {
@@ -87,18 +89,23 @@ func (g *GitHubAPI) UpdateCheck(ctx context.Context, repo string, id int64, name
 		opts.Conclusion = github.String(c.Conclusion)
 		opts.CompletedAt = &github.Timestamp{Time: time.Now()}
 	}
-	_, _, err = g.Client.Checks.UpdateCheckRun(ctx, r.Owner, r.Repo, id, opts)
-	return err
+	if _, _, err = g.Client.Checks.UpdateCheckRun(ctx, r.Owner, r.Repo, id, opts); err != nil {
+		return fmt.Errorf("sparkgh: update check run %d: %w", id, err)
+	}
+	return nil
 }
 
-// Comment calls POST /repos/{owner}/{repo}/issues/{issue_number}/comments.
+// Comment calls POST /repos/{owner}/{repo}/issues/{issue_number}/comments
+// (https://docs.github.com/rest/issues/comments#create-an-issue-comment).
 func (g *GitHubAPI) Comment(ctx context.Context, repo string, number int, body string) error {
 	r, err := g.repo(repo)
 	if err != nil {
 		return err
 	}
-	_, _, err = g.Client.Issues.CreateComment(ctx, r.Owner, r.Repo, number, &github.IssueComment{Body: github.String(body)})
-	return err
+	if _, _, err = g.Client.Issues.CreateComment(ctx, r.Owner, r.Repo, number, &github.IssueComment{Body: github.String(body)}); err != nil {
+		return fmt.Errorf("sparkgh: comment on %s#%d: %w", repo, number, err)
+	}
+	return nil
 }
 
 // Dispatch runs workflow at the repository's default branch

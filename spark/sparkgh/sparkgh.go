@@ -129,6 +129,7 @@ type Integration struct {
 
 	mu      sync.Mutex
 	tracked map[string]bool // requests with a live check
+	opening map[string]bool // requests whose check is being created
 	// JITConfigs receives each minted JIT config with its runner name; the
 	// deployment hands it to the host agent. It is never logged. An error
 	// (the agent cannot receive it) fails the grant like a failed mint: the
@@ -149,7 +150,7 @@ func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Inte
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}}, nil
+	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}, opening: map[string]bool{}}, nil
 }
 
 // SetController attaches the controller (it is built after the
@@ -190,21 +191,45 @@ func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label stri
 	if err != nil {
 		return err
 	}
-	st, err := in.ctrl.Status(ctx, r.ID)
+	in.log.Info("sparkgh.queued", "request", r.ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+	return in.openCheck(ctx, r.ID)
+}
+
+// openCheck creates the check run of a queued GitHub request. When GitHub
+// refuses, the request stays queued without one and Sync tries again.
+func (in *Integration) openCheck(ctx context.Context, id string) error {
+	// A webhook and Sync can both find the request without a check; only
+	// one creates it.
+	in.mu.Lock()
+	busy := in.opening[id]
+	in.opening[id] = true
+	in.mu.Unlock()
+	if busy {
+		return nil
+	}
+	defer func() {
+		in.mu.Lock()
+		delete(in.opening, id)
+		in.mu.Unlock()
+	}()
+	st, err := in.ctrl.Status(ctx, id)
 	if err != nil {
 		return err
 	}
-	id, err := in.gh.CreateCheck(ctx, pr.Repo, pr.HeadSHA, in.cfg.CheckName, in.render(st))
-	if err != nil {
-		return fmt.Errorf("create check: %w", err)
+	r := st.Request
+	if _, ok := in.checkID(r); ok {
+		return nil // created meanwhile
 	}
-	if err := in.ctrl.Annotate(ctx, r.ID, keyCheck, strconv.FormatInt(id, 10)); err != nil {
+	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], r.PR.SHA, in.cfg.CheckName, in.render(st))
+	if err != nil {
+		return fmt.Errorf("create the check of request %s (Sync retries): %w", id, err)
+	}
+	if err := in.ctrl.Annotate(ctx, id, keyCheck, strconv.FormatInt(check, 10)); err != nil {
 		return err
 	}
 	in.mu.Lock()
-	in.tracked[r.ID] = true
+	in.tracked[id] = true
 	in.mu.Unlock()
-	in.log.Info("sparkgh.queued", "request", r.ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
 	return nil
 }
 
@@ -270,8 +295,9 @@ func (in *Integration) checkID(r spark.Request) (int64, bool) {
 }
 
 // Sync refreshes every tracked check from the controller and completes the
-// checks of requests that ended (cancelled and superseded included). Call it
-// after each Reconcile.
+// checks of requests that ended (cancelled and superseded included); a
+// live GitHub request without a check (GitHub refused it when the request
+// was queued) gets one. Call it after each Reconcile.
 func (in *Integration) Sync(ctx context.Context) error {
 	in.mu.Lock()
 	ids := make([]string, 0, len(in.tracked))
@@ -283,12 +309,20 @@ func (in *Integration) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var errs []error
 	for _, r := range live { // also pick up requests tracked before a restart
-		if _, ok := in.checkID(r); ok && !slices.Contains(ids, r.ID) {
+		_, ok := in.checkID(r)
+		switch {
+		case ok && !slices.Contains(ids, r.ID):
 			ids = append(ids, r.ID)
+		case !ok && r.PR != nil && r.Annotations[keyRepo] != "":
+			// A GitHub request whose check could not be created: the
+			// maintainer must still see it.
+			if err := in.openCheck(ctx, r.ID); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	var errs []error
 	for _, id := range ids {
 		st, err := in.ctrl.Status(ctx, id)
 		if err != nil {

@@ -34,8 +34,8 @@ type fakeGH struct {
 	comments   []string
 	dispatches []map[string]any
 	minted     map[string][]string
-	// Injected failures of MintJIT and Dispatch.
-	mintErr, dispatchErr error
+	// Injected failures of MintJIT, Dispatch and CreateCheck.
+	mintErr, dispatchErr, createErr error
 }
 
 type checkRec struct {
@@ -64,6 +64,9 @@ func (g *fakeGH) PullRequest(_ context.Context, _ string, n int) (PR, error) {
 func (g *fakeGH) CreateCheck(_ context.Context, _, sha, _ string, c Check) (int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.createErr != nil {
+		return 0, g.createErr
+	}
 	g.next++
 	g.checks[g.next] = &checkRec{sha: sha, history: []Check{c}}
 	return g.next, nil
@@ -338,6 +341,33 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 		hosts, live, _ := w.c.Snapshot(ctx)
 		if len(live) != 0 || hosts[1].Mode != spark.Idle {
 			t.Errorf("the lease must be released: %+v %+v", live, hosts)
+		}
+	})
+}
+
+// A request whose check GitHub refused when it was queued is not left
+// invisible: the next Sync creates it, once.
+func TestARequestWhoseCheckGitHubRefusedGetsItOnTheNextSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.gh.createErr = errors.New("502 Bad Gateway")
+		payload := map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
+			"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}}
+		data, _ := json.Marshal(payload)
+		if err := w.in.Process(ctx, "pull_request", data); err == nil {
+			t.Fatal("the refused check must be reported")
+		}
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 || len(w.gh.checks) != 0 {
+			t.Fatalf("live %d, checks %d: the request stays queued without a check", len(live), len(w.gh.checks))
+		}
+		w.gh.createErr = nil
+		w.tick(t)
+		w.tick(t)
+		if len(w.gh.checks) != 1 || w.gh.checks[1].sha != sha1 {
+			t.Fatalf("checks %v, want one on %s", w.gh.checks, sha1)
+		}
+		if got := w.gh.last(1).Title; got != "Spark 2 allocated — environment preparing" {
+			t.Errorf("the healed check says %q", got)
 		}
 	})
 }

@@ -1,0 +1,50 @@
+package sparkgh
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/githubtest"
+)
+
+// The adapter reads a pull request's identity (fork detection compares
+// the head and base repository IDs) and posts status comments.
+func TestGitHubAPI_PullRequestAndComment(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/butter/pulls/7", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"number":7,"state":"open","head":{"sha":"`+sha1+`","repo":{"id":1234}},"base":{"repo":{"id":99}},"labels":[{"name":"spark-test"}]}`)
+	})
+	var comment github.IssueComment
+	mux.HandleFunc("POST /repos/o/butter/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
+		json.NewDecoder(r.Body).Decode(&comment)
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"id":1}`)
+	})
+	client, _ := githubtest.New(t, mux)
+	api := &GitHubAPI{Client: client, Org: "acme"}
+	pr, err := api.PullRequest(ctx, "o/butter", 7)
+	want := PR{Repo: "o/butter", Number: 7, HeadSHA: sha1, Open: true, HeadRepoID: 1234, BaseRepoID: 99, Labels: []string{"spark-test"}}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, pr); diff != "" {
+		t.Errorf("PR (-want +got):\n%s", diff)
+	}
+	if err := api.Comment(ctx, "o/butter", 7, "Spark requests for this pull request: none"); err != nil || comment.GetBody() != "Spark requests for this pull request: none" {
+		t.Errorf("Comment: %v, posted %q", err, comment.GetBody())
+	}
+	var ghErr *github.ErrorResponse
+	if err := api.Comment(ctx, "o/butter", 8, "x"); !errors.As(err, &ghErr) || !strings.HasPrefix(err.Error(), "sparkgh: comment on o/butter#8") {
+		t.Errorf("a failed comment: %v", err)
+	}
+	if _, err := api.PullRequest(ctx, "butter", 7); err == nil {
+		t.Error("a repository without an owner was accepted")
+	}
+}
