@@ -416,6 +416,42 @@ func sign(body []byte, key string) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// Run drains what ServeHTTP queued, one delivery at a time, and returns
+// when its context ends; a delivery it cannot process is logged, and the
+// next one is still processed.
+func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		wh := w.in.NewWebhook(4)
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { wh.Run(rctx); close(done) }()
+		deliver := func(delivery, event string, body []byte) {
+			t.Helper()
+			r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("X-GitHub-Event", event)
+			r.Header.Set("X-GitHub-Delivery", delivery)
+			r.Header.Set("X-Hub-Signature-256", sign(body, "webhook-secret-123"))
+			rec := httptest.NewRecorder()
+			wh.ServeHTTP(rec, r)
+			if rec.Code != http.StatusAccepted {
+				t.Fatalf("%s: %d", delivery, rec.Code)
+			}
+		}
+		deliver("d1", "pull_request", []byte(`{"action":"labeled","pull_request":null}`)) // undecodable for us
+		body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
+			"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+		deliver("d2", "pull_request", body)
+		synctest.Wait()
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 || len(wh.queue) != 0 {
+			t.Errorf("live %d, still queued %d: Run must process both deliveries", len(live), len(wh.queue))
+		}
+		cancel()
+		<-done
+	})
+}
+
 func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 	in, err := New(SeedConfig("It's a Secret to Everybody"), nil, newFakeGH(), nil)
 	if err != nil {
