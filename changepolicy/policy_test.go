@@ -2,8 +2,10 @@ package changepolicy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -111,5 +113,9 @@ func TestLoadFile_Errors(t *testing.T) {
 	var pe *PolicyError
 	if !errors.As(err, &pe) || pe.File != bad || pe.Line != 1 {
 		t.Errorf("bad glob: err = %v, want a PolicyError naming %s line 1", err, bad)
+	}
+	// What a maintainer reads names the file and the line.
+	if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "changepolicy: invalid policy "+bad+" line 1: ") {
+		t.Errorf("message %q does not start with the file and line", msg)
 	}
 }

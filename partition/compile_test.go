@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,11 @@ func TestVerifyObjects_ASilentFullRecompileIsImpossible(t *testing.T) {
 	want := &ObjectError{Missing: []string{"c.o"}, Changed: []string{"b.o"}, Extra: []string{"d.o"}}
 	if diff := cmp.Diff(want, oe); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, part := range []string{"missing c.o", "rebuilt or changed b.o", "compiled outside any shard d.o"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("message %q lacks %q", err, part)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,6 +81,9 @@ func TestLoadConfig_ErrorsNameTheField(t *testing.T) {
 			}
 			if ce.Field != tt.field {
 				t.Errorf("field = %q, want %q (%v)", ce.Field, tt.field, err)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "runpod: invalid config: "+tt.field+": ") {
+				t.Errorf("message %q does not name the field first", msg)
 			}
 		})
 	}
