@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -285,7 +286,7 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 	var all []Finding
 	docs := map[string]*yaml.Node{}
 	secretRef := secretRefs(rules.ProviderSecrets)
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		c := &checker{rules: rules, secretRef: secretRef, file: name}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(files[name], &doc); err != nil {
@@ -314,15 +315,6 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
 	return all
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // action checks a composite action: it runs in its caller's context, so it

@@ -197,6 +197,11 @@ func TestReport_RejectedAttemptsApartAndStorageOutOfScope(t *testing.T) {
 	if r.Window.Cost == r.Window.Cost+r.RejectedCost() {
 		t.Error("rejected cost must stay apart from the window")
 	}
+	hit, miss := true, false
+	r.Cache = map[string]*bool{"sccache": &miss, "cargo-registry": &hit, "nvrtc-deb": nil}
+	if md := r.Markdown(); !strings.Contains(md, "Cache observations: cargo-registry hit, nvrtc-deb unknown, sccache miss.") {
+		t.Errorf("cache observations, sorted, with unknown apart from miss:\n%s", md)
+	}
 }
 
 func TestWriteBounded_AtomicAndNeverBlocks(t *testing.T) {

@@ -479,15 +479,6 @@ func gpu(m map[string]*GPUSpend, id string) *GPUSpend {
 	return g
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Markdown renders the summary.
 func (s Summary) Markdown() string {
 	var b strings.Builder

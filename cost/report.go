@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -125,7 +127,7 @@ func (r Report) Markdown() string {
 	if len(r.Cache) > 0 {
 		b.WriteString("\nCache observations: ")
 		var parts []string
-		for _, k := range sortedKeys(r.Cache) {
+		for _, k := range slices.Sorted(maps.Keys(r.Cache)) {
 			v := "unknown"
 			if p := r.Cache[k]; p != nil {
 				v = map[bool]string{true: "hit", false: "miss"}[*p]

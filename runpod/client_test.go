@@ -485,3 +485,31 @@ func TestCreatePod_RefusesAnEnvironmentAPodCannotHave(t *testing.T) {
 		}
 	})
 }
+
+// A pod read back from the API carries its environment, JIT runner config
+// included: printing, logging or encoding the pod shows the keys only.
+func TestPodEnv_ReadBackPodsShowKeysNeverValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := setup(t)
+		created, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, err := c.GetPod(context.Background(), created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Env["RUNNER_JIT_CONFIG"] != "JITSECRET-abcdef" {
+			t.Fatalf("the fake must return the environment as RunPod does: %v", pod.Env)
+		}
+		var logs bytes.Buffer
+		slog.New(slog.NewJSONHandler(&logs, nil)).Info("pod", "pod", pod, "env", pod.Env)
+		slog.New(slog.NewTextHandler(&logs, nil)).Info("pod", "env", pod.Env)
+		encoded, _ := json.Marshal(pod)
+		for _, text := range []string{fmtAll(pod), fmtAll(*pod), fmtAll(pod.Env), sprintf("%x", pod.Env) + sprintf("%q", pod.Env), logs.String(), string(encoded)} {
+			if strings.Contains(text, "JITSECRET") || !strings.Contains(text, "RUNNER_JIT_CONFIG") {
+				t.Errorf("want the key and never the value in %q", text)
+			}
+		}
+	})
+}

@@ -49,23 +49,18 @@ func (s PodStatus) Final() bool {
 // runner config, so printing, logging or encoding it shows keys only.
 type PodEnv map[string]string
 
-func (e PodEnv) keys() []string {
-	keys := make([]string, 0, len(e))
-	for k := range e {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // String lists the keys, values redacted.
 func (e PodEnv) String() string {
-	parts := e.keys()
+	parts := slices.Sorted(maps.Keys(e))
 	for i, k := range parts {
 		parts[i] = k + "=" + secret.Redacted
 	}
 	return "{" + strings.Join(parts, " ") + "}"
 }
+
+// Format prints String for every verb: %#v would otherwise print the
+// values.
+func (e PodEnv) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(e.String())) }
 
 // LogValue lists the keys, values redacted.
 func (e PodEnv) LogValue() slog.Value { return slog.StringValue(e.String()) }

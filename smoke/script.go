@@ -85,12 +85,7 @@ func StartupScript(p ScriptParams) (string, error) {
 	b.WriteString("#!/usr/bin/env bash\n")
 	b.WriteString("# Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.\n")
 	b.WriteString("set -euo pipefail\n")
-	keys := make([]string, 0, len(p.Env))
-	for k := range p.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		v := p.Env[k]
 		switch {
 		case !isEnvName(k):

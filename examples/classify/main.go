@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -175,7 +176,7 @@ func text(d changepolicy.Decision) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "class: %s (docs: %s, ci: %s, gpu: %s)\n", d.Class, yesNo(d.Docs), yesNo(d.CI), yesNo(d.GPU))
 	fmt.Fprintf(&b, "why:   %s\n", d.Reason)
-	for _, name := range sortedKeys(d.Lanes) {
+	for _, name := range slices.Sorted(maps.Keys(d.Lanes)) {
 		fmt.Fprintf(&b, "lane %s: %s\n", name, yesNo(d.Lanes[name]))
 	}
 	b.WriteString("jobs:\n")
@@ -219,13 +220,4 @@ func summary(d changepolicy.Decision) string {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", ghaction.MarkdownCell(displayPath(f)), ghaction.MarkdownCell(rule(f)), f.Kind)
 	}
 	return b.String()
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
