@@ -67,6 +67,16 @@ func NewReport(rec PodRecord, deletedAt time.Time, marks Marks, rejected []Attem
 	return r, nil
 }
 
+// NoteNoPod is the note of a report for a run that accepted no pod.
+const NoteNoPod = "No candidate was accepted: this run paid only for its rejected candidates."
+
+// NewRejectedReport is the report of a run that accepted no pod: its
+// rejected candidates still cost money, and the history counts them.
+func NewRejectedReport(rejected []Attempt) Report {
+	return Report{Version: ReportVersion, Window: Window{PriceSource: PriceUnknown}, Stages: []Stage{}, Rejected: rejected,
+		Notes: []string{NoteEstimates, NoteStorage, NoteNoPod}}
+}
+
 // RejectedCost sums the rejected attempts.
 func (r Report) RejectedCost() float64 {
 	t := 0.0
@@ -101,7 +111,10 @@ func secs(s *float64) string {
 func (r Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("### GPU paid time\n\n")
-	if r.Window.Known {
+	switch {
+	case r.PodID == "":
+		b.WriteString("No pod was accepted, so there is no paid window.\n\n")
+	case r.Window.Known:
 		price := "unknown price"
 		if r.Window.PriceSource != PriceUnknown {
 			price = fmt.Sprintf("$%.2f/h (%s price)", r.Window.HourlyPrice, r.Window.PriceSource)
@@ -111,12 +124,14 @@ func (r Report) Markdown() string {
 			cost = fmt.Sprintf("$%.4f", r.Window.Cost)
 		}
 		fmt.Fprintf(&b, "Pod `%s` on %s: %.0f s from start to confirmed deletion at %s = **%s**.\n\n", r.PodID, r.GPUTypeID, r.Window.Seconds, price, cost)
-	} else {
+	default:
 		fmt.Fprintf(&b, "Pod `%s` on %s: the start time is unknown, so the paid window and its cost are **unknown**.\n\n", r.PodID, r.GPUTypeID)
 	}
-	b.WriteString("| stage | time | cost |\n| --- | --- | --- |\n")
-	for _, s := range r.Stages {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.Name, secs(s.Seconds), money(s.Cost))
+	if len(r.Stages) > 0 {
+		b.WriteString("| stage | time | cost |\n| --- | --- | --- |\n")
+		for _, s := range r.Stages {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", s.Name, secs(s.Seconds), money(s.Cost))
+		}
 	}
 	if len(r.Rejected) > 0 {
 		fmt.Fprintf(&b, "\nRejected provisioning attempts (separate from the window above): %d, estimated $%.4f.\n\n| runner | GPU | outcome | time | est. cost |\n| --- | --- | --- | --- | --- |\n", len(r.Rejected), r.RejectedCost())

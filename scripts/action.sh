@@ -83,7 +83,12 @@ cleanup)
 	[ -z "${GPUGATE_TESTED_REF:-}" ] || args+=(-tested-ref "$GPUGATE_TESTED_REF")
 	[ -z "${GPUGATE_KIND:-}" ] || args+=(-gate-kind "$GPUGATE_KIND")
 	[ -z "${GPUGATE_MARKS_FILE:-}" ] || args+=(-marks "$(rel "$GPUGATE_MARKS_FILE")")
-	[ -z "${GPUGATE_PROVISION_FILE:-}" ] || args+=(-provision "$(rel "$GPUGATE_PROVISION_FILE")")
+	if [ -n "${GPUGATE_PROVISION_RESULT:-}" ]; then
+		printf '%s' "$GPUGATE_PROVISION_RESULT" > "${RUNNER_TEMP:-/tmp}/provision-result.json"
+		args+=(-provision "${RUNNER_TEMP:-/tmp}/provision-result.json")
+	elif [ -n "${GPUGATE_PROVISION_FILE:-}" ]; then
+		args+=(-provision "$(rel "$GPUGATE_PROVISION_FILE")")
+	fi
 	;;
 reap)
 	prog=reap

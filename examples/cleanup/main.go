@@ -6,7 +6,13 @@
 // attempts apart.
 //
 //	cleanup -pod ID [-marks marks.json] [-provision provision.json] [-tested-ref SHA] [-gate-kind paid] [-out cost-report.json]
+//	cleanup -provision provision.json     # the pod (if any) from provision's result
 //	cleanup -simulate     # a fake pod, in process, no credentials
+//
+// With -provision (provision -json, or its provision_result output) the
+// report lists the rejected candidates, a candidate whose deletion
+// provisioning could not confirm is deleted too, and a run that accepted
+// no pod still gets a report: its rejected candidates were paid for.
 //
 // Real runs read RUNPOD_API_KEY. In GitHub Actions the outputs deleted,
 // cost and cost_known go to $GITHUB_OUTPUT and the report to the step
@@ -63,25 +69,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return 0
 }
 
+// connect is the RunPod client of a real run (tests point it at a fake).
+var connect = func(key string) (*runpod.Client, error) {
+	return runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+}
+
 func cleanup(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) error {
-	var api *runpod.Client
-	var err error
-	if o.simulate {
-		if api, o.pod, err = simulatedPod(ctx); err != nil {
-			return err
-		}
-	} else {
-		key := getenv("RUNPOD_API_KEY")
-		switch {
-		case key == "":
-			return errors.New("cleanup: RUNPOD_API_KEY is not set (or use -simulate)")
-		case o.pod == "":
-			return errors.New("cleanup: -pod is required (the provision step's pod_id output)")
-		}
-		if api, err = runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key))); err != nil {
-			return err
-		}
-	}
 	var marks cost.Marks
 	if o.marks != "" {
 		if err := readJSON(o.marks, &marks); err != nil {
@@ -94,41 +87,86 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 			return err
 		}
 	}
+	if o.pod == "" {
+		o.pod = prov.PodID
+	}
+	var api *runpod.Client
+	var err error
+	if o.simulate {
+		if api, o.pod, err = simulatedPod(ctx); err != nil {
+			return err
+		}
+	} else {
+		key := getenv("RUNPOD_API_KEY")
+		switch {
+		case key == "":
+			return errors.New("cleanup: RUNPOD_API_KEY is not set (or use -simulate)")
+		case o.pod == "" && o.provision == "":
+			return errors.New("cleanup: -pod is required (the provision step's pod_id output), or -provision with its result")
+		}
+		if api, err = connect(key); err != nil {
+			return err
+		}
+	}
+	gha := ghaction.FromEnv(getenv)
+	// A rejected candidate whose deletion provisioning could not confirm
+	// is still being paid for.
+	var live error
+	if id := prov.LivePodID; id != "" && id != o.pod {
+		if err := runpod.Delete(ctx, api, id); err != nil {
+			live = fmt.Errorf("cleanup: rejected candidate %s: %w; the scheduled reaper will retry", id, err)
+		} else {
+			fmt.Fprintf(stdout, "deleted rejected candidate %s (confirmed)\n", id)
+		}
+	}
+	rejected := podcost.Rejected(prov.Attempts)
+	if o.pod == "" {
+		rep := cost.NewRejectedReport(rejected)
+		rep.TestedRef, rep.GateKind = o.ref, o.kind
+		fmt.Fprintf(stdout, "no pod was accepted; rejected candidates cost an estimated USD %.6f\n", rep.RejectedCost())
+		return errors.Join(live, report(ctx, o, gha, stdout, rep, "none"))
+	}
 	// The billing record is read before deletion; a pod already gone has
 	// an unknown start, so its cost is reported unknown, never zero.
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
 	if pod, err := api.GetPod(ctx, o.pod); err == nil {
 		rec = podcost.Record(pod)
 	}
-	gha := ghaction.FromEnv(getenv)
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
 		gha.SetOutputs([2]string{"deleted", "false"})
-		return fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err)
+		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err))
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)
-	rep, err := cost.NewReport(rec, deletedAt, marks, podcost.Rejected(prov.Attempts))
+	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
 	if err != nil {
-		return err
+		return errors.Join(live, err)
 	}
 	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = o.ref, o.kind, o.pod, rec.GPUTypeID
+	if rep.Window.CostKnown() {
+		fmt.Fprintf(stdout, "paid window %.1f s at $%.2f/h (%s): USD %.6f; rejected candidates USD %.6f\n", rep.Window.Seconds, rep.Window.HourlyPrice, rep.Window.PriceSource, rep.Window.Cost, rep.RejectedCost())
+	} else {
+		fmt.Fprintln(stdout, "paid window unknown: the pod's start was never reported")
+	}
+	return errors.Join(live, report(ctx, o, gha, stdout, rep, "true"))
+}
+
+// report writes the cost report (best effort, bounded: it runs after the
+// deletion and cannot extend a paid lifetime), the step summary and the
+// outputs.
+func report(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer, rep cost.Report, deleted string) error {
 	if err := cost.WriteBounded(ctx, 10*time.Second, o.out, rep); err != nil {
 		fmt.Fprintf(stdout, "cost report not written (best effort): %v\n", err)
 	}
 	if err := gha.AppendSummary(rep.Markdown()); err != nil {
 		return err
 	}
-	known := rep.Window.CostKnown()
-	if err := gha.SetOutputs([2]string{"deleted", "true"}, [2]string{"cost", strconv.FormatFloat(rep.Window.Cost, 'f', 6, 64)},
-		[2]string{"cost_known", strconv.FormatBool(known)}); err != nil {
-		return err
+	usd, known := rep.Window.Cost, rep.Window.CostKnown()
+	if rep.PodID == "" {
+		known = true // no accepted pod: its cost is zero, not unknown
 	}
-	if known {
-		fmt.Fprintf(stdout, "paid window %.1f s at $%.2f/h (%s): USD %.6f; rejected candidates USD %.6f\n", rep.Window.Seconds, rep.Window.HourlyPrice, rep.Window.PriceSource, rep.Window.Cost, rep.RejectedCost())
-	} else {
-		fmt.Fprintln(stdout, "paid window unknown: the pod's start was never reported")
-	}
-	return nil
+	return gha.SetOutputs([2]string{"deleted", deleted}, [2]string{"cost", strconv.FormatFloat(usd, 'f', 6, 64)},
+		[2]string{"cost_known", strconv.FormatBool(known)})
 }
 
 func readJSON(path string, v any) error {

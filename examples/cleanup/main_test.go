@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 func TestCleanupDeletesThenReportsCost(t *testing.T) {
@@ -50,4 +52,78 @@ func TestCleanupRefusesWithoutKeyOrPod(t *testing.T) {
 			t.Errorf("exit %d: %s%s", code, stdout.String(), stderr.String())
 		}
 	}
+}
+
+// A run that accepted no pod still paid for its rejected candidates; its
+// report says so, and a candidate whose deletion provisioning could not
+// confirm is deleted now.
+func TestCleanupWithoutAnAcceptedPodReportsTheRejectedAndDeletesTheUnconfirmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := runpodtest.New()
+		orig := connect
+		connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
+		t.Cleanup(func() { connect = orig })
+		api, _ := fake.NewClient()
+		stuck, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-9-1-c2", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		result, _ := json.Marshal(runpod.Result{LivePodID: stuck.ID, Attempts: []runpod.Attempt{
+			{N: 1, Name: "gpugate-9-1-c1", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA GeForce RTX 4090"}, PodID: "p1", Outcome: runpod.OutcomeExited, Seconds: 95, EstimatedCost: 0.018},
+			{N: 2, Name: "gpugate-9-1-c2", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA L4"}, PodID: stuck.ID, Outcome: runpod.OutcomeTimeout, Seconds: 420, EstimatedCost: 0.05},
+		}})
+		provFile := filepath.Join(dir, "provision.json")
+		os.WriteFile(provFile, result, 0o644)
+		out := filepath.Join(dir, "cost-report.json")
+		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"-provision", provFile, "-out", out, "-gate-kind", "failed"}, func(k string) string { return env[k] }, &stdout, &stderr)
+		if code != 0 {
+			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		if len(fake.Running()) != 0 {
+			t.Errorf("running %v: the unconfirmed candidate must be deleted", fake.Running())
+		}
+		var rep cost.Report
+		data, _ := os.ReadFile(out)
+		if err := json.Unmarshal(data, &rep); err != nil || rep.PodID != "" || len(rep.Rejected) != 2 || rep.RejectedCost() != 0.068 || rep.GateKind != "failed" {
+			t.Errorf("report %+v, %v", rep, err)
+		}
+		outputs, _ := os.ReadFile(env["GITHUB_OUTPUT"])
+		summary, _ := os.ReadFile(env["GITHUB_STEP_SUMMARY"])
+		if !strings.Contains(string(outputs), "deleted=none\n") || !strings.Contains(string(outputs), "cost_known=true\n") || !strings.Contains(string(summary), "No pod was accepted") {
+			t.Errorf("outputs:\n%s\nsummary:\n%s", outputs, summary)
+		}
+	})
+}
+
+func TestCleanupReadsMarksAndRefusesUnreadableFiles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		marks := filepath.Join(dir, "marks.json")
+		// Every mark before the pod started: each is clamped to the start,
+		// so the stages are known (zero), not unknown.
+		os.WriteFile(marks, []byte(`{"job_started":"1999-12-31T00:00:00Z","tests_started":"1999-12-31T00:00:00Z","tests_ended":"1999-12-31T00:00:00Z"}`), 0o644)
+		out := filepath.Join(dir, "cost-report.json")
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{"-simulate", "-marks", marks, "-out", out}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		var rep cost.Report
+		data, _ := os.ReadFile(out)
+		json.Unmarshal(data, &rep)
+		if len(rep.Stages) < 3 || rep.Stages[1].Seconds == nil || rep.Stages[2].Seconds == nil {
+			t.Errorf("with marks the setup and execution stages are known: %+v", rep.Stages)
+		}
+		bad := filepath.Join(dir, "bad.json")
+		os.WriteFile(bad, []byte("{"), 0o644)
+		for _, args := range [][]string{{"-simulate", "-marks", bad}, {"-simulate", "-provision", filepath.Join(dir, "missing.json")}} {
+			stdout.Reset()
+			stderr.Reset()
+			if code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "cleanup: ") {
+				t.Errorf("%v: exit %d: %s", args, code, stderr.String())
+			}
+		}
+	})
 }

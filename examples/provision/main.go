@@ -251,14 +251,25 @@ func report(o options, res runpod.Result, getenv func(string) string, stdout io.
 	if err := gha.AppendSummary("### RunPod provisioning\n\n" + res.Markdown()); err != nil {
 		return err
 	}
+	var outputs [][2]string
 	if res.PodID != "" {
-		if err := gha.SetOutputs(
+		outputs = append(outputs,
 			[2]string{"pod_id", res.PodID}, [2]string{"runner_label", res.Label},
 			[2]string{"gpu", res.GPUTypeID}, [2]string{"tier", res.Tier},
-			[2]string{"gpu_cost_per_hr", strconv.FormatFloat(res.HourlyPrice, 'f', -1, 64)},
-		); err != nil {
+			[2]string{"gpu_cost_per_hr", strconv.FormatFloat(res.HourlyPrice, 'f', -1, 64)})
+	}
+	if len(res.Attempts) > 0 {
+		// Cleanup's cost report carries what the rejected candidates cost,
+		// and deletes a pod whose deletion was not confirmed; it gets this
+		// even when no candidate was accepted.
+		data, err := json.Marshal(res)
+		if err != nil {
 			return err
 		}
+		outputs = append(outputs, [2]string{"provision_result", string(data)})
+	}
+	if err := gha.SetOutputs(outputs...); err != nil {
+		return err
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
