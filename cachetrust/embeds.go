@@ -116,7 +116,7 @@ func scanGo(fsys fs.FS, file string, src []byte) ([]Embed, error) {
 			continue
 		}
 		for _, pat := range EmbedPatterns(m[1]) {
-			pat = strings.TrimPrefix(pat, "all:")
+			pat, all := strings.CutPrefix(pat, "all:")
 			matches, err := fs.Glob(fsys, path.Join(dir, pat))
 			if err != nil || len(matches) == 0 {
 				// Unresolvable: report the pattern itself so the check
@@ -125,7 +125,7 @@ func scanGo(fsys fs.FS, file string, src []byte) ([]Embed, error) {
 				continue
 			}
 			for _, match := range matches {
-				files, err := expand(fsys, match)
+				files, err := expand(fsys, match, all)
 				if err != nil {
 					return nil, err
 				}
@@ -159,9 +159,10 @@ func EmbedPatterns(args string) []string {
 	return out
 }
 
-// expand lists the files under a matched path (a directory embeds its
-// files recursively).
-func expand(fsys fs.FS, p string) ([]string, error) {
+// expand lists the files a matched path embeds. A directory embeds its
+// files recursively except, as the go command does without the all:
+// prefix, those under names beginning with '.' or '_'.
+func expand(fsys fs.FS, p string, all bool) ([]string, error) {
 	info, err := fs.Stat(fsys, p)
 	if err != nil {
 		return nil, err
@@ -171,10 +172,19 @@ func expand(fsys fs.FS, p string) ([]string, error) {
 	}
 	var files []string
 	err = fs.WalkDir(fsys, p, func(q string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err != nil {
+			return err
+		}
+		if q != p && !all && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() {
 			files = append(files, q)
 		}
-		return err
+		return nil
 	})
 	return files, err
 }

@@ -31,6 +31,46 @@ func TestEmbeds_FindsRustAndGoEmbeds(t *testing.T) {
 	}
 }
 
+// A directory embeds what the go command embeds: without all:, names
+// beginning with '.' or '_' are left out, at any depth; with all: they are
+// in; a file named directly is in either way.
+func TestEmbeds_ADirectoryEmbedsWhatTheGoCommandEmbeds(t *testing.T) {
+	files := map[string]string{
+		"web/static/app.js":        "a",
+		"web/static/.hidden":       "h",
+		"web/static/_draft.js":     "d",
+		"web/static/img/logo.svg":  "l",
+		"web/static/_old/logo.svg": "o",
+		"web/static/.git/config":   "g",
+	}
+	for name, tc := range map[string]struct {
+		directive string
+		want      []string
+	}{
+		"a directory":      {"static", []string{"web/static/app.js", "web/static/img/logo.svg"}},
+		"all: a directory": {"all:static", []string{"web/static/.git/config", "web/static/.hidden", "web/static/_draft.js", "web/static/_old/logo.svg", "web/static/app.js", "web/static/img/logo.svg"}},
+		"a file by name":   {"static/_draft.js", []string{"web/static/_draft.js"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys := fstest.MapFS{"web/main.go": {Data: []byte("package web\n\n//go:embed " + tc.directive + "\nvar static embed.FS\n")}}
+			for p, data := range files {
+				fsys[p] = &fstest.MapFile{Data: []byte(data)}
+			}
+			embeds, err := Embeds(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range embeds {
+				got = append(got, e.Path)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("embedded (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestCheckEmbeds_AnEmbeddedGuideMustBeInTheKey(t *testing.T) {
 	embeds := []Embed{{Source: "crates/cuda/tests/capability.rs:1", Path: "docs/guides/devices-and-gpu.md", Macro: "include_str"},
 		{Source: "crates/cuda/src/lib.rs:3", Path: "crates/cuda/src/kernel.ptx", Macro: "include_bytes"}}
