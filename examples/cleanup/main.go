@@ -133,8 +133,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 		rec = podcost.Record(pod)
 	}
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
-		gha.SetOutputs([2]string{"deleted", "false"})
-		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err))
+		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err), gha.SetOutputs([2]string{"deleted", "false"}))
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)

@@ -125,7 +125,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		return 1
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve", "error", err)
+		}
+	}()
 	fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); the API token is in %s\n", ln.Addr(), *dbPath, file)
 	if ready != nil {
 		ready <- [2]string{"http://" + ln.Addr().String(), file}

@@ -163,10 +163,9 @@ func Pin(table []byte, index []Package) ([]byte, []Pinned, error) {
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := errors.Join(enc.Encode(&doc), enc.Close()); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrPin, err)
 	}
-	enc.Close()
 	pinned, err := Load(b.Bytes())
 	if err == nil {
 		err = pinned.RequirePinned()
