@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/internal/githubtest"
 )
@@ -400,5 +401,40 @@ func BenchmarkSummarize(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The adoption workflow names its cost artifact the way Collect files it:
+// cost-report-<run attempt>, so a re-run's report lands under its own
+// attempt instead of the last one.
+func TestTheAdoptionWorkflowNamesItsCostArtifactPerAttempt(t *testing.T) {
+	data, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Uses string            `yaml:"uses"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, job := range wf.Jobs {
+		for _, s := range job.Steps {
+			if strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.HasSuffix(s.With["path"], "cost-report.json") {
+				found++
+				if want := CostArtifactPrefix + "-${{ github.run_attempt }}"; s.With["name"] != want {
+					t.Errorf("the cost artifact is named %q, want %q", s.With["name"], want)
+				}
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d cost artifact uploads, want 1", found)
 	}
 }
