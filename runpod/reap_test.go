@@ -247,6 +247,28 @@ func TestReap_APIErrorLeavesThePodUntouchedAndFailsVisibly(t *testing.T) {
 	})
 }
 
+// With GitHub down for the whole sweep no run can be read: even pods past
+// the lifetime backstop stay untouched (the run could be another
+// workflow's, or a retained debug dispatch), and the sweep fails visibly.
+func TestReap_GitHubDownForTheSweepTouchesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newReapWorld(t)
+		old := w.pod(t, own(16, 1), "", nil)
+		w.active(16, 1)
+		w.runs.FailAlways(true)
+		w.pol.Execute = true
+		faketime.Advance(10 * time.Hour)
+		ds, err := w.reap(t)
+		if err == nil || ds[old].Rule != runpod.RuleUnknown || ds[old].Action != runpod.ActionNone || len(w.srv.Running()) != 1 {
+			t.Errorf("err %v, %+v, running %v", err, ds[old], w.srv.Running())
+		}
+		w.runs.FailAlways(false)
+		if ds, err := w.reap(t); err != nil || ds[old].Rule != runpod.RuleLifetime || ds[old].Action != runpod.ActionDeleted {
+			t.Errorf("GitHub back: %v %+v", err, ds[old])
+		}
+	})
+}
+
 func TestReap_DryRunIsTheDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newReapWorld(t)
