@@ -33,6 +33,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +69,7 @@ type options struct {
 	image, org, job, step    string
 	pr                       int
 	runID                    int64
+	runAttempt               int
 	seed                     int64
 	prsPerMonth              int
 	model                    string
@@ -75,10 +77,15 @@ type options struct {
 	startup                  podstartup.Options
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func envInt(getenv func(string) string, k string) int64 {
+	n, _ := strconv.ParseInt(getenv(k), 10, 64)
+	return n
+}
+
+// flags defines the command line into o; the defaults come from getenv.
+func flags(o *options, getenv func(string) string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("gateflow", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
 	fs.BoolVar(&o.real, "real", false, "run against the real RunPod and GitHub (RUNPOD_API_KEY, GITHUB_TOKEN)")
 	fs.BoolVar(&o.simulateFleet, "simulate-fleet", false, "replay a month of pull requests through gpugate and the baselines")
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name (real mode)")
@@ -87,7 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML); default: the bundled example")
 	fs.StringVar(&o.image, "image", "ghcr.io/actions/actions-runner:latest", "runner image (real mode; pinned to its digest before any GPU is bought)")
 	fs.StringVar(&o.org, "org", "", "organization whose runners the pod registers with (real mode; default: repository runners)")
-	fs.Int64Var(&o.runID, "run-id", 0, "the workflow run whose GPU job uses the pod (real mode)")
+	fs.Int64Var(&o.runID, "run-id", envInt(getenv, "GITHUB_RUN_ID"), "the workflow run whose GPU job uses the pod (real mode)")
+	fs.IntVar(&o.runAttempt, "run-attempt", max(int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), 1), "that run's attempt (real mode): the watchdog follows its jobs, the reaper its tag")
 	fs.StringVar(&o.job, "job", "Run GPU tests", "the GPU job's name (real mode)")
 	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step that runs the tests (real mode)")
 	fs.Int64Var(&o.seed, "seed", 1, "simulation seed (-simulate-fleet)")
@@ -95,6 +103,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.model, "failure-model", "", "YAML overriding the simulation's failure model (stock_out, proof_fail, outage, not_delivering, max_tries_per_ref, failed_job_seconds)")
 	o.startup.Register(fs)
 	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
+	return fs
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flags(&o, getenv, stderr)
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -113,6 +114,28 @@ func TestRealModeRefusesWithoutCredentialsOrTargets(t *testing.T) {
 				t.Errorf("exit %d: %s%s", code, out, errOut)
 			}
 		})
+	}
+}
+
+// In Actions a re-run is a new attempt of the same run: its pods are
+// tagged with that attempt (the reaper would call attempt 1's tag
+// superseded and reclaim the pod mid-test) and its watchdog follows that
+// attempt's jobs.
+func TestRealModeTagsAndWatchesTheRunAttemptItRunsIn(t *testing.T) {
+	env := map[string]string{"GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "2",
+		"GITHUB_WORKFLOW_REF": "o/r/.github/workflows/runpod-gpu-test.yml@refs/heads/main"}
+	getenv := func(k string) string { return env[k] }
+	var o options
+	if err := flags(&o, getenv, io.Discard).Parse([]string{"-real"}); err != nil {
+		t.Fatal(err)
+	}
+	got := o.ownership(getenv)
+	want := runpod.Ownership{Repository: "o/r", Workflow: env["GITHUB_WORKFLOW_REF"], RunID: 77, RunAttempt: 2}
+	if got != want {
+		t.Errorf("ownership %+v, want %+v", got, want)
+	}
+	if tag := got.Tags()[runpod.TagRunAttempt]; tag != "2" {
+		t.Errorf("the pods are tagged attempt %s, want 2", tag)
 	}
 }
 

@@ -16,6 +16,13 @@ import (
 	"github.com/gpugate/gpugate/runpod"
 )
 
+// ownership tags the pods of a real run: the reaper reclaims them when
+// that attempt of the run completes or is superseded by a re-run, so the
+// attempt must be the one this process runs in.
+func (o options) ownership(getenv func(string) string) runpod.Ownership {
+	return runpod.Ownership{Repository: o.repo, Workflow: getenv("GITHUB_WORKFLOW_REF"), RunID: o.runID, RunAttempt: o.runAttempt}
+}
+
 // realFlow runs the lifecycle against RunPod and GitHub. The test job is
 // the GPU job of -run-id, which picks up the accepted runner by its label;
 // the watchdog follows it through the Actions API.
@@ -73,11 +80,11 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	repo := &gate.GitHub{Client: gh, Owner: owner, Repo: name}
 	w := world{
 		policy: policy, repo: repo, checks: repo, api: api, registry: reg,
-		progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: 1, Job: o.job, TestStep: o.step},
+		progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
 		pr:       &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
 		runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
 		cfg: cfg, image: image, startup: startup, watch: runpod.DefaultWatchOptions(),
-		owner: runpod.Ownership{Repository: o.repo, Workflow: getenv("GITHUB_WORKFLOW_REF"), RunID: o.runID, RunAttempt: 1},
+		owner: o.ownership(getenv),
 		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		// The real job reports its own marks through the cost evidence
 		// (cost.Collect); here the stages after startup stay unknown.
