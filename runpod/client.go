@@ -38,6 +38,12 @@ type Client struct {
 	maxPages int
 }
 
+// Format prints the client without its API key, for every verb: fmt
+// prints unexported fields raw, so a Secret among them would show.
+func (c Client) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "runpod.Client{base: %s, key: %s}", c.base, secret.Redacted)
+}
+
 // Option configures a Client.
 type Option func(*Client) error
 

@@ -300,7 +300,8 @@ func TestSecrets_NeverInErrorsOrLogs(t *testing.T) {
 			t.Fatal("want the 422")
 		}
 		reqJSON, _ := json.Marshal(req)
-		for _, text := range []string{err.Error(), logs.String(), string(reqJSON), fmtAll(req)} {
+		slog.New(slog.NewTextHandler(&logs, nil)).Info("client", "client", c)
+		for _, text := range []string{err.Error(), logs.String(), string(reqJSON), fmtAll(req), fmtAll(c), fmtAll(*c)} {
 			for _, s := range []string{"JITSECRET", "STARTUPSECRET", runpodtest.APIKey} {
 				if strings.Contains(text, s) {
 					t.Errorf("%s leaked into %q", s, text)

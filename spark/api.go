@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/secret"
 )
 
 // LeaseRequest is the API's request body for POST /v1/leases.
@@ -197,8 +199,14 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 // APIClient is the agent and CLI client of the API.
 type APIClient struct {
 	base  *url.URL
-	token string
+	token secret.Secret // prints redacted: a logged client shows no token
 	hc    *http.Client
+}
+
+// Format prints the client without its token, for every verb: fmt prints
+// unexported fields raw, so a Secret among them would show.
+func (a APIClient) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "spark.APIClient{base: %s, token: %s}", a.base, secret.Redacted)
 }
 
 // NewAPIClient builds a client; hc nil uses a client with a 15-minute
@@ -211,7 +219,7 @@ func NewAPIClient(base, token string, hc *http.Client) (*APIClient, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 15 * time.Minute}
 	}
-	return &APIClient{base: u, token: token, hc: hc}, nil
+	return &APIClient{base: u, token: secret.Secret(token), hc: hc}, nil
 }
 
 func (a *APIClient) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
@@ -230,7 +238,7 @@ func (a *APIClient) do(ctx context.Context, method, path string, query url.Value
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Authorization", "Bearer "+a.token.Reveal())
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.hc.Do(req)
 	if err != nil {

@@ -2,6 +2,7 @@ package spark_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +22,9 @@ func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	if printed := fmt.Sprintf("%v %+v %#v %v", cl, cl, cl, *cl); strings.Contains(printed, apiToken) {
+		t.Errorf("a printed client shows its token: %s", printed)
+	}
 	first, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, Owner: "agent-1"})
 	if err != nil || first.Request.State != spark.Queued || first.Position != 1 {
 		t.Fatalf("%+v %v", first, err)

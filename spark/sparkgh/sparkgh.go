@@ -137,6 +137,13 @@ type Integration struct {
 	JITConfigs func(runner string, cfg Secret) error
 }
 
+// Format prints the integration without its webhook secret, for every
+// verb: fmt prints unexported fields raw, so a Secret among them would
+// show.
+func (in *Integration) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "sparkgh.Integration{webhook secret: %s}", secret.Redacted)
+}
+
 // ErrNoSecret is returned by New without a webhook secret: go-github
 // accepts unsigned payloads when no secret is expected.
 var ErrNoSecret = errors.New("sparkgh: refusing to start without a webhook secret: set Config.WebhookSecret to the GitHub webhook's secret (8 characters or more)")

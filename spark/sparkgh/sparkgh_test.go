@@ -499,6 +499,18 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 	})
 }
 
+// fmt prints unexported fields raw: the integration, which holds the
+// webhook secret in one, prints without it.
+func TestIntegration_PrintsWithoutItsWebhookSecret(t *testing.T) {
+	in, err := New(SeedConfig("webhook-secret-123"), nil, newFakeGH(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if printed := fmt.Sprintf("%v %+v %#v %s", in, in, in, in); strings.Contains(printed, "webhook-secret-123") {
+		t.Errorf("printed: %s", printed)
+	}
+}
+
 func TestWebhook_RefusesToStartWithoutASecret(t *testing.T) {
 	for _, s := range []string{"", "short"} {
 		if _, err := New(SeedConfig(s), nil, newFakeGH(), nil); !errors.Is(err, ErrNoSecret) {
