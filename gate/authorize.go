@@ -64,6 +64,9 @@ type AuthRequest struct {
 	PR      int    // PR-number recovery or an automatic run
 	Ref     string // manual revision dispatch (trusted post-merge validation)
 	MinRole string // admin or maintain (default maintain)
+	// LocalLabel marks a pull request validated on a maintainer's GPU
+	// (default DefaultLocalLabel).
+	LocalLabel string
 }
 
 // Authorization is what may be spent on: immutable SHAs, derived here,
@@ -74,6 +77,10 @@ type Authorization struct {
 	PR        int    // 0 for a manual revision
 	HeadSHA   string // the authorized head, where the gate is published
 	TestedRef string // the merge SHA (PR) or the resolved commit (manual)
+	// LocalValidation: the pull request carries the local-validation label,
+	// so the paid path is skipped (every paid job after authorization, and
+	// the publication) and the local relay's gate stands.
+	LocalValidation bool
 }
 
 // Authorize runs the trust boundary before any spend: the actor's role, a
@@ -120,6 +127,7 @@ func Authorize(ctx context.Context, repo Repo, req AuthRequest) (Authorization, 
 		return Authorization{}, err
 	}
 	a.HeadSHA, a.TestedRef = pr.HeadSHA, pr.MergeSHA
+	a.LocalValidation = !PaidPathAllowed(pr, req.LocalLabel)
 	return a, nil
 }
 

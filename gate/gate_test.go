@@ -342,6 +342,35 @@ func TestLocalRelay_PaidPathPublishesNothingForALabelledPR(t *testing.T) {
 	}
 }
 
+// "For a labelled PR authorize publishes local_gpu_validation, every
+// RunPod job after it is skipped, and ci-gpu-gate publishes nothing (it
+// re-reads the label, which may have been added after authorize)."
+func TestLocalRelay_AuthorizeRecordsTheLabelAndTheLaterStepsReadItAgain(t *testing.T) {
+	r := repoWithPR()
+	a, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7})
+	if err != nil || a.LocalValidation {
+		t.Fatalf("unlabelled: %+v %v", a, err)
+	}
+	// The label arrives after authorization: the later re-read sees it.
+	p := r.PRs[7]
+	p.Labels = append(p.Labels, gate.DefaultLocalLabel)
+	r.PRs[7] = p
+	if skip, err := gate.PaidPathSkipped(context.Background(), r, 7, ""); err != nil || !skip {
+		t.Errorf("re-read after labelling: %v %v", skip, err)
+	}
+	a, err = gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7})
+	if err != nil || !a.LocalValidation {
+		t.Errorf("labelled: %+v %v", a, err)
+	}
+	// A configured label replaces the default.
+	if a, _ := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7, LocalLabel: "validated-on-my-gpu"}); a.LocalValidation {
+		t.Error("the default label counted although another was configured")
+	}
+	if _, err := gate.PaidPathSkipped(context.Background(), r, 99, ""); err == nil {
+		t.Error("an unreadable PR must be an error, never a skip")
+	}
+}
+
 func TestWaitLocal_AcceptsOnlyTheLocalGateForTheHeadWithinTheBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := gatetest.NewChecks()

@@ -96,12 +96,29 @@ func checkLabelled(pr PullRequest, sha, label string) error {
 
 // PaidPathAllowed reports whether the paid path may publish for this PR:
 // never for a PR carrying the local-validation label, so the paid workflow
-// can never override the local publication.
+// can never override the local publication. Authorize records it
+// (Authorization.LocalValidation); PaidPathSkipped reads the label again
+// later, since it can be added after authorization.
 func PaidPathAllowed(pr PullRequest, label string) bool {
 	if label == "" {
 		label = DefaultLocalLabel
 	}
 	return !slices.Contains(pr.Labels, label)
+}
+
+// PaidPathSkipped re-reads the pull request just before a paid step
+// (buying a pod, publishing the gate) and reports whether it now carries
+// the local-validation label: the label may have been added after
+// authorization, and the paid path must then stop and publish nothing.
+// An unreadable pull request is an error, never a skip.
+func PaidPathSkipped(ctx context.Context, repo interface {
+	PullRequest(ctx context.Context, number int) (PullRequest, error)
+}, number int, label string) (bool, error) {
+	pr, err := repo.PullRequest(ctx, number)
+	if err != nil {
+		return false, fmt.Errorf("gate: re-read PR #%d for the local-validation label: %w", number, err)
+	}
+	return !PaidPathAllowed(pr, label), nil
 }
 
 // WaitLocal is the PR-attached gate for a labelled PR: it accepts only a

@@ -46,6 +46,8 @@ publish)
 	[ -z "${GPUGATE_GPU_REQUIRED:-}" ] || args+=(-gpu-required "$GPUGATE_GPU_REQUIRED")
 	[ -z "${GPUGATE_REASON:-}" ] || args+=(-reason "$GPUGATE_REASON")
 	[ -z "${GPUGATE_REUSED_FROM_ID:-}" ] || args+=(-reused-from-id "$GPUGATE_REUSED_FROM_ID")
+	# With the PR, publish re-reads its local-validation label first.
+	[ -z "${GPUGATE_PR:-}" ] || args+=(-pr "$GPUGATE_PR")
 	;;
 provision)
 	prog=provision
@@ -59,7 +61,13 @@ provision)
 		# never from the pull request, and travels in each pod's create
 		# request. The arguments are smoke.ProofBuildArgs.
 		proof="${RUNNER_TEMP:-/tmp}/gpugate-smoke"
-		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
+		(case "${GPUGATE_STEP:-classify}" in
+authorize | publish | provision | local-relay)
+	[ -z "${GPUGATE_LOCAL_LABEL:-}" ] || args+=(-local-label "$GPUGATE_LOCAL_LABEL")
+	;;
+esac
+
+cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
 		args+=(-proof "$proof")
 	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")

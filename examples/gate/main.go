@@ -98,12 +98,14 @@ var commands = map[string]command{
 		pr := fs.Int("pr", 0, "pull request number")
 		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
 		role := fs.String("min-role", "maintain", "maintain or admin")
+		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it")
 		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
-			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role})
+			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label})
 			if err != nil {
 				return nil, err
 			}
-			return [][2]string{{"head_sha", a.HeadSHA}, {"tested_ref", a.TestedRef}, {"pr", strconv.Itoa(a.PR)}, {"role", a.Role}}, nil
+			return [][2]string{{"head_sha", a.HeadSHA}, {"tested_ref", a.TestedRef}, {"pr", strconv.Itoa(a.PR)}, {"role", a.Role},
+				{"local_gpu_validation", strconv.FormatBool(a.LocalValidation)}}, nil
 		}
 	},
 	"publish": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
@@ -119,7 +121,20 @@ var commands = map[string]command{
 		details := fs.String("details-file", "", "Markdown file appended to the summary")
 		existing := fs.Int64("existing-id", 0, "complete this in-progress check instead of creating one")
 		url := fs.String("details-url", "", "link to the run")
+		pr := fs.Int("pr", 0, "the pull request: re-read first, and nothing is published while it carries -local-label")
+		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU")
 		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+			if *pr != 0 && gate.Kind(*kind) != gate.KindLocal {
+				// The label may have been added after authorization; the
+				// local relay's gate must not be overridden.
+				skip, err := gate.PaidPathSkipped(ctx, gh, *pr, *label)
+				if err != nil {
+					return nil, err
+				}
+				if skip {
+					return [][2]string{{"published", "false"}, {"reason", fmt.Sprintf("#%d carries %q: its local validation stands, so the paid path publishes nothing", *pr, *label)}}, nil
+				}
+			}
 			r := gate.Report{HeadSHA: *head, CheckName: check, ID: gate.ExternalID{Ref: *ref, Kind: gate.Kind(*kind)},
 				Ran: split(*ran), NotRun: split(*notRun), ExistingID: *existing, DetailsURL: *url}
 			if *fromID != 0 {
@@ -143,14 +158,14 @@ var commands = map[string]command{
 			if err != nil {
 				return nil, err
 			}
-			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
+			return [][2]string{{"published", "true"}, {"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
 		}
 	},
 	"local-relay": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
 		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR)")
 		pr := fs.Int("pr", 0, "pull request number")
 		sha := fs.String("sha", "", "the head SHA to publish for")
-		label := fs.String("label", gate.DefaultLocalLabel, "the local-validation label")
+		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label")
 		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
 			if err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label}); err != nil {
 				return nil, err

@@ -44,6 +44,9 @@ func fakeGitHub(t *testing.T) (map[string]string, *[]string) {
 	mux.HandleFunc("GET /repos/o/r/pulls/7", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"number":7,"state":"open","merge_commit_sha":"%s","head":{"sha":"%s","repo":{"id":1}},"base":{"repo":{"id":1}},"labels":[{"name":"gpu-validated-locally"}]}`, merge, head)
 	})
+	mux.HandleFunc("GET /repos/o/r/pulls/8", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"number":8,"state":"open","merge_commit_sha":"%s","head":{"sha":"%s","repo":{"id":1}},"base":{"repo":{"id":1}},"labels":[{"name":"gpu"}]}`, merge, head)
+	})
 	mux.HandleFunc("GET /repos/o/r/issues/7/comments", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `[{"id":1,"user":{"login":"maint"},"body":"%s\nall passed"}]`, gate.EvidenceMarker(head))
 	})
@@ -71,6 +74,7 @@ func TestSubcommands(t *testing.T) {
 		{[]string{"reuse", "-head", head, "-tested-ref", merge}, "reuse=true"},
 		{[]string{"reuse", "-head", head, "-tested-ref", strings.Repeat("c", 40)}, "reuse=false"},
 		{[]string{"authorize", "-actor", "maint", "-pr", "7"}, "tested_ref=" + merge},
+		{[]string{"authorize", "-actor", "maint", "-pr", "7"}, "local_gpu_validation=true"},
 		{[]string{"publish", "-head", head, "-tested-ref", merge, "-kind", "reused", "-reused-from-id", "11"}, "check_id=12"},
 		{[]string{"local-relay", "-dispatcher", "maint", "-pr", "7", "-sha", head}, "check_id=12"},
 		{[]string{"recover", "-pr", "7"}, "ref=main"},
@@ -86,6 +90,24 @@ func TestSubcommands(t *testing.T) {
 	got, _ := os.ReadFile(env["GITHUB_OUTPUT"])
 	if !strings.Contains(string(got), "reuse=true\n") || !strings.Contains(string(got), "head_sha="+head+"\n") {
 		t.Errorf("GITHUB_OUTPUT:\n%s", got)
+	}
+}
+
+// "ci-gpu-gate publishes nothing (it re-reads the label, which may have
+// been added after authorize), so the RunPod workflow can never override
+// the local publication."
+func TestPublishReReadsTheLocalLabelAndPublishesNothingForALabelledPR(t *testing.T) {
+	env, created := fakeGitHub(t)
+	code, out := runGate(t, env, "publish", "-pr", "7", "-head", head, "-tested-ref", merge, "-kind", "failed")
+	if code != 0 || !strings.Contains(out, "published=false") || len(*created) != 0 {
+		t.Errorf("labelled PR: exit %d, %q, published %v", code, out, *created)
+	}
+	code, out = runGate(t, env, "publish", "-pr", "8", "-head", head, "-tested-ref", merge, "-kind", "failed")
+	if code != 0 || !strings.Contains(out, "published=true") || len(*created) != 1 {
+		t.Errorf("unlabelled PR: exit %d, %q, published %v", code, out, *created)
+	}
+	if code, out := runGate(t, env, "publish", "-pr", "9", "-head", head, "-tested-ref", merge, "-kind", "paid"); code != 1 || len(*created) != 1 {
+		t.Errorf("an unreadable PR must fail, not publish: exit %d, %q", code, out)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podstartup"
@@ -43,6 +44,7 @@ func main() {
 type options struct {
 	startup                                          podstartup.Options
 	config, image, prefix, org, repo, workflow, head string
+	localLabel                                       string
 	runID                                            int64
 	runAttempt, pr                                   int
 	simulate, json, verbose, deleteAfter             bool
@@ -63,6 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.runAttempt, "run-attempt", int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), "workflow run attempt (ownership tag)")
 	fs.IntVar(&o.pr, "pr", 0, "pull request number: stop when its head moves or it closes")
 	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
+	fs.StringVar(&o.localLabel, "local-label", gate.DefaultLocalLabel, "with -pr: a PR carrying this label was validated on a maintainer's GPU, so nothing is bought (paid_path_skipped)")
 	fs.BoolVar(&o.deleteAfter, "delete", false, "delete the accepted pod at the end (always with -simulate)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log every provisioning event to stderr")
@@ -88,6 +91,7 @@ type world struct {
 	registry runpod.RunnerRegistry
 	pr       runpod.PRState
 	fake     *runpodtest.Server
+	skipped  string // why the paid path is skipped: nothing is bought
 }
 
 func provision(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -115,6 +119,12 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	w, err := connect(ctx, o, getenv, &cfg)
 	if err != nil {
 		return err
+	}
+	if w.skipped != "" {
+		fmt.Fprintf(stdout, "paid path skipped: %s\n", w.skipped)
+		gha := ghaction.FromEnv(getenv)
+		return errors.Join(gha.AppendSummary("### RunPod provisioning\n\nSkipped: "+w.skipped+".\n"),
+			gha.SetOutputs([2]string{"paid_path_skipped", "true"}))
 	}
 	if w.fake == nil {
 		// Pin the image before any GPU is allocated; every candidate of
@@ -233,6 +243,15 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	w := world{api: api, registry: reg}
 	if o.pr != 0 {
 		w.pr = &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+		// The local-validation label may have been added after
+		// authorization: read it again before anything is bought.
+		skip, err := gate.PaidPathSkipped(ctx, &gate.GitHub{Client: gh, Owner: owner, Repo: name}, o.pr, o.localLabel)
+		if err != nil {
+			return world{}, fmt.Errorf("provision: %w", err)
+		}
+		if skip {
+			w.skipped = fmt.Sprintf("#%d carries %q: it was validated on a maintainer's GPU, so no pod is bought", o.pr, o.localLabel)
+		}
 	}
 	return w, nil
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +120,43 @@ func TestSimulatePacksTheProofIntoTheCreateRequest(t *testing.T) {
 			t.Errorf("%s", out.String())
 		}
 	})
+}
+
+// "start-runpod reads the label itself and publishes paid_path_skipped":
+// a PR labelled for local validation after authorization buys nothing.
+func TestALabelledPRBuysNothingAndSaysPaidPathSkipped(t *testing.T) {
+	head := strings.Repeat("a", 40)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v3/repos/o/r/pulls/{n}", func(w http.ResponseWriter, r *http.Request) {
+		label := map[string]string{"7": "gpu-validated-locally", "8": "gpu"}[r.PathValue("n")]
+		if label == "" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, `{"number":7,"state":"open","head":{"sha":%q,"repo":{"id":1}},"base":{"repo":{"id":1}},"labels":[{"name":%q}]}`, head, label)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected GitHub call %s %s: nothing may be prepared for a labelled PR", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	dir := t.TempDir()
+	env := map[string]string{"GITHUB_ACTIONS": "true", "RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t", "GITHUB_API_URL": srv.URL,
+		"GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
+	args := []string{"-proof-path", "/usr/local/bin/gpugate-smoke", "-nvrtc-tiers", pinnedTiers(t), "-repo", "o/r", "-run-id", "9", "-pr", "7", "-head", head}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut); code != 0 || !strings.Contains(out.String(), "paid path skipped") {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	outputs, _ := os.ReadFile(env["GITHUB_OUTPUT"])
+	if !strings.Contains(string(outputs), "paid_path_skipped=true\n") || strings.Contains(string(outputs), "pod_id") {
+		t.Errorf("outputs:\n%s", outputs)
+	}
+	// An unreadable PR is an error, never a skip.
+	args[len(args)-3] = "9"
+	out.Reset()
+	if code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "re-read PR #9") {
+		t.Errorf("unreadable PR: exit %d: %s", code, out.String())
+	}
 }

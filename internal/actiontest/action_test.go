@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/smoke"
+	"github.com/gpugate/gpugate/smoke/tiers"
 )
 
 type action struct {
@@ -184,6 +185,8 @@ exec "`+bin+`/$p" "$@"
 	}
 	fixed := filepath.Join(t.TempDir(), "cuda_test_partition.tsv")
 	os.WriteFile(fixed, append(tsv, "tenferro-cuda::capability\ttwo_device_registration\ttwo-device\n"...), 0o644)
+	pinned := filepath.Join(t.TempDir(), "nvrtc-tiers.yml")
+	os.WriteFile(pinned, []byte(strings.ReplaceAll(string(tiers.Example), `sha256: ""`, "sha256: "+strings.Repeat("ab", 32))), 0o644)
 	const apiKey = "rpa_action_test_secret_value"
 	declared := map[string]bool{}
 	for name := range a.Outputs {
@@ -195,9 +198,13 @@ exec "`+bin+`/$p" "$@"
 		wants []string // outputs it must write
 	}{
 		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs", "reason"}},
-		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref"}},
+		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref", "local_gpu_validation"}},
 		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}},
-		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id"}},
+		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id", "published"}},
+		// PR 5 carries the local-validation label: publish re-reads it and
+		// publishes nothing, and a real provision buys nothing.
+		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed"}, []string{"published"}},
+		{"provision", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_NVRTC_TIERS": pinned, "GITHUB_RUN_ID": "9"}, []string{"paid_path_skipped"}},
 		{"provision", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"pod_id", "runner_label", "gpu", "tier", "gpu_cost_per_hr", "provision_result"}},
 		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}},
 		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}},
