@@ -1,9 +1,13 @@
 package partition
 
 import (
+	"bufio"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -140,6 +144,46 @@ func VerifyObjects(manifests [][]Object, present []Object) error {
 	slices.Sort(e.Changed)
 	slices.Sort(e.Extra)
 	return e
+}
+
+// ErrSums is matched by ParseSHA256Sums errors.
+var ErrSums = errors.New("partition: malformed sha256sum listing")
+
+// ParseSHA256Sums reads the objects of a manifest or of a link step's
+// build tree as sha256sum prints them ("<64 hex>  <name>", or " *<name>" in
+// binary mode), one per line; blank lines are skipped. Errors name the
+// line. A name listed twice with different digests is an error.
+func ParseSHA256Sums(r io.Reader) ([]Object, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var out []Object
+	seen := map[string]string{}
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSuffix(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		digest, rest, ok := strings.Cut(line, " ")
+		name := strings.TrimPrefix(rest, " ") // text mode: two spaces
+		if name == rest {
+			name = strings.TrimPrefix(rest, "*") // binary mode: " *"
+		}
+		if b, err := hex.DecodeString(digest); !ok || err != nil || len(b) != sha256.Size || name == "" {
+			return nil, fmt.Errorf("%w: line %d: want \"<64 hex digits>  <file>\" as sha256sum prints it", ErrSums, n)
+		}
+		digest = strings.ToLower(digest)
+		if d, dup := seen[name]; dup && d != digest {
+			return nil, fmt.Errorf("%w: line %d: %s is listed twice with different digests", ErrSums, n, name)
+		} else if dup {
+			continue
+		}
+		seen[name] = digest
+		out = append(out, Object{Name: name, Digest: digest})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSums, err)
+	}
+	return out, nil
 }
 
 // Chain is a sequential checkpoint plan.

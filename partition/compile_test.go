@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,4 +142,45 @@ func TestBatches_ClearWellInsideTheTwentyFourHourQueueCap(t *testing.T) {
 	if got, _ := Batches(0, 4, time.Hour, 24*time.Hour); len(got) != 0 {
 		t.Errorf("%v", got)
 	}
+}
+
+func TestParseSHA256Sums_ReadsWhatSha256sumPrints(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("B", 64)
+	got, err := ParseSHA256Sums(strings.NewReader(a + "  build/gemv.o\n" + b + " *build/attn kernel.o\r\n\n" + a + "  build/gemv.o\n"))
+	want := []Object{{"build/gemv.o", a}, {"build/attn kernel.o", strings.ToLower(b)}}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for name, in := range map[string]string{
+		"short digest":         "abc  x.o\n",
+		"no name":              a + "  \n",
+		"not hex":              strings.Repeat("z", 64) + "  x.o\n",
+		"one name two digests": a + "  x.o\n" + strings.Repeat("c", 64) + "  x.o\n",
+	} {
+		if _, err := ParseSHA256Sums(strings.NewReader(in)); !errors.Is(err, ErrSums) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%s: %v, want ErrSums naming the line", name, err)
+		}
+	}
+}
+
+func FuzzParseSHA256Sums(f *testing.F) {
+	f.Add([]byte(strings.Repeat("a", 64) + "  build/gemv.o\n" + strings.Repeat("b", 64) + " *x.o\n"))
+	f.Add([]byte("\n \n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := ParseSHA256Sums(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrSums) {
+				t.Fatalf("unwrapped error %v", err)
+			}
+			return
+		}
+		for _, o := range objs {
+			if o.Name == "" || len(o.Digest) != 64 || strings.ToLower(o.Digest) != o.Digest {
+				t.Fatalf("accepted %+v", o)
+			}
+		}
+	})
 }

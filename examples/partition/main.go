@@ -3,6 +3,10 @@
 //	partition check  [-inventory FILE|-] [-format nextest|go] PARTITION.tsv...   # exit 1 on any difference
 //	partition select -category single-gpu [-render nextest|go|lines] PARTITION.tsv...
 //	partition shards -n 4 UNITS.json                                             # [{"name":..., "cost":"2h"}]
+//	partition verify-objects -present LINK.sha256 SHARD.sha256...                 # sha256sum listings; exit 1 unless every shard object was reused
+//	partition chain -estimate 10h [-job-cap 6h] [-depth 2]                        # checkpoint links; exit 1 if the wired depth is too short
+//	partition chain-state -state STATE.json -cell NAME -link N [-done]            # per-cell progress, never last-writer-wins
+//	partition batches -jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]     # dispatch sizes that clear inside the queue cap
 //
 // With no arguments, check runs on a bundled example (a nextest listing of
 // a CUDA workspace and its partition files) with one new test, so it shows
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +36,8 @@ var exampleList []byte
 
 //go:embed example/cuda_test_partition.tsv
 var examplePartition []byte
+
+const subcommands = "check, select, shards, verify-objects, chain, chain-state or batches"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
@@ -56,11 +63,19 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		err = selectLane(args[1:], stdout, stderr)
 	case "shards":
 		err = shards(args[1:], stdout, stderr)
+	case "verify-objects":
+		err = verifyObjects(args[1:], stdout, stderr)
+	case "chain":
+		err = chain(args[1:], gha, stdout, stderr)
+	case "chain-state":
+		err = chainState(args[1:], gha, stdout, stderr)
+	case "batches":
+		err = batches(args[1:], gha, stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, "usage: partition check|select|shards [flags] (partition SUBCOMMAND -h)")
+		fmt.Fprintln(stderr, "usage: partition "+subcommands+" [flags] (partition SUBCOMMAND -h)")
 		return 0
 	default:
-		fmt.Fprintf(stderr, "partition: unknown subcommand %q: use check, select or shards\n", args[0])
+		fmt.Fprintf(stderr, "partition: unknown subcommand %q: use %s\n", args[0], subcommands)
 		return 2
 	}
 	code := cli.Status(err)
@@ -213,4 +228,133 @@ func shards(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "shard %d: %s of compiling: %s\n", s.Index, s.Cost, strings.Join(s.Units, " "))
 	}
 	return nil
+}
+
+func readSums(path string) ([]partition.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	defer f.Close()
+	objs, err := partition.ParseSHA256Sums(f)
+	if err != nil {
+		return nil, fmt.Errorf("partition: %s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// verifyObjects asserts the link step reused every shard's objects: a
+// silent full recompile fails loudly.
+func verifyObjects(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition verify-objects", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	present := fs.String("present", "", "sha256sum listing of the objects in the link step's build tree")
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	if *present == "" || fs.NArg() == 0 {
+		return cli.Refuse(fs, "give -present LINK.sha256 and each shard's manifest (sha256sum listings)")
+	}
+	have, err := readSums(*present)
+	if err != nil {
+		return err
+	}
+	var manifests [][]partition.Object
+	total := 0
+	for _, m := range fs.Args() {
+		objs, err := readSums(m)
+		if err != nil {
+			return err
+		}
+		manifests = append(manifests, objs)
+		total += len(objs)
+	}
+	if err := partition.VerifyObjects(manifests, have); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "every one of the %d shard objects was reused unchanged\n", total)
+	return nil
+}
+
+// chain plans the sequential checkpoint links of a build that outlasts one
+// job.
+func chain(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition chain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	estimate := fs.Duration("estimate", 0, "the build's estimated compile time")
+	jobCap := fs.Duration("job-cap", 6*time.Hour, "the per-job cap (6h on GitHub-hosted runners)")
+	depth := fs.Int("depth", 2, "how many links the workflow's chain is wired for")
+	if err := cli.Flags(fs, args); err != nil {
+		return err
+	}
+	if *estimate <= 0 {
+		return cli.Refuse(fs, "give -estimate, the build's compile time (e.g. 10h)")
+	}
+	c, err := partition.PlanChain(*estimate, *jobCap, *depth)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d link(s), each compiling under a %s timeout\n", c.Links, c.CompileBudget)
+	return gha.SetOutputs([2]string{"links", strconv.Itoa(c.Links)}, [2]string{"compile_timeout_seconds", strconv.Itoa(int(c.CompileBudget.Seconds()))})
+}
+
+// chainState records one matrix cell's chain progress in a state file:
+// only that cell changes, and a done cell stays done.
+func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition chain-state", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("state", "", "the JSON state file (created when missing)")
+	cell := fs.String("cell", "", "the matrix cell")
+	link := fs.Int("link", 0, "the link the cell reached")
+	done := fs.Bool("done", false, "the cell's build finished")
+	if err := cli.Flags(fs, args); err != nil {
+		return err
+	}
+	if *file == "" || *cell == "" {
+		return cli.Refuse(fs, "give -state FILE and -cell NAME")
+	}
+	state := partition.ChainState{}
+	data, err := os.ReadFile(*file)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &state); err != nil {
+			return fmt.Errorf("partition: %s: %w", *file, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("partition: %w", err)
+	}
+	state, err = partition.MergeChainState(state, *cell, partition.CellState{Link: *link, Done: *done})
+	if err != nil {
+		return err
+	}
+	out, _ := json.MarshalIndent(state, "", "  ")
+	if err := os.WriteFile(*file, append(out, '\n'), 0o644); err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	all := true
+	for _, c := range state {
+		all = all && c.Done
+	}
+	fmt.Fprintf(stdout, "cell %s: link %d, done %v; every cell done: %v\n", *cell, state[*cell].Link, state[*cell].Done, all)
+	return gha.SetOutputs([2]string{"done", strconv.FormatBool(state[*cell].Done)}, [2]string{"all_done", strconv.FormatBool(all)})
+}
+
+// batches sizes dispatches so each clears well inside the queue cap.
+func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition batches", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jobs := fs.Int("jobs", 0, "how many jobs to dispatch")
+	runners := fs.Int("runners", 40, "runners working the queue")
+	typical := fs.Duration("typical", time.Hour, "a typical job's duration")
+	queueCap := fs.Duration("queue-cap", 24*time.Hour, "how long a queued job may wait before it is discarded")
+	if err := cli.Flags(fs, args); err != nil {
+		return err
+	}
+	sizes, err := partition.Batches(*jobs, *runners, *typical, *queueCap)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d job(s) in %d batch(es): %v\n", *jobs, len(sizes), sizes)
+	data, _ := json.Marshal(sizes)
+	return gha.SetOutputs([2]string{"batches", string(data)})
 }

@@ -61,3 +61,48 @@ func TestARefusedCommandLineExitsTwoAndSaysWhyOnce(t *testing.T) {
 		})
 	}
 }
+
+func TestLongCompileSubcommands(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(text), 0o644)
+		return p
+	}
+	shard0 := write("shard-0.sha256", a+"  build/gemv.o\n")
+	shard1 := write("shard-1.sha256", b+"  build/attn.o\n")
+	reused := write("link.sha256", a+"  build/gemv.o\n"+b+"  build/attn.o\n")
+	rebuilt := write("rebuilt.sha256", a+"  build/gemv.o\n"+c+"  build/attn.o\n")
+	state := filepath.Join(dir, "chain-state.json")
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"objects reused":          {[]string{"verify-objects", "-present", reused, shard0, shard1}, 0, "every one of the 2 shard objects was reused"},
+		"a silent full recompile": {[]string{"verify-objects", "-present", rebuilt, shard0, shard1}, 1, "rebuilt or changed build/attn.o"},
+		"no manifests":            {[]string{"verify-objects", "-present", reused}, 2, "give -present"},
+		"a chain that fits":       {[]string{"chain", "-estimate", "10h"}, 0, "2 link(s), each compiling under a 5h30m0s timeout"},
+		"a chain too short":       {[]string{"chain", "-estimate", "12h"}, 1, "wired 2 deep"},
+		"batches":                 {[]string{"batches", "-jobs", "2100", "-runners", "40", "-typical", "1h"}, 0, "2100 job(s) in 5 batch(es): [480 480 480 480 180]"},
+		"first cell update":       {[]string{"chain-state", "-state", state, "-cell", "natten", "-link", "1"}, 0, "every cell done: false"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if code, out := runCmd(t, "", tc.args...); code != tc.code || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, output:\n%s\nwant exit %d and %q", code, out, tc.code, tc.want)
+			}
+		})
+	}
+	// One cell finishing never marks another done, and no cell goes back.
+	runCmd(t, "", "chain-state", "-state", state, "-cell", "natten", "-link", "1")
+	if code, out := runCmd(t, "", "chain-state", "-state", state, "-cell", "pytorch3d", "-link", "2", "-done"); code != 0 || !strings.Contains(out, "cell pytorch3d: link 2, done true; every cell done: false") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	if code, out := runCmd(t, "", "chain-state", "-state", state, "-cell", "pytorch3d", "-link", "1"); code != 1 || !strings.Contains(out, "back to 1") {
+		t.Errorf("a link going back: exit %d: %s", code, out)
+	}
+	if code, out := runCmd(t, "", "chain-state", "-state", state, "-cell", "natten", "-link", "2", "-done"); code != 0 || !strings.Contains(out, "every cell done: true") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+}
