@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,6 +174,18 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("GET /v1/hosts/{host}/fencing", func(w http.ResponseWriter, r *http.Request) {
+		token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
+		if err != nil {
+			fail(w, fmt.Errorf("%w: token %q: want the lease's numeric fencing token", ErrInvalid, r.URL.Query().Get("token")))
+			return
+		}
+		if err := c.CheckToken(r.Context(), r.PathValue("host"), token); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
 		hosts, _, err := c.Snapshot(r.Context())
 		if err != nil {
@@ -294,6 +307,15 @@ func (a *APIClient) Release(ctx context.Context, id string, token int64) error {
 func (a *APIClient) Cancel(ctx context.Context, id string) error {
 	return a.do(ctx, http.MethodDelete, "/v1/leases/"+url.PathEscape(id), nil, nil, nil)
 }
+
+// CheckToken asks the controller whether token is the current fencing
+// token of host's lease; a stale one matches ErrStaleToken. It makes the
+// client a TokenChecker for Preflight on the host.
+func (a *APIClient) CheckToken(ctx context.Context, host string, token int64) error {
+	return a.do(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(host)+"/fencing", url.Values{"token": {strconv.FormatInt(token, 10)}}, nil, nil)
+}
+
+var _ TokenChecker = (*APIClient)(nil)
 
 // Hosts lists sanitized host state.
 func (a *APIClient) Hosts(ctx context.Context) ([]map[string]any, error) {

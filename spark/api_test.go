@@ -45,6 +45,17 @@ func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
 	if err := cl.Release(ctx, first.Request.ID, st.Request.Token+1); !errors.Is(err, spark.ErrStaleToken) {
 		t.Errorf("stale release: %v", err)
 	}
+	// The host's preflight asks the controller over the API.
+	host := st.Request.Hosts[0]
+	if err := cl.CheckToken(ctx, host, st.Request.Token); err != nil {
+		t.Errorf("the lease's own token: %v", err)
+	}
+	if err := cl.CheckToken(ctx, host, st.Request.Token-1); !errors.Is(err, spark.ErrStaleToken) {
+		t.Errorf("a stale token: %v", err)
+	}
+	if err := cl.CheckToken(ctx, "spark-9", st.Request.Token); !errors.Is(err, spark.ErrStaleToken) {
+		t.Errorf("an unknown host: %v", err)
+	}
 	if err := cl.Release(ctx, first.Request.ID, st.Request.Token); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,18 @@
 //	sparkctl release ID TOKEN
 //	sparkctl cancel  ID      # queued work only
 //	sparkctl hosts
+//	sparkctl [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] preflight ID
+//
+// preflight runs on the leased host before a job starts (the managed
+// runner's step): the lease must be active and hold this host with the
+// current fencing token, nothing may be running on the GPU (nvidia-smi),
+// the work directory needs its free space, a pair needs its interconnect
+// check to pass, and the service host needs the resident service to have
+// released it. Each of the last two is a shell command whose exit status 0
+// means yes; without it the check fails closed. Host-specific settings come
+// from the runner's environment (SPARK_SERVICE_HOST, SPARK_INTERCONNECT_CMD,
+// SPARK_SERVICE_RELEASED_CMD), so the workflow need not know the host. Any
+// refusal exits 1 naming the check.
 //
 // The API address is -addr or SPARK_ADDR (default http://127.0.0.1:8765);
 // the token is SPARK_TOKEN or the file named by -token-file or
@@ -20,6 +32,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,9 +52,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	tokenFile := fs.String("token-file", getenv("SPARK_TOKEN_FILE"), "file holding the API token")
 	class := fs.String("class", "development", "request: workload class")
 	topology := fs.String("topology", "single", "request: single or pair")
-	host := fs.String("host", "", "request: a specific host")
+	host := fs.String("host", "", "request: a specific host; preflight: the host this runs on (default: the lease's only host)")
 	duration := fs.Duration("duration", 0, "request: lease length (default per class)")
 	owner := fs.String("owner", getenv("USER"), "request: who asks")
+	var pf preflightOptions
+	fs.StringVar(&pf.workdir, "workdir", ".", "preflight: the job's work directory")
+	fs.IntVar(&pf.minFreeGB, "min-free-gb", 50, "preflight: free space the job needs in -workdir, GiB")
+	fs.BoolVar(&pf.serviceHost, "service-host", getenv("SPARK_SERVICE_HOST") == "true", "preflight: this host runs the resident service, which must have released it (default: SPARK_SERVICE_HOST=true)")
+	fs.StringVar(&pf.interconnect, "interconnect-cmd", getenv("SPARK_INTERCONNECT_CMD"), "preflight, pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
+	fs.StringVar(&pf.serviceReleased, "service-released-cmd", getenv("SPARK_SERVICE_RELEASED_CMD"), "preflight, with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -49,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts [ID] [TOKEN]")
+		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|preflight [ID] [TOKEN]")
 		return 2
 	}
 	token := getenv("SPARK_TOKEN")
@@ -116,6 +136,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return 2
 		}
 		err = cl.Cancel(ctx, rest[1])
+	case "preflight":
+		if !need(1) {
+			return 2
+		}
+		pf.host = *host
+		if err = preflight(ctx, cl, rest[1], pf); err == nil {
+			fmt.Fprintf(stdout, "preflight passed for lease %s\n", rest[1])
+		}
 	case "hosts":
 		var hosts []map[string]any
 		if hosts, err = cl.Hosts(ctx); err == nil {
@@ -138,3 +166,60 @@ func or(a, b string) string {
 	}
 	return b
 }
+
+type preflightOptions struct {
+	host, workdir, interconnect, serviceReleased string
+	minFreeGB                                    int
+	serviceHost                                  bool
+}
+
+// preflight runs spark.Preflight on this host for lease id, with the
+// controller's fencing check over the API and the host's real checks.
+func preflight(ctx context.Context, cl *spark.APIClient, id string, o preflightOptions) error {
+	st, err := cl.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	r := st.Request
+	if r.State != spark.Active {
+		return fmt.Errorf("lease %s is %s, not active: nothing may start", id, r.State)
+	}
+	host := o.host
+	switch {
+	case host == "" && len(r.Hosts) == 1:
+		host = r.Hosts[0]
+	case host == "":
+		return fmt.Errorf("lease %s holds %s: give -host, the host this runs on", id, strings.Join(r.Hosts, " and "))
+	case !slices.Contains(r.Hosts, host):
+		return fmt.Errorf("lease %s holds %s, not %s", id, strings.Join(r.Hosts, " and "), host)
+	}
+	checks := spark.PreflightChecks{Token: cl, GPU: spark.NvidiaSMIApps{}, Disk: spark.StatfsDisk{}}
+	if o.interconnect != "" {
+		checks.Interconnect = shellCheck(o.interconnect)
+	}
+	if o.serviceReleased != "" {
+		checks.Service = shellCheck(o.serviceReleased)
+	}
+	return spark.Preflight(ctx, checks, spark.PreflightRequest{Host: host, Token: r.Token, Topology: r.Topology,
+		WorkDir: o.workdir, MinFree: uint64(max(o.minFreeGB, 0)) << 30, ServiceHost: o.serviceHost})
+}
+
+// shellCheck is a preflight check made of a shell command: exit status 0
+// passes. It is both an interconnect and a service-released check.
+type shellCheck string
+
+func (c shellCheck) run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", string(c)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%q: %w: %s", string(c), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Check runs the command as the interconnect check.
+func (c shellCheck) Check(ctx context.Context) error { return c.run(ctx) }
+
+// Released runs the command as the service-released check.
+func (c shellCheck) Released(ctx context.Context) error { return c.run(ctx) }

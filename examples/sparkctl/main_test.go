@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,8 +75,12 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token+7, 10)); code != 1 || !strings.Contains(out, "stale") {
 		t.Errorf("stale release: %d %s", code, out)
 	}
+	preflightOnTheHost(t, ctl, st.Request.ID)
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 {
 		t.Errorf("release: %d %s", code, out)
+	}
+	if code, out := ctl("-workdir", t.TempDir(), "-min-free-gb", "0", "preflight", st.Request.ID); code != 1 || !strings.Contains(out, "not active") {
+		t.Errorf("preflight after release: %d %s", code, out)
 	}
 	if code, out := ctl("hosts"); code != 0 || !strings.Contains(out, "spark-2") {
 		t.Errorf("hosts: %d %s", code, out)
@@ -85,5 +91,39 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	}
 	if code, _ := ctl("bogus"); code != 2 {
 		t.Error("an unknown command must exit 2")
+	}
+}
+
+// preflightOnTheHost runs the managed runner's preflight against the live
+// lease id, with a stand-in nvidia-smi on PATH.
+func preflightOnTheHost(t *testing.T, ctl func(...string) (int, string), id string) {
+	t.Helper()
+	bin := t.TempDir()
+	apps := filepath.Join(bin, "apps")
+	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\ncat \""+apps+"\"\n"), 0o755)
+	os.WriteFile(apps, nil, 0o644)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	work := t.TempDir()
+	base := []string{"-workdir", work, "-min-free-gb", "0"}
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		apps  string
+		code  int
+		want  string
+	}{
+		{"everything clear", nil, "", 0, "preflight passed"},
+		{"a competing GPU process", nil, "4242, python3\n", 1, "preflight gpu-processes failed: competing GPU processes: 4242, python3"},
+		{"too little disk", []string{"-min-free-gb", "100000000"}, "", 1, "preflight disk failed"},
+		{"another host", []string{"-host", "spark-9"}, "", 1, "not spark-9"},
+		{"the service host, unchecked", []string{"-service-host"}, "", 1, "preflight service-released failed"},
+		{"the service host, released", []string{"-service-host", "-service-released-cmd", "true"}, "", 0, "preflight passed"},
+		{"the service host, still holding", []string{"-service-host", "-service-released-cmd", "echo model loaded; false"}, "", 1, "model loaded"},
+	} {
+		os.WriteFile(apps, []byte(tc.apps), 0o644)
+		args := append(append(append([]string{}, base...), tc.flags...), "preflight", id)
+		if code, out := ctl(args...); code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, %s; want %d and %q", tc.name, code, out, tc.code, tc.want)
+		}
 	}
 }
