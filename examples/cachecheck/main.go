@@ -2,6 +2,7 @@
 //
 //	cachecheck [-dir .] [-rules rules.yml]     # check .github/workflows/*.yml and action.yml; exit 1 on findings
 //	cachecheck -key [-spec key.yml] [-toolchain "$(rustc -V)"]   # print key=<content key> (for $GITHUB_OUTPUT)
+//	cachecheck -key -explain old-key.json       # why the key differs from an earlier -key -json (a cache miss)
 //	cachecheck -embeds [-spec key.yml]         # fail when an embedded file is not an input of the key
 //
 // With no flags it checks the current repository with the bundled rules.
@@ -37,6 +38,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	specFile := fs.String("spec", "", "key spec (YAML); default: the Rust workspace spec")
 	toolchain := fs.String("toolchain", "", "toolchain string hashed into the key (e.g. rustc -V)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	explain := fs.String("explain", "", "with -key: an earlier -key -json output; print which inputs make the keys differ")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
@@ -76,6 +78,27 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			fmt.Fprintln(stdout, string(out))
 		} else {
 			fmt.Fprintf(stdout, "key=%s\n", k.Key)
+		}
+		if *explain != "" {
+			var old cachetrust.ArchiveKey
+			data, err := os.ReadFile(*explain)
+			if err == nil {
+				err = json.Unmarshal(data, &old)
+			}
+			if err != nil {
+				return fail(fmt.Errorf("cachecheck: -explain %s: %w", *explain, err))
+			}
+			diffs := cachetrust.Explain(old, k)
+			if len(diffs) == 0 {
+				fmt.Fprintf(stderr, "the key is unchanged from %s\n", *explain)
+			}
+			for _, d := range diffs {
+				if d.Path != "" {
+					fmt.Fprintf(stderr, "%s: %s\n", d.Path, d.Change)
+				} else {
+					fmt.Fprintln(stderr, d.Change)
+				}
+			}
 		}
 		if err := gha.SetOutputs([2]string{"key", k.Key}); err != nil {
 			return fail(err)

@@ -46,3 +46,32 @@ func TestKeyAndEmbeds(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 }
+
+// A cache miss is explained: the earlier key's JSON against today's names
+// the file that changed and the toolchain.
+func TestKeyExplainNamesWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte("[package]"), 0o644)
+	os.WriteFile(filepath.Join(dir, "src/lib.rs"), []byte("fn a() {}"), 0o644)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-dir", dir, "-key", "-json", "-toolchain", "rustc 1.95.0"}, func(string) string { return "" }, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	old := filepath.Join(t.TempDir(), "old-key.json")
+	os.WriteFile(old, out.Bytes(), 0o644)
+	out.Reset()
+	if code := run([]string{"-dir", dir, "-key", "-toolchain", "rustc 1.95.0", "-explain", old}, func(string) string { return "" }, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "unchanged") {
+		t.Errorf("same tree: exit %d: %s", code, errOut.String())
+	}
+	os.WriteFile(filepath.Join(dir, "src/lib.rs"), []byte("fn b() {}"), 0o644)
+	errOut.Reset()
+	if code := run([]string{"-dir", dir, "-key", "-toolchain", "rustc 1.96.0", "-explain", old}, func(string) string { return "" }, &out, &errOut); code != 0 ||
+		!strings.Contains(errOut.String(), "src/lib.rs") || !strings.Contains(errOut.String(), "rustc 1.96.0") {
+		t.Errorf("changed: exit %d: %s", code, errOut.String())
+	}
+	errOut.Reset()
+	if code := run([]string{"-dir", dir, "-key", "-explain", filepath.Join(dir, "missing.json")}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "-explain") {
+		t.Errorf("missing file: exit %d: %s", code, errOut.String())
+	}
+}
