@@ -114,20 +114,20 @@ func TestLoadFile_Errors(t *testing.T) {
 	if !errors.As(err, &pe) || pe.File != bad || pe.Line != 1 {
 		t.Errorf("bad glob: err = %v, want a PolicyError naming %s line 1", err, bad)
 	}
+	// What a maintainer reads names the file and the line.
+	if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "changepolicy: invalid policy "+bad+" line 1: ") {
+		t.Errorf("message %q does not start with the file and line", msg)
+	}
 	// Outside any git work tree an absolute path has no repository-relative
 	// form, so the policy cannot recognise its own changes: refused.
 	good := filepath.Join(dir, "policy.yml")
 	os.WriteFile(good, []byte("docs: ['**/*.md']\n"), 0o644)
 	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			t.Skip("the temporary directory is inside a git work tree")
+			t.Skip("the temporary directory is inside a git work tree") // last: nothing else is skipped
 		}
 	}
 	if _, err := LoadFile(good); !errors.As(err, &pe) || !strings.Contains(pe.Msg, "outside any git work tree") {
 		t.Errorf("absolute path outside a work tree: %v", err)
-	}
-	// What a maintainer reads names the file and the line.
-	if msg := fmt.Sprint(err); !strings.HasPrefix(msg, "changepolicy: invalid policy "+bad+" line 1: ") {
-		t.Errorf("message %q does not start with the file and line", msg)
 	}
 }

@@ -111,9 +111,7 @@ func PaidPathAllowed(pr PullRequest, label string) bool {
 // the local-validation label: the label may have been added after
 // authorization, and the paid path must then stop and publish nothing.
 // An unreadable pull request is an error, never a skip.
-func PaidPathSkipped(ctx context.Context, repo interface {
-	PullRequest(ctx context.Context, number int) (PullRequest, error)
-}, number int, label string) (bool, error) {
+func PaidPathSkipped(ctx context.Context, repo Repo, number int, label string) (bool, error) {
 	pr, err := repo.PullRequest(ctx, number)
 	if err != nil {
 		return false, fmt.Errorf("gate: re-read PR #%d for the local-validation label: %w", number, err)

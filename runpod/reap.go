@@ -117,6 +117,7 @@ func Reap(ctx context.Context, deps ReapDeps, policy ReapPolicy, now time.Time) 
 	if policy.Prefix == nil {
 		policy.Prefix = Ownership.Prefix
 	}
+	policy.Workflow, _ = WorkflowPath(policy.Workflow) // once, not per pod
 	del := deps.Delete
 	if del == nil {
 		del = Delete
@@ -199,11 +200,11 @@ func (r *reaper) identity(pod Pod) (*Ownership, string) {
 }
 
 // ours reports whether workflow, named any way GitHub names it
-// (WorkflowPath), is the policy's workflow in repository repo.
+// (WorkflowPath), is the policy's workflow (reduced by Reap) in
+// repository repo.
 func (r *reaper) ours(repo, workflow string) bool {
-	want, _ := WorkflowPath(r.policy.Workflow)
 	got, in := WorkflowPath(workflow)
-	return got == want && (in == "" || in == repo)
+	return got == r.policy.Workflow && (in == "" || in == repo)
 }
 
 func nameAgrees(name, prefix string) bool {

@@ -42,10 +42,10 @@ type Config struct {
 // Validate, tiers.Load).
 var ErrConfig = errors.New("smoke: invalid config")
 
-// isSHA256 reports whether s is 64 lowercase hex digits. (The proof
-// avoids regexp: every package it links travels inside the pod's create
-// request.)
-func isSHA256(s string) bool {
+// IsSHA256 reports whether s is 64 lowercase hex digits, the form a pinned
+// checksum takes. (The proof avoids regexp: every package it links travels
+// inside the pod's create request.)
+func IsSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
@@ -110,7 +110,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: tiers[%d]: name, package, version and lib_dir are required", ErrConfig, i)
 		case !isDebURL(t.URL):
 			return fmt.Errorf("%w: tiers[%d].url %q: want an https URL of a .deb", ErrConfig, i, t.URL)
-		case t.SHA256 != "" && !isSHA256(t.SHA256):
+		case t.SHA256 != "" && !IsSHA256(t.SHA256):
 			return fmt.Errorf("%w: tiers[%d].sha256: want 64 lowercase hex digits", ErrConfig, i)
 		}
 		seen[v] = true

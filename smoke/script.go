@@ -100,7 +100,7 @@ func StartupScript(p ScriptParams) (string, error) {
 	proof, cleanup := p.ProofPath, ""
 	if p.Proof != nil {
 		cleanup = "\nrm -f \"$proof\""
-		if len(p.Proof.Chunks) == 0 || !isSHA256(p.Proof.SHA256) {
+		if len(p.Proof.Chunks) == 0 || !IsSHA256(p.Proof.SHA256) {
 			return "", fmt.Errorf("%w: the proof payload is empty: build it with PackProof", ErrScript)
 		}
 		// Rebuild the proof from the environment, check it is the binary

@@ -124,7 +124,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 		rep := cost.NewRejectedReport(rejected)
 		rep.TestedRef, rep.GateKind = o.ref, o.kind
 		fmt.Fprintf(stdout, "no pod was accepted; rejected candidates cost an estimated USD %.6f\n", rep.RejectedCost())
-		return errors.Join(live, report(ctx, o, gha, stdout, rep, "none"))
+		return errors.Join(live, report(ctx, o, gha, stdout, rep))
 	}
 	// The billing record is read before deletion; a pod already gone has
 	// an unknown start, so its cost is reported unknown, never zero.
@@ -147,22 +147,23 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	} else {
 		fmt.Fprintln(stdout, "paid window unknown: the pod's start was never reported")
 	}
-	return errors.Join(live, report(ctx, o, gha, stdout, rep, "true"))
+	return errors.Join(live, report(ctx, o, gha, stdout, rep))
 }
 
 // report writes the cost report (best effort, bounded: it runs after the
 // deletion and cannot extend a paid lifetime), the step summary and the
-// outputs.
-func report(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer, rep cost.Report, deleted string) error {
+// outputs. A report with a pod follows its confirmed deletion; one without
+// is a run that accepted no pod.
+func report(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer, rep cost.Report) error {
 	if err := cost.WriteBounded(ctx, 10*time.Second, o.out, rep); err != nil {
 		fmt.Fprintf(stdout, "cost report not written (best effort): %v\n", err)
 	}
 	if err := gha.AppendSummary(rep.Markdown()); err != nil {
 		return err
 	}
-	usd, known := rep.Window.Cost, rep.Window.CostKnown()
+	deleted, usd, known := "true", rep.Window.Cost, rep.Window.CostKnown()
 	if rep.PodID == "" {
-		known = true // no accepted pod: its cost is zero, not unknown
+		deleted, known = "none", true // no accepted pod: its cost is zero, not unknown
 	}
 	return gha.SetOutputs([2]string{"deleted", deleted}, [2]string{"cost", strconv.FormatFloat(usd, 'f', 6, 64)},
 		[2]string{"cost_known", strconv.FormatBool(known)})

@@ -33,7 +33,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -77,11 +76,6 @@ type options struct {
 	startup                  podstartup.Options
 }
 
-func envInt(getenv func(string) string, k string) int64 {
-	n, _ := strconv.ParseInt(getenv(k), 10, 64)
-	return n
-}
-
 // flags defines the command line into o; the defaults come from getenv.
 func flags(o *options, getenv func(string) string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("gateflow", flag.ContinueOnError)
@@ -94,8 +88,7 @@ func flags(o *options, getenv func(string) string, stderr io.Writer) *flag.FlagS
 	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML); default: the bundled example")
 	fs.StringVar(&o.image, "image", "ghcr.io/actions/actions-runner:latest", "runner image (real mode; pinned to its digest before any GPU is bought)")
 	fs.StringVar(&o.org, "org", "", "organization whose runners the pod registers with (real mode; default: repository runners)")
-	fs.Int64Var(&o.runID, "run-id", envInt(getenv, "GITHUB_RUN_ID"), "the workflow run whose GPU job uses the pod (real mode)")
-	fs.IntVar(&o.runAttempt, "run-attempt", max(int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), 1), "that run's attempt (real mode): the watchdog follows its jobs, the reaper its tag")
+	cli.RunFlags(fs, getenv, &o.runID, &o.runAttempt, "whose GPU job uses the pod (real mode; the watchdog follows that attempt's jobs, the reaper its tag)")
 	fs.StringVar(&o.job, "job", "Run GPU tests", "the GPU job's name (real mode)")
 	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step that runs the tests (real mode)")
 	fs.Int64Var(&o.seed, "seed", 1, "simulation seed (-simulate-fleet)")

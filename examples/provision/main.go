@@ -61,8 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.org, "org", "", "GitHub organization whose runners the pod registers with")
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name of the repository (ownership tag; repository runners when -org is empty)")
 	fs.StringVar(&o.workflow, "workflow", getenv("GITHUB_WORKFLOW_REF"), "the GPU workflow (ownership tag): its path, or GITHUB_WORKFLOW_REF's owner/repo/path@ref; tagged as the path the reaper matches")
-	fs.Int64Var(&o.runID, "run-id", envInt(getenv, "GITHUB_RUN_ID"), "workflow run ID (ownership tag)")
-	fs.IntVar(&o.runAttempt, "run-attempt", int(envInt(getenv, "GITHUB_RUN_ATTEMPT")), "workflow run attempt (ownership tag)")
+	cli.RunFlags(fs, getenv, &o.runID, &o.runAttempt, "that owns the pods (ownership tag)")
 	fs.IntVar(&o.pr, "pr", 0, "pull request number: stop when its head moves or it closes")
 	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
 	fs.StringVar(&o.localLabel, "local-label", gate.DefaultLocalLabel, "with -pr: a PR carrying this label was validated on a maintainer's GPU, so nothing is bought (paid_path_skipped)")
@@ -78,11 +77,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
-}
-
-func envInt(getenv func(string) string, k string) int64 {
-	n, _ := strconv.ParseInt(getenv(k), 10, 64)
-	return n
 }
 
 // world is what Provision runs against: real services or the simulation.

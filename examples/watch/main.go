@@ -36,7 +36,8 @@ func main() {
 
 type options struct {
 	pod, repo, job, step, head string
-	runID, attempt             int64
+	runID                      int64
+	attempt                    int
 	pr                         int
 	setup, lifetime, poll      time.Duration
 	simulate, json, verbose    bool
@@ -49,10 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	def := runpod.DefaultWatchOptions()
 	fs.StringVar(&o.pod, "pod", "", "the accepted pod's ID")
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name")
-	runID, _ := strconv.ParseInt(getenv("GITHUB_RUN_ID"), 10, 64)
-	attempt, _ := strconv.ParseInt(getenv("GITHUB_RUN_ATTEMPT"), 10, 64)
-	fs.Int64Var(&o.runID, "run-id", runID, "the GPU workflow run (default GITHUB_RUN_ID)")
-	fs.Int64Var(&o.attempt, "run-attempt", max(attempt, 1), "the run's attempt, whose jobs are followed (default GITHUB_RUN_ATTEMPT)")
+	cli.RunFlags(fs, getenv, &o.runID, &o.attempt, "of the GPU job (the watchdog follows that attempt's jobs)")
 	fs.StringVar(&o.job, "job", "Run GPU tests", "the GPU job's name")
 	fs.StringVar(&o.step, "test-step", "Run CUDA tests from archive", "the step whose start disarms the setup deadline")
 	fs.IntVar(&o.pr, "pr", 0, "pull request number (0: a manual validation, never obsolete)")
@@ -115,7 +113,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	}
 	deps := runpod.WatchDeps{
 		API:      api,
-		Progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: o.attempt, Job: o.job, TestStep: o.step},
+		Progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.attempt), Job: o.job, TestStep: o.step},
 		Runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
 		RunID:    o.runID,
 		Head:     o.head,

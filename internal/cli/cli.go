@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 )
 
 // ErrUsage wraps a refused command line whose reason is already printed on
@@ -69,4 +70,15 @@ func Status(err error) int {
 		return 2
 	}
 	return 1
+}
+
+// RunFlags registers -run-id and -run-attempt on fs into id and attempt:
+// the GitHub Actions workflow run a command belongs to, by default the one
+// it runs in (GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT; an attempt is at least 1).
+// what says what the run is for, in the flags' help.
+func RunFlags(fs *flag.FlagSet, getenv func(string) string, id *int64, attempt *int, what string) {
+	runID, _ := strconv.ParseInt(getenv("GITHUB_RUN_ID"), 10, 64)
+	runAttempt, _ := strconv.Atoi(getenv("GITHUB_RUN_ATTEMPT"))
+	fs.Int64Var(id, "run-id", runID, "the workflow run "+what+" (default GITHUB_RUN_ID)")
+	fs.IntVar(attempt, "run-attempt", max(runAttempt, 1), "that run's attempt (default GITHUB_RUN_ATTEMPT)")
 }

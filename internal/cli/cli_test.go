@@ -83,3 +83,27 @@ func TestFlagsAndStatus_ForSubcommands(t *testing.T) {
 		t.Errorf("Status of a failure = %d, want 1", got)
 	}
 }
+
+func TestRunFlags_DefaultToTheRunTheCommandRunsIn(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env     map[string]string
+		args    []string
+		id      int64
+		attempt int
+	}{
+		"in Actions":        {map[string]string{"GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "2"}, nil, 77, 2},
+		"outside Actions":   {nil, nil, 0, 1},
+		"given as flags":    {map[string]string{"GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "2"}, []string{"-run-id", "9", "-run-attempt", "3"}, 9, 3},
+		"a garbled attempt": {map[string]string{"GITHUB_RUN_ATTEMPT": "two"}, nil, 0, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var id int64
+			var attempt int
+			fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+			cli.RunFlags(fs, func(k string) string { return tc.env[k] }, &id, &attempt, "of the job")
+			if err := fs.Parse(tc.args); err != nil || id != tc.id || attempt != tc.attempt {
+				t.Errorf("run %d attempt %d (%v), want %d attempt %d", id, attempt, err, tc.id, tc.attempt)
+			}
+		})
+	}
+}

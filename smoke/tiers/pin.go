@@ -3,8 +3,6 @@ package tiers
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/smoke"
 )
 
 // Package is one entry of a Debian repository's Packages index: the fields
@@ -98,10 +98,9 @@ func ParsePackages(r io.Reader) ([]Package, error) {
 		}
 		*dst = string(bytes.TrimSpace(value))
 		if dst == &cur.SHA256 {
-			if !isSHA256(cur.SHA256) {
+			if cur.SHA256 = strings.ToLower(cur.SHA256); !smoke.IsSHA256(cur.SHA256) {
 				return nil, fmt.Errorf("%w: line %d: SHA256 %q is not 64 hex digits", ErrIndex, n, cur.SHA256)
 			}
-			cur.SHA256 = strings.ToLower(cur.SHA256)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -111,11 +110,6 @@ func ParsePackages(r io.Reader) ([]Package, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func isSHA256(s string) bool {
-	b, err := hex.DecodeString(s)
-	return err == nil && len(b) == sha256.Size
 }
 
 // Pinned is what Pin did to one tier.
