@@ -61,13 +61,7 @@ provision)
 		# never from the pull request, and travels in each pod's create
 		# request. The arguments are smoke.ProofBuildArgs.
 		proof="${RUNNER_TEMP:-/tmp}/gpugate-smoke"
-		(case "${GPUGATE_STEP:-classify}" in
-authorize | publish | provision | local-relay)
-	[ -z "${GPUGATE_LOCAL_LABEL:-}" ] || args+=(-local-label "$GPUGATE_LOCAL_LABEL")
-	;;
-esac
-
-cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
+		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
 		args+=(-proof "$proof")
 	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
@@ -142,6 +136,13 @@ cost-report)
 	;;
 *)
 	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, cache-check, cost-report, local-relay or recover"
+	;;
+esac
+
+# The label that marks a PR validated on a maintainer's own GPU.
+case "${GPUGATE_STEP:-classify}" in
+authorize | publish | provision | local-relay)
+	[ -z "${GPUGATE_LOCAL_LABEL:-}" ] || args+=(-local-label "$GPUGATE_LOCAL_LABEL")
 	;;
 esac
 

@@ -196,26 +196,31 @@ exec "`+bin+`/$p" "$@"
 		step  string
 		env   map[string]string
 		wants []string // outputs it must write
+		is    map[string]string
 	}{
-		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs", "reason"}},
-		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref", "local_gpu_validation"}},
-		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}},
-		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id", "published"}},
+		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs", "reason"}, nil},
+		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref", "local_gpu_validation"}, map[string]string{"local_gpu_validation": "true"}},
+		// A repository that names its own label: PR 5's default label no
+		// longer marks it validated locally, at each step that reads it.
+		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_LOCAL_LABEL": "validated-on-own-gpu"}, nil, map[string]string{"local_gpu_validation": "false"}},
+		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed", "GPUGATE_LOCAL_LABEL": "validated-on-own-gpu"}, nil, map[string]string{"published": "true"}},
+		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}, nil},
+		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id", "published"}, nil},
 		// PR 5 carries the local-validation label: publish re-reads it and
 		// publishes nothing, and a real provision buys nothing.
-		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed"}, []string{"published"}},
-		{"provision", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_NVRTC_TIERS": pinned, "GITHUB_RUN_ID": "9"}, []string{"paid_path_skipped"}},
-		{"provision", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"pod_id", "runner_label", "gpu", "tier", "gpu_cost_per_hr", "provision_result"}},
-		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}},
-		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}},
-		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_PROVISION_RESULT": `{"attempts":[{"n":1,"name":"gpugate-1-1-c1","candidate":{"gpu_type_id":"NVIDIA L4"},"pod_id":"p1","outcome":"exited","seconds":95,"estimated_cost":0.018}]}`}, []string{"deleted", "cost"}},
-		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil},
-		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil},
-		{"cache-check", nil, nil},
-		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}},
-		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}},
-		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}},
-		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil},
+		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed"}, []string{"published"}, map[string]string{"published": "false"}},
+		{"provision", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_NVRTC_TIERS": pinned, "GITHUB_RUN_ID": "9"}, []string{"paid_path_skipped"}, map[string]string{"paid_path_skipped": "true"}},
+		{"provision", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"pod_id", "runner_label", "gpu", "tier", "gpu_cost_per_hr", "provision_result"}, nil},
+		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}, nil},
+		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}, nil},
+		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_PROVISION_RESULT": `{"attempts":[{"n":1,"name":"gpugate-1-1-c1","candidate":{"gpu_type_id":"NVIDIA L4"},"pod_id":"p1","outcome":"exited","seconds":95,"estimated_cost":0.018}]}`}, []string{"deleted", "cost"}, nil},
+		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil, nil},
+		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil, nil},
+		{"cache-check", nil, nil, nil},
+		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}, nil},
+		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},
+		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}, nil},
+		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil, nil},
 	}
 	for _, s := range steps {
 		t.Run(s.step, func(t *testing.T) {
@@ -248,6 +253,11 @@ exec "`+bin+`/$p" "$@"
 					t.Errorf("step %s writes %s, which action.yml does not declare", s.step, w)
 				}
 				declared[w] = true
+			}
+			for name, want := range s.is {
+				if !regexp.MustCompile(`(?m)^` + name + `=` + regexp.QuoteMeta(want) + `$`).Match(written) {
+					t.Errorf("step %s: want output %s=%s:\n%s", s.step, name, want, written)
+				}
 			}
 		})
 	}
