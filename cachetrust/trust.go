@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -74,7 +75,8 @@ func (r *Refusal) Is(target error) bool { return target == ErrUntrusted }
 // Trusted decides, purely, whether an artifact may be reused for key: its
 // name is exactly key; it is unexpired at now; its run belongs to this
 // repository by head repository ID (a fork can have its own main); the run's
-// workflow file is trusted; the event's definition comes from the default
+// workflow file is trusted (its path as GitHub spells it, bare or in the
+// owner/repo/...@ref form of this repository); the event's definition comes from the default
 // branch (workflow_run, workflow_dispatch, push, schedule; never
 // pull_request or pull_request_target); and a directly triggered run
 // (workflow_dispatch, push, schedule) ran on the default branch. nil means
@@ -87,7 +89,7 @@ func Trusted(p Policy, key string, a Artifact, run Run, now time.Time) error {
 		return &Refusal{RuleExpired, fmt.Sprintf("artifact %d expired", a.ID)}
 	case p.RepositoryID == 0 || run.HeadRepositoryID != p.RepositoryID:
 		return &Refusal{RuleRepository, fmt.Sprintf("run %d came from repository %d, not %d", run.ID, run.HeadRepositoryID, p.RepositoryID)}
-	case !slices.Contains(p.TrustedWorkflows, run.WorkflowPath):
+	case !slices.Contains(p.TrustedWorkflows, p.workflowFile(run.WorkflowPath)):
 		return &Refusal{RuleWorkflow, fmt.Sprintf("run %d ran %q, which is not a trusted producer", run.ID, run.WorkflowPath)}
 	}
 	switch run.Event {
@@ -100,6 +102,23 @@ func Trusted(p Policy, key string, a Artifact, run Run, now time.Time) error {
 		return nil
 	}
 	return &Refusal{RuleEvent, fmt.Sprintf("run %d was triggered by %q, whose workflow definition is not the default branch's", run.ID, run.Event)}
+}
+
+// workflowFile is the workflow file a run's path names in this repository.
+// GitHub reports a run's path as ".github/workflows/x.yml" and also in its
+// workflow-ref form, "owner/repo/.github/workflows/x.yml@refs/heads/main";
+// both name the same file. A path in another repository's form names no
+// file here ("").
+func (p Policy) workflowFile(path string) string {
+	const dir = ".github/workflows/"
+	if i := strings.Index(path, dir); i > 0 {
+		if !strings.EqualFold(path[:i], p.Owner+"/"+p.Repo+"/") {
+			return ""
+		}
+		path = path[i:]
+	}
+	path, _, _ = strings.Cut(path, "@")
+	return path
 }
 
 // FindArtifact lists this repository's artifacts named exactly name, newest

@@ -30,11 +30,20 @@ func TestTrusted_Rules(t *testing.T) {
 		"publisher push on main": {func(_ *Policy, _ *Artifact, r *Run) {
 			r.WorkflowPath, r.Event, r.HeadBranch = ".github/workflows/ci-cache-publish.yml", "push", "main"
 		}, ""},
-		"name must match exactly":       {func(_ *Policy, a *Artifact, _ *Run) { a.Name = "cuda-archive-v1-abc-extra" }, RuleName},
-		"expired flag":                  {func(_ *Policy, a *Artifact, _ *Run) { a.Expired = true }, RuleExpired},
-		"past expiry":                   {func(_ *Policy, a *Artifact, _ *Run) { a.ExpiresAt = now }, RuleExpired},
-		"fork with its own main":        {func(_ *Policy, _ *Artifact, r *Run) { r.HeadRepositoryID, r.HeadBranch, r.Event = 77, "main", "push" }, RuleRepository},
-		"untrusted workflow":            {func(_ *Policy, _ *Artifact, r *Run) { r.WorkflowPath = ".github/workflows/ci.yml" }, RuleWorkflow},
+		"name must match exactly": {func(_ *Policy, a *Artifact, _ *Run) { a.Name = "cuda-archive-v1-abc-extra" }, RuleName},
+		"expired flag":            {func(_ *Policy, a *Artifact, _ *Run) { a.Expired = true }, RuleExpired},
+		"past expiry":             {func(_ *Policy, a *Artifact, _ *Run) { a.ExpiresAt = now }, RuleExpired},
+		"fork with its own main":  {func(_ *Policy, _ *Artifact, r *Run) { r.HeadRepositoryID, r.HeadBranch, r.Event = 77, "main", "push" }, RuleRepository},
+		"untrusted workflow":      {func(_ *Policy, _ *Artifact, r *Run) { r.WorkflowPath = ".github/workflows/ci.yml" }, RuleWorkflow},
+		// GitHub also reports a run's path in its workflow-ref form.
+		"workflow ref form": {func(_ *Policy, _ *Artifact, r *Run) {
+			r.WorkflowPath = "O/R/.github/workflows/runpod-gpu-test.yml@refs/heads/main"
+		}, ""},
+		"path at a ref": {func(_ *Policy, _ *Artifact, r *Run) { r.WorkflowPath = ".github/workflows/runpod-gpu-test.yml@main" }, ""},
+		"another repository's workflow": {func(_ *Policy, _ *Artifact, r *Run) {
+			r.WorkflowPath = "evil/r/.github/workflows/runpod-gpu-test.yml@refs/heads/main"
+		}, RuleWorkflow},
+		"untrusted workflow ref form":   {func(_ *Policy, _ *Artifact, r *Run) { r.WorkflowPath = "o/r/.github/workflows/ci.yml@refs/heads/main" }, RuleWorkflow},
 		"pull_request definition":       {func(_ *Policy, _ *Artifact, r *Run) { r.Event = "pull_request" }, RuleEvent},
 		"pull_request_target":           {func(_ *Policy, _ *Artifact, r *Run) { r.Event = "pull_request_target" }, RuleEvent},
 		"dispatch aimed at another ref": {func(_ *Policy, _ *Artifact, r *Run) { r.Event, r.HeadBranch = "workflow_dispatch", "feature" }, RuleBranch},

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func rules(t *testing.T) Rules {
@@ -250,4 +252,86 @@ func FuzzCheckWorkflows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Seed: "Every cuda-archive run uploads the two nextest archives as a
+// per-run artifact whose name is the content key. A GPU allocation retry
+// ... resolves its own content key, then asks ... for an existing unexpired
+// artifact with that exact name before building anything ... On success
+// the archives are re-uploaded to the current run." The adoption workflow
+// wires FindArtifact (cachecheck -find) between the key and the build, and
+// the pod downloads the archive by that key.
+func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T) {
+	var wf struct {
+		Jobs map[string]struct {
+			Needs   any               `yaml:"needs"`
+			Outputs map[string]string `yaml:"outputs"`
+			Steps   []struct {
+				ID   string            `yaml:"id"`
+				If   string            `yaml:"if"`
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(exampleWorkflows(t)[".github/workflows/runpod-gpu-test.yml"], &wf); err != nil {
+		t.Fatal(err)
+	}
+	job, ok := wf.Jobs["cuda-archive"]
+	if !ok {
+		t.Fatal("no cuda-archive job")
+	}
+	key, find, build, upload := -1, -1, -1, -1
+	var keyID, findID string
+	for i, s := range job.Steps {
+		switch {
+		case s.With["step"] == "cache-check" && s.With["cache-key"] == "true":
+			key, keyID = i, s.ID
+		case s.With["step"] == "cache-check" && s.With["find-artifact"] != "":
+			find, findID = i, s.ID
+			if want := "${{ steps." + keyID + ".outputs.key }}"; s.With["find-artifact"] != want {
+				t.Errorf("find-artifact = %q, want the content key %q", s.With["find-artifact"], want)
+			}
+		case s.Run != "" && build < 0:
+			build = i
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
+			upload = i
+			if want := "${{ steps." + keyID + ".outputs.key }}"; s.With["name"] != want || s.If != "" {
+				t.Errorf("the archive is uploaded as %q (if %q), want always under the content key %q", s.With["name"], s.If, want)
+			}
+		}
+	}
+	if key < 0 || find < 0 || build < 0 || upload < 0 || !(key < find && find < build && build < upload) || keyID == "" || findID == "" {
+		t.Fatalf("want key, find, build, upload in that order: %d %d %d %d", key, find, build, upload)
+	}
+	reused := ""
+	for _, s := range job.Steps[find+1 : build] {
+		if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "${{ steps."+findID+".outputs.artifact_run_id }}" {
+			reused = s.ID
+		}
+	}
+	if reused == "" {
+		t.Fatal("no step downloads the found artifact from its run")
+	}
+	if !strings.Contains(job.Steps[build].If, "steps."+reused+".outcome != 'success'") {
+		t.Errorf("the build runs if %q: it must be skipped when the reused archive downloaded", job.Steps[build].If)
+	}
+	if out := job.Outputs["archive"]; out != "${{ steps."+keyID+".outputs.key }}" {
+		t.Errorf("cuda-archive's archive output is %q, want the content key", out)
+	}
+	downloads := 0
+	for name, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" {
+				downloads++
+				if s.With["name"] != "${{ needs.cuda-archive.outputs.archive }}" {
+					t.Errorf("job %s downloads %q, want the archive under its content key", name, s.With["name"])
+				}
+			}
+		}
+	}
+	if downloads == 0 {
+		t.Error("no job downloads the archive")
+	}
 }

@@ -112,7 +112,10 @@ partition-check)
 cache-check)
 	prog=cachecheck
 	args=(-dir "$ws")
-	if [ "${GPUGATE_CACHE_KEY:-false}" = true ]; then
+	if [ -n "${GPUGATE_FIND_ARTIFACT:-}" ]; then
+		args=(-find "$GPUGATE_FIND_ARTIFACT")
+		[ -z "${GPUGATE_TRUSTED_WORKFLOWS:-}" ] || args+=(-trusted "$GPUGATE_TRUSTED_WORKFLOWS")
+	elif [ "${GPUGATE_CACHE_KEY:-false}" = true ]; then
 		args+=(-key)
 		[ -z "${GPUGATE_KEY_SPEC:-}" ] || args+=(-spec "$(rel "$GPUGATE_KEY_SPEC")")
 	fi

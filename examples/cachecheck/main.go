@@ -4,11 +4,13 @@
 //	cachecheck -key [-spec key.yml] [-toolchain "$(rustc -V)"]   # print key=<content key> (for $GITHUB_OUTPUT)
 //	cachecheck -key -explain old-key.json       # why the key differs from an earlier -key -json (a cache miss)
 //	cachecheck -embeds [-spec key.yml]         # fail when an embedded file is not an input of the key
+//	cachecheck -find KEY [-repo o/r] [-trusted a.yml,b.yml]   # an earlier trusted run's artifact named KEY (GITHUB_TOKEN)
 //
 // With no flags it checks the current repository with the bundled rules.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,6 +18,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -39,11 +43,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	toolchain := fs.String("toolchain", "", "toolchain string hashed into the key (e.g. rustc -V)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	explain := fs.String("explain", "", "with -key: an earlier -key -json output; print which inputs make the keys differ")
+	find := fs.String("find", "", "look up an unexpired artifact named exactly this content key from a trusted run (outputs artifact_id, artifact_run_id; a miss is not an error)")
+	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "with -find: owner/name")
+	trusted := fs.String("trusted", strings.Join(cachetrust.SeedPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
+	if *find != "" {
+		return findArtifact(*find, *repo, *trusted, getenv, gha, stdout, fail)
+	}
 	if *key || *embeds {
 		spec := cachetrust.RustWorkspaceSpec()
 		if *specFile != "" {
@@ -151,6 +161,44 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			}
 		}
 		return 1
+	}
+	return 0
+}
+
+// findArtifact reports an earlier trusted run's artifact named key. Reuse is
+// an optimisation: a miss, for whatever reason, exits 0 with empty outputs
+// and the workflow builds afresh. Only a command that cannot look at all
+// (no repository, no token) fails.
+func findArtifact(key, repo, trusted string, getenv func(string) string, gha ghaction.Env, stdout io.Writer, fail func(error) int) int {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return fail(fmt.Errorf("cachecheck: -repo %q is not owner/name: pass -repo or set GITHUB_REPOSITORY", repo))
+	}
+	ctx := context.Background()
+	client, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return fail(fmt.Errorf("cachecheck: -find: %w", err))
+	}
+	var art *cachetrust.Artifact
+	var source string
+	p := cachetrust.Policy{Owner: owner, Repo: name, TrustedWorkflows: strings.Split(trusted, ",")}
+	if r, _, err := client.Repositories.Get(ctx, owner, name); err != nil {
+		// The trust rules need the repository's ID and default branch.
+		source = fmt.Sprintf("miss: reading repository %s failed: %v", repo, err)
+	} else {
+		p.RepositoryID, p.DefaultBranch = r.GetID(), r.GetDefaultBranch()
+		art, source = cachetrust.FindArtifact(ctx, client, p, key)
+	}
+	fmt.Fprintln(stdout, source)
+	id, run := "", ""
+	if art != nil {
+		id, run = strconv.FormatInt(art.ID, 10), strconv.FormatInt(art.RunID, 10)
+	}
+	if err := gha.SetOutputs([2]string{"artifact_id", id}, [2]string{"artifact_run_id", run}); err != nil {
+		return fail(err)
+	}
+	if err := gha.AppendSummary("Archive `" + key + "`: " + ghaction.MarkdownCell(source) + "\n"); err != nil {
+		return fail(err)
 	}
 	return 0
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,5 +76,78 @@ func TestKeyExplainNamesWhatChanged(t *testing.T) {
 	errOut.Reset()
 	if code := run([]string{"-dir", dir, "-key", "-explain", filepath.Join(dir, "missing.json")}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "-explain") {
 		t.Errorf("missing file: exit %d: %s", code, errOut.String())
+	}
+}
+
+// -find reuses an earlier trusted run's archive by its exact content key:
+// the repository's own ID and default branch decide trust, so a fork's
+// artifact under the same name is refused, and any failure is a miss that
+// exits 0 with empty outputs (the workflow then builds afresh).
+func TestFind_ReusesOnlyATrustedRunsArtifact(t *testing.T) {
+	const key = "cuda-archive-v1-abc"
+	forkOnly := false
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v3/repos/o/r", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":42,"default_branch":"trunk"}`)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/actions/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("name") != key {
+			t.Errorf("query %s", r.URL.RawQuery)
+		}
+		fmt.Fprint(w, `{"total_count":2,"artifacts":[
+ {"id":7,"name":"`+key+`","created_at":"2026-11-29T11:00:00Z","expires_at":"2099-01-01T00:00:00Z","workflow_run":{"id":70}},
+ {"id":5,"name":"`+key+`","created_at":"2026-11-29T10:00:00Z","expires_at":"2099-01-01T00:00:00Z","workflow_run":{"id":50}}]}`)
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/actions/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == "70" || forkOnly { // a fork PR's build under the same name
+			fmt.Fprint(w, `{"id":70,"path":".github/workflows/runpod-gpu-test.yml","event":"pull_request","head_branch":"trunk","head_repository":{"id":77}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":50,"path":"o/r/.github/workflows/ci-cache-publish.yml@refs/heads/trunk","event":"schedule","head_branch":"trunk","head_repository":{"id":42}}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	find := func(t *testing.T, env map[string]string) (int, string, string) {
+		t.Helper()
+		dir := t.TempDir()
+		env["GITHUB_ACTIONS"], env["GITHUB_OUTPUT"], env["GITHUB_STEP_SUMMARY"] = "true", filepath.Join(dir, "out"), filepath.Join(dir, "summary")
+		var out, errOut bytes.Buffer
+		code := run([]string{"-find", key}, func(k string) string { return env[k] }, &out, &errOut)
+		written, _ := os.ReadFile(env["GITHUB_OUTPUT"])
+		return code, out.String() + errOut.String(), string(written)
+	}
+	env := func() map[string]string {
+		return map[string]string{"GITHUB_REPOSITORY": "o/r", "GITHUB_TOKEN": "ghs_find_test", "GITHUB_API_URL": srv.URL + "/"}
+	}
+
+	code, out, outputs := find(t, env())
+	if code != 0 || !strings.HasPrefix(out, "hit: artifact 5 from run 50") {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	if !strings.Contains(outputs, "artifact_id=5\n") || !strings.Contains(outputs, "artifact_run_id=50\n") {
+		t.Errorf("outputs:\n%s", outputs)
+	}
+
+	forkOnly = true
+	code, out, outputs = find(t, env())
+	if code != 0 || !strings.HasPrefix(out, "miss: ") || !strings.Contains(out, "(repository)") {
+		t.Errorf("a fork's artifact must be a miss: exit %d: %s", code, out)
+	}
+	if !strings.Contains(outputs, "artifact_id=\n") || !strings.Contains(outputs, "artifact_run_id=\n") {
+		t.Errorf("a miss writes empty outputs:\n%s", outputs)
+	}
+
+	broken := env()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	broken["GITHUB_API_URL"] = closed.URL + "/"
+	if code, out, _ := find(t, broken); code != 0 || !strings.HasPrefix(out, "miss: reading repository o/r failed") {
+		t.Errorf("an unreachable API is a miss: exit %d: %s", code, out)
+	}
+
+	noToken := env()
+	delete(noToken, "GITHUB_TOKEN")
+	if code, out, _ := find(t, noToken); code != 1 || !strings.Contains(out, "GITHUB_TOKEN") {
+		t.Errorf("without a token it cannot look: exit %d: %s", code, out)
 	}
 }

@@ -126,7 +126,13 @@ func fakeGitHub(t *testing.T) *httptest.Server {
 		body, _ := json.Marshal([]map[string]any{{"body": gate.EvidenceMarker(strings.Repeat("1", 40)) + "\nall CUDA tests passed", "user": map[string]any{"login": "maint"}}})
 		w.Write(body)
 	})
-	mux.HandleFunc("GET /api/v3/repos/o/r", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"default_branch":"main"}`) })
+	mux.HandleFunc("GET /api/v3/repos/o/r", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"id":1,"default_branch":"main"}`) })
+	mux.HandleFunc("GET /api/v3/repos/o/r/actions/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"total_count":1,"artifacts":[{"id":8,"name":%q,"expires_at":"2099-01-01T00:00:00Z","workflow_run":{"id":80}}]}`, r.URL.Query().Get("name"))
+	})
+	mux.HandleFunc("GET /api/v3/repos/o/r/actions/runs/80", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":80,"path":".github/workflows/ci-cache-publish.yml","event":"push","head_branch":"main","head_repository":{"id":1}}`)
+	})
 	mux.HandleFunc("POST /api/v3/repos/o/r/actions/workflows/runpod-gpu-test.yml/dispatches", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -218,6 +224,7 @@ exec "`+bin+`/$p" "$@"
 		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil, nil},
 		{"cache-check", nil, nil, nil},
 		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}, nil},
+		{"cache-check", map[string]string{"GPUGATE_FIND_ARTIFACT": "cuda-archive-v1-abc"}, []string{"artifact_id", "artifact_run_id"}, map[string]string{"artifact_id": "8", "artifact_run_id": "80"}},
 		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},
 		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}, nil},
 		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil, nil},

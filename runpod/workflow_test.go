@@ -1,0 +1,127 @@
+package runpod_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/runpod"
+)
+
+// adoptionWorkflow is the shape of examples/workflows/runpod-gpu-test.yml
+// these tests read.
+type adoptionWorkflow struct {
+	Concurrency struct {
+		Group string `yaml:"group"`
+	} `yaml:"concurrency"`
+	Jobs map[string]struct {
+		Name  string `yaml:"name"`
+		Steps []struct {
+			ID              string            `yaml:"id"`
+			Name            string            `yaml:"name"`
+			If              string            `yaml:"if"`
+			Uses            string            `yaml:"uses"`
+			TimeoutMinutes  float64           `yaml:"timeout-minutes"`
+			ContinueOnError bool              `yaml:"continue-on-error"`
+			With            map[string]string `yaml:"with"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+func readAdoptionWorkflow(t *testing.T) adoptionWorkflow {
+	t.Helper()
+	data, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf adoptionWorkflow
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// Seed: "Every step before Run CUDA tests from archive has its own
+// timeout-minutes; the aggregate watchdog below is stricter than the sum of
+// those individual limits ... the archive artifact download is retried once
+// with the same bound." The job and step are the ones the watch step
+// watches, and the watchdog is Watch's default setup deadline.
+func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t *testing.T) {
+	wf := readAdoptionWorkflow(t)
+	var jobName, testStep string
+	for _, job := range wf.Jobs {
+		for _, s := range job.Steps {
+			if s.With["step"] == "watch" {
+				jobName, testStep = s.With["job"], s.With["test-step"]
+			}
+		}
+	}
+	if jobName == "" || testStep == "" {
+		t.Fatal("no watch step names the GPU job and its test step")
+	}
+	found := false
+	for _, job := range wf.Jobs {
+		if job.Name != jobName {
+			continue
+		}
+		found = true
+		var sum time.Duration
+		downloads := map[string][]int{} // artifact name -> step indexes
+		reached := false
+		for i, s := range job.Steps {
+			if s.Name == testStep {
+				reached = true
+				break
+			}
+			if s.TimeoutMinutes <= 0 {
+				t.Errorf("step %d (%s) before %q has no timeout-minutes", i, s.Uses, testStep)
+			}
+			sum += time.Duration(s.TimeoutMinutes * float64(time.Minute))
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") {
+				downloads[s.With["name"]] = append(downloads[s.With["name"]], i)
+			}
+		}
+		if !reached {
+			t.Fatalf("job %q has no step %q", jobName, testStep)
+		}
+		if deadline := runpod.DefaultWatchOptions().SetupDeadline; deadline >= sum {
+			t.Errorf("the setup watchdog (%v) must be stricter than the steps' sum (%v)", deadline, sum)
+		}
+		if len(downloads) == 0 {
+			t.Error("the GPU job downloads no archive")
+		}
+		for name, at := range downloads {
+			if len(at) != 2 {
+				t.Errorf("artifact %s is downloaded %d time(s) before the tests, want once plus one retry", name, len(at))
+				continue
+			}
+			first, retry := job.Steps[at[0]], job.Steps[at[1]]
+			if !first.ContinueOnError || first.ID == "" {
+				t.Errorf("the first download of %s must have an id and continue on error, so its failure reaches the retry", name)
+			}
+			if want := "steps." + first.ID + ".outcome == 'failure'"; retry.If != want {
+				t.Errorf("the retry of %s runs if %q, want %q", name, retry.If, want)
+			}
+			if retry.TimeoutMinutes != first.TimeoutMinutes {
+				t.Errorf("the retry of %s is bounded by %v minutes, the first try by %v: want the same bound", name, retry.TimeoutMinutes, first.TimeoutMinutes)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no job is named %q", jobName)
+	}
+}
+
+// Seed: "The parent workflow has a concurrency group per PR head ... Manual
+// dispatches use their own run id as the group." GitHub keeps only the
+// newest waiting run of a group, so a dispatch sharing a group with
+// deliveries could displace one.
+func TestManualDispatchesUseTheirOwnRunIDAsTheConcurrencyGroup(t *testing.T) {
+	group := readAdoptionWorkflow(t).Concurrency.Group
+	if !strings.Contains(group, "github.event.workflow_run.head_sha || github.run_id") {
+		t.Errorf("concurrency group %q: want one group per PR head, and the run id for a manual dispatch", group)
+	}
+}
