@@ -75,9 +75,9 @@ func (r *Refusal) Is(target error) bool { return target == ErrUntrusted }
 // Trusted decides, purely, whether an artifact may be reused for key: its
 // name is exactly key; it is unexpired at now; its run belongs to this
 // repository by head repository ID (a fork can have its own main); the run's
-// workflow file is trusted (its path as GitHub spells it, bare or in the
-// owner/repo/...@ref form of this repository); the event's definition comes from the default
-// branch (workflow_run, workflow_dispatch, push, schedule; never
+// workflow file is trusted (its path as GitHub spells it, bare or in this
+// repository's owner/repo/...@ref form); the event's definition comes from
+// the default branch (workflow_run, workflow_dispatch, push, schedule; never
 // pull_request or pull_request_target); and a directly triggered run
 // (workflow_dispatch, push, schedule) ran on the default branch. nil means
 // trusted.
