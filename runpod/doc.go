@@ -25,6 +25,8 @@
 //     the call at once with ErrDeadline.
 //   - CandidatePlan: the pure attempt order (cheapest reviewed live offers,
 //     one reserved static slot per tier, the rest interleaved by tier).
+//   - CheckGPUTypes: the configured GPU type IDs against the live catalog,
+//     before anything is bought; a misspelled type is ErrUnknownGPUType.
 //   - Provision: the bounded provision loop ("Bounded provision loop",
 //     "Cost containment in the startup window"). One pod at a time, in plan
 //     order, each with a fresh runner name and label <prefix>-cN, a
@@ -53,6 +55,9 @@
 //	offers, err := c.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
 //	if err != nil {
 //		offers = nil // the catalog failed: static candidates only
+//	}
+//	if err := runpod.CheckGPUTypes(cfg, offers); err != nil {
+//		return err // a configured type RunPod does not offer
 //	}
 //	plan := runpod.CandidatePlan(cfg, offers)
 //	...

@@ -2,7 +2,10 @@ package runpod
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // Candidate is one single-GPU create attempt. Live candidates are priced
@@ -137,4 +140,44 @@ func hasStatic(t Tier, tierOf map[string]int, ineligible map[string]bool, prefix
 		}
 	}
 	return false
+}
+
+// ErrUnknownGPUType is matched by CheckGPUTypes' error: the configuration
+// names a GPU type RunPod does not offer.
+var ErrUnknownGPUType = errors.New("runpod: GPU type not in RunPod's catalog")
+
+// CheckGPUTypes validates the reviewed tiers' GPU type IDs against the
+// catalog, before anything is bought (seed: "validates configured GPU IDs
+// against RunPod's live POST /pods OpenAPI request schema"; REST v2's pod
+// request takes any string as gpu.id, and its catalog lists every GPU type
+// whatever the availability filters, so the catalog is the live list). A
+// misspelled ID would otherwise cost a create attempt per candidate and
+// silently take a tier out of the ladder. An empty or unread catalog
+// (offers == nil) checks nothing: the catalog is advisory, and its failure
+// falls back to the static candidates.
+func CheckGPUTypes(cfg Config, offers []GPUType) error {
+	if len(offers) == 0 {
+		return nil
+	}
+	known := make(map[string]bool, len(offers))
+	for _, o := range offers {
+		known[o.ID] = true
+	}
+	var errs []error
+	for _, t := range cfg.Tiers {
+		for _, id := range t.GPUTypes {
+			if known[id] {
+				continue
+			}
+			hint := "use the catalog's id exactly"
+			for _, o := range offers {
+				if strings.EqualFold(strings.Join(strings.Fields(o.ID), " "), strings.Join(strings.Fields(id), " ")) {
+					hint = fmt.Sprintf("did you mean %q?", o.ID)
+				}
+			}
+			errs = append(errs, fmt.Errorf("%w: tier %q names %q, which GET /v2/catalog/gpus does not list (%d types): %s",
+				ErrUnknownGPUType, t.Name, id, len(offers), hint))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,9 +1,11 @@
 package runpod
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -248,5 +250,39 @@ func BenchmarkCandidatePlan(b *testing.B) {
 				CandidatePlan(cfg, offers)
 			}
 		})
+	}
+}
+
+// Seed 000: before any archive build or pod allocation the trusted
+// workflow "validates configured GPU IDs against RunPod's live POST /pods
+// OpenAPI request schema". v2 takes any string as gpu.id, so the live list
+// is the catalog, which lists every type whatever its availability.
+func TestCheckGPUTypes_ConfiguredIDsMustBeInTheLiveCatalog(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := CheckGPUTypes(cfg, seedCatalog()); err != nil {
+		t.Errorf("the seed's tiers against the seed's catalog: %v", err)
+	}
+	// An out-of-stock type is still a known type.
+	soldOut := seedCatalog()
+	soldOut[2].Availability = "NONE"
+	if err := CheckGPUTypes(cfg, soldOut); err != nil {
+		t.Errorf("a sold-out type is known: %v", err)
+	}
+	cfg.Tiers = []Tier{{Name: "cost-preferred", GPUTypes: []string{"NVIDIA GeForce RTX 4090", "nvidia  l4"}}, {Name: "premium", GPUTypes: []string{"NVIDIA L40"}}}
+	err := CheckGPUTypes(cfg, seedCatalog())
+	if !errors.Is(err, ErrUnknownGPUType) {
+		t.Fatalf("err = %v, want ErrUnknownGPUType", err)
+	}
+	for _, want := range []string{`tier "cost-preferred" names "nvidia  l4"`, `did you mean "NVIDIA L4"?`, `tier "premium" names "NVIDIA L40"`, "use the catalog's id exactly"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	// An unread (or empty) catalog checks nothing: it is advisory, and the
+	// static candidates still run.
+	for _, offers := range [][]GPUType{nil, {}} {
+		if err := CheckGPUTypes(cfg, offers); err != nil {
+			t.Errorf("offers %v: %v", offers, err)
+		}
 	}
 }

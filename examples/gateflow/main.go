@@ -191,6 +191,9 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	if err != nil {
 		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
 	}
+	if err := runpod.CheckGPUTypes(w.cfg, offers); err != nil {
+		return outcome{}, err
+	}
 	plan := runpod.CandidatePlan(w.cfg, offers)
 	if w.afterCatalog != nil {
 		w.afterCatalog()

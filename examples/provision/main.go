@@ -137,6 +137,11 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 		fmt.Fprintf(stderr, "provision: catalog unavailable, using static candidates: %v\n", err)
 		offers = nil
 	}
+	// A misspelled GPU type would waste a create per candidate: refuse
+	// before buying anything.
+	if err := runpod.CheckGPUTypes(cfg, offers); err != nil {
+		return err
+	}
 	plan := runpod.CandidatePlan(cfg, offers)
 	if w.fake != nil {
 		scenario(w)

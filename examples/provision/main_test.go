@@ -160,3 +160,25 @@ func TestALabelledPRBuysNothingAndSaysPaidPathSkipped(t *testing.T) {
 		t.Errorf("unreadable PR: exit %d: %s", code, out.String())
 	}
 }
+
+// Seed 000: the configured GPU IDs are validated against RunPod's live
+// list before any pod is allocated: a misspelled type is refused, not
+// tried (and paid for in attempts) candidate by candidate.
+func TestAnUnknownGPUTypeIsRefusedBeforeAnyPodIsCreated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "runpod.yml")
+		data := strings.Replace(string(runpod.ExampleConfig), `"NVIDIA L40S"`, `"NVIDIA L40SX"`, 1)
+		if data == string(runpod.ExampleConfig) {
+			t.Fatal("the example config no longer names NVIDIA L40S")
+		}
+		os.WriteFile(cfg, []byte(data), 0o644)
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"-simulate", "-config", cfg}, func(string) string { return "" }, &out, &errOut)
+		if code != 1 || !strings.Contains(out.String()+errOut.String(), `tier "premium" names "NVIDIA L40SX"`) {
+			t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+		}
+		if strings.Contains(out.String(), "plan (") || strings.Contains(out.String(), "accepted") {
+			t.Errorf("it planned or bought before refusing:\n%s", out.String())
+		}
+	})
+}
