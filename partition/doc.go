@@ -15,6 +15,9 @@
 // deterministically with a manifest per shard; VerifyObjects makes the link
 // step prove it reused every shard object; PlanChain sizes sequential
 // checkpoint chains under the 6-hour job cap and refuses builds the wired
-// depth cannot finish; MergeChainState keeps completion per matrix cell;
-// Batches keeps dispatches inside the 24-hour queue cap.
+// depth cannot finish; WriteCheckpoint and RestoreCheckpoint carry a link's
+// whole source and build tree as a PAX tar, so every mtime survives to the
+// nanosecond (ninja's restat) and no entry lands outside the tree;
+// MergeChainState keeps completion per matrix cell; Batches keeps
+// dispatches inside the 24-hour queue cap.
 package partition

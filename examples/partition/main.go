@@ -7,6 +7,8 @@
 //	partition chain -estimate 10h [-job-cap 6h] [-depth 2]                        # checkpoint links; exit 1 if the wired depth is too short
 //	partition chain-state -state STATE.json -cell NAME -link N [-done]            # per-cell progress, never last-writer-wins
 //	partition batches -jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]     # dispatch sizes that clear inside the queue cap
+//	partition checkpoint -o CKPT.tar DIR                                          # the whole tree as a PAX tar (nanosecond mtimes)
+//	partition restore -i CKPT.tar DIR                                             # into DIR, every mtime as it was; refuses escaping entries
 //
 // With no arguments, check runs on a bundled example (a nextest listing of
 // a CUDA workspace and its partition files) with one new test, so it shows
@@ -14,6 +16,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,7 +41,7 @@ var exampleList []byte
 //go:embed example/cuda_test_partition.tsv
 var examplePartition []byte
 
-const subcommands = "check, select, shards, verify-objects, chain, chain-state or batches"
+const subcommands = "check, select, shards, verify-objects, chain, chain-state, batches, checkpoint or restore"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
@@ -71,6 +75,8 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		err = chainState(args[1:], gha, stdout, stderr)
 	case "batches":
 		err = batches(args[1:], gha, stdout, stderr)
+	case "checkpoint", "restore":
+		err = checkpoint(args[0], args[1:], gha, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintln(stderr, "usage: partition "+subcommands+" [flags] (partition SUBCOMMAND -h)")
 		return 0
@@ -357,4 +363,62 @@ func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%d job(s) in %d batch(es): %v\n", *jobs, len(sizes), sizes)
 	data, _ := json.Marshal(sizes)
 	return gha.SetOutputs([2]string{"batches", string(data)})
+}
+
+// checkpoint writes (checkpoint) or restores (restore) the tree of a
+// sequential checkpoint chain's link: the whole source and build tree as a
+// PAX tar, so ninja sees every file as old as it was.
+func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flagName, what := "o", "the checkpoint tar to write (outside DIR)"
+	if verb == "restore" {
+		flagName, what = "i", "the checkpoint tar to restore"
+	}
+	file := fs.String(flagName, "", what)
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	if *file == "" || fs.NArg() != 1 {
+		return cli.Refuse(fs, "give -%s FILE and one directory", flagName)
+	}
+	dir := fs.Arg(0)
+	var st partition.CheckpointStats
+	if verb == "restore" {
+		f, err := os.Open(*file)
+		if err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
+		defer f.Close()
+		if st, err = partition.RestoreCheckpoint(bufio.NewReaderSize(f, 1<<20), dir); err != nil {
+			return err
+		}
+	} else {
+		absDir, err1 := filepath.Abs(dir)
+		absFile, err2 := filepath.Abs(*file)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
+		if rel, err := filepath.Rel(absDir, absFile); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return cli.Refuse(fs, "-o %s is inside %s: the checkpoint would contain itself", *file, dir)
+		}
+		f, err := os.Create(*file)
+		if err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		st, err = partition.WriteCheckpoint(w, dir)
+		if err == nil {
+			err = w.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(*file) // never leave half a checkpoint to be uploaded
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "%s %s: %d file(s), %d dir(s), %d symlink(s), %d B; newest %s\n", verb, dir, st.Files, st.Dirs, st.Symlinks, st.Bytes, st.Newest.Format(time.RFC3339Nano))
+	return gha.SetOutputs([2]string{"files", strconv.Itoa(st.Files)}, [2]string{"bytes", strconv.FormatInt(st.Bytes, 10)})
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runCmd(t *testing.T, stdin string, args ...string) (int, string) {
@@ -104,5 +105,44 @@ func TestLongCompileSubcommands(t *testing.T) {
 	}
 	if code, out := runCmd(t, "", "chain-state", "-state", state, "-cell", "natten", "-link", "2", "-done"); code != 0 || !strings.Contains(out, "every cell done: true") {
 		t.Errorf("exit %d: %s", code, out)
+	}
+}
+
+// A link of a checkpoint chain: the tree is written whole, restored into a
+// fresh directory with its sub-second mtimes, and the command line refuses
+// a checkpoint inside the tree it would contain.
+func TestCheckpointAndRestore(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(src, "build"), 0o755)
+	f := filepath.Join(src, "build", "gemv.o")
+	os.WriteFile(f, []byte("object"), 0o644)
+	mt := time.Date(2026, 8, 14, 9, 30, 0, 123456789, time.UTC)
+	os.Chtimes(f, mt, mt)
+	ckpt := filepath.Join(t.TempDir(), "ckpt.tar")
+	if code, out := runCmd(t, "", "checkpoint", "-o", ckpt, src); code != 0 || !strings.Contains(out, "checkpoint "+src+": 1 file(s), 1 dir(s), 0 symlink(s), 6 B") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if code, out := runCmd(t, "", "restore", "-i", ckpt, dst); code != 0 || !strings.Contains(out, "1 file(s)") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if info, err := os.Stat(filepath.Join(dst, "build", "gemv.o")); err != nil || !info.ModTime().Equal(mt) {
+		t.Errorf("restored %v (%v), want mtime %v", info, err, mt)
+	}
+	for name, args := range map[string][]string{
+		"inside the tree": {"checkpoint", "-o", filepath.Join(src, "ckpt.tar"), src},
+		"no directory":    {"checkpoint", "-o", ckpt},
+		"no file":         {"restore", dst},
+	} {
+		if code, out := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%s: exit %d: %s", name, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(src, "ckpt.tar")); err == nil {
+		t.Error("a refused checkpoint was written")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.tar")
+	os.WriteFile(bad, []byte("not a tar"), 0o644)
+	if code, out := runCmd(t, "", "restore", "-i", bad, dst); code != 1 || !strings.Contains(out, "bad checkpoint") {
+		t.Errorf("a bad checkpoint: exit %d: %s", code, out)
 	}
 }
