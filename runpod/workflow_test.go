@@ -18,7 +18,12 @@ type adoptionWorkflow struct {
 		Group string `yaml:"group"`
 	} `yaml:"concurrency"`
 	Jobs map[string]struct {
-		Name  string `yaml:"name"`
+		Name        string `yaml:"name"`
+		Concurrency struct {
+			Group            string `yaml:"group"`
+			CancelInProgress bool   `yaml:"cancel-in-progress"`
+			Queue            string `yaml:"queue"`
+		} `yaml:"concurrency"`
 		Steps []struct {
 			ID              string            `yaml:"id"`
 			Name            string            `yaml:"name"`
@@ -123,5 +128,30 @@ func TestManualDispatchesUseTheirOwnRunIDAsTheConcurrencyGroup(t *testing.T) {
 	group := readAdoptionWorkflow(t).Concurrency.Group
 	if !strings.Contains(group, "github.event.workflow_run.head_sha || github.run_id") {
 		t.Errorf("concurrency group %q: want one group per PR head, and the run id for a manual dispatch", group)
+	}
+}
+
+// Seed 000: the paid lifecycle's repository-wide concurrency group "uses
+// queue: max so a third request cannot evict the second pending request".
+// By default GitHub keeps one pending job per group and cancels it when
+// another arrives: that PR's provisioning would be cancelled and its gate
+// published as failed.
+func TestThePaidLockQueuesEveryWaitingRequest(t *testing.T) {
+	found := false
+	for name, job := range readAdoptionWorkflow(t).Jobs {
+		provisions := false
+		for _, s := range job.Steps {
+			provisions = provisions || s.With["step"] == "provision"
+		}
+		if !provisions {
+			continue
+		}
+		found = true
+		if c := job.Concurrency; c.Group == "" || c.CancelInProgress || c.Queue != "max" {
+			t.Errorf("job %s provisions under concurrency %+v: want a repository-wide group, cancel-in-progress false and queue max", name, c)
+		}
+	}
+	if !found {
+		t.Fatal("no job provisions")
 	}
 }
