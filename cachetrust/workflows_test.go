@@ -122,7 +122,7 @@ func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
 		"read only":             {".github/workflows/x.yml", "on: push\npermissions: {contents: read}\njobs:\n  a:\n" + steps, nil},
 		"write-all":             {".github/workflows/x.yml", "on: push\npermissions: write-all\njobs:\n  a:\n" + steps, []string{RuleWritePermission}},
 		"job write":             {".github/workflows/x.yml", "on: push\npermissions: {contents: read}\njobs:\n  a:\n    permissions: {contents: write}\n" + steps, []string{RuleWritePermission}},
-		"allowlisted job write": {".github/workflows/runpod-gpu-test.yml", "on: workflow_run\npermissions: {contents: read}\njobs:\n  watch:\n    permissions: {actions: write}\n" + steps, nil},
+		"allowlisted job write": {".github/workflows/runpod-gpu-execute.yml", "on: workflow_call\npermissions: {contents: read}\njobs:\n  watch:\n    permissions: {actions: write}\n" + steps, nil},
 		"grant is per job":      {".github/workflows/runpod-gpu-test.yml", "on: workflow_run\npermissions: {contents: read}\njobs:\n  other:\n    permissions: {actions: write}\n" + steps, []string{RuleWritePermission}},
 		"no permissions":        {".github/workflows/x.yml", "on: push\njobs:\n  a:\n" + steps, []string{RuleNoPermissions}},
 		"every job declares":    {".github/workflows/x.yml", "on: push\njobs:\n  a:\n    permissions: {}\n" + steps, nil},
@@ -262,9 +262,10 @@ func FuzzCheckWorkflows(f *testing.F) {
 // wires FindArtifact (cachecheck -find) between the key and the build, and
 // the pod downloads the archive by that key.
 func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T) {
-	var wf struct {
+	type workflow struct {
 		Jobs map[string]struct {
-			Needs   any               `yaml:"needs"`
+			Uses    string            `yaml:"uses"`
+			With    map[string]string `yaml:"with"`
 			Outputs map[string]string `yaml:"outputs"`
 			Steps   []struct {
 				ID   string            `yaml:"id"`
@@ -275,7 +276,12 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 			} `yaml:"steps"`
 		} `yaml:"jobs"`
 	}
-	if err := yaml.Unmarshal(exampleWorkflows(t)[".github/workflows/runpod-gpu-test.yml"], &wf); err != nil {
+	var wf, lifecycle workflow
+	files := exampleWorkflows(t)
+	if err := yaml.Unmarshal(files[".github/workflows/runpod-gpu-test.yml"], &wf); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(files[".github/workflows/runpod-gpu-execute.yml"], &lifecycle); err != nil {
 		t.Fatal(err)
 	}
 	job, ok := wf.Jobs["cuda-archive"]
@@ -320,12 +326,23 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 	if out := job.Outputs["archive"]; out != "${{ steps."+keyID+".outputs.key }}" {
 		t.Errorf("cuda-archive's archive output is %q, want the content key", out)
 	}
+	// The gate hands the key to the paid lifecycle, whose pod downloads
+	// the archive by it.
+	passed := false
+	for _, j := range wf.Jobs {
+		if j.Uses == "./.github/workflows/runpod-gpu-execute.yml" {
+			passed = j.With["archive"] == "${{ needs.cuda-archive.outputs.archive }}"
+		}
+	}
+	if !passed {
+		t.Error("the gate does not pass cuda-archive's archive output to the paid lifecycle")
+	}
 	downloads := 0
-	for name, j := range wf.Jobs {
+	for name, j := range lifecycle.Jobs {
 		for _, s := range j.Steps {
 			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" {
 				downloads++
-				if s.With["name"] != "${{ needs.cuda-archive.outputs.archive }}" {
+				if s.With["name"] != "${{ inputs.archive }}" {
 					t.Errorf("job %s downloads %q, want the archive under its content key", name, s.With["name"])
 				}
 			}

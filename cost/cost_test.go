@@ -408,7 +408,7 @@ func BenchmarkSummarize(b *testing.B) {
 // cost-report-<run attempt>, so a re-run's report lands under its own
 // attempt instead of the last one.
 func TestTheAdoptionWorkflowNamesItsCostArtifactPerAttempt(t *testing.T) {
-	data, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	data, err := os.ReadFile("../examples/workflows/runpod-gpu-execute.yml") // the paid lifecycle, cleanup included
 	if err != nil {
 		t.Fatal(err)
 	}

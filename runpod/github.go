@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 )
@@ -177,7 +178,7 @@ type GitHubProgress struct {
 	Owner, Repo string
 	RunID       int64
 	Attempt     int64
-	Job         string // the GPU job's name, e.g. "Run GPU tests"
+	Job         string // the GPU job's name, e.g. "Run GPU tests"; in a called workflow GitHub lists it as "<caller job> / Run GPU tests", which matches too
 	TestStep    string // the step whose start disarms the setup deadline, e.g. "Run CUDA tests from archive"
 }
 
@@ -194,7 +195,7 @@ func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
 			return JobProgress{}, fmt.Errorf("runpod: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
 		}
 		for _, j := range jobs.Jobs {
-			if j.GetName() != g.Job {
+			if name := j.GetName(); name != g.Job && !strings.HasSuffix(name, " / "+g.Job) {
 				continue
 			}
 			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion()}

@@ -166,4 +166,24 @@ func TestGitHubProgress_FindsTheJobAndItsTestStep(t *testing.T) {
 	if got, err = p.JobProgress(context.Background()); err != nil || got != (runpod.JobProgress{}) {
 		t.Errorf("a job not yet listed has not started: %+v, %v", got, err)
 	}
+	p.Job = "GPU tests" // a suffix of the name, but not the job
+	if got, err = p.JobProgress(context.Background()); err != nil || got != (runpod.JobProgress{}) {
+		t.Errorf("only the whole job name matches: %+v, %v", got, err)
+	}
+}
+
+// The adoption workflow runs the GPU job inside the called paid lifecycle,
+// and GitHub lists a called workflow's job as "<caller job> / <job>".
+func TestGitHubProgress_FindsTheJobInsideACalledWorkflow(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/r/actions/runs/42/attempts/1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":2,"jobs":[{"name":"execute / start-runpod","status":"completed","conclusion":"success"},
+			{"name":"execute / Run GPU tests","status":"completed","conclusion":"failure","steps":[{"name":"Run CUDA tests from archive","status":"completed"}]}]}`)
+	})
+	c, _ := githubtest.New(t, mux)
+	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 1, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
+	got, err := p.JobProgress(context.Background())
+	if want := (runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure"}); err != nil || got != want {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
 }

@@ -11,14 +11,17 @@ import (
 	"github.com/gpugate/gpugate/runpod"
 )
 
-// adoptionWorkflow is the shape of examples/workflows/runpod-gpu-test.yml
-// these tests read.
+// adoptionWorkflow is the shape of the adoption workflows these tests read:
+// examples/workflows/runpod-gpu-test.yml (the paid gate) and the paid
+// lifecycle it calls, runpod-gpu-execute.yml.
 type adoptionWorkflow struct {
 	Concurrency struct {
 		Group string `yaml:"group"`
 	} `yaml:"concurrency"`
 	Jobs map[string]struct {
-		Name        string `yaml:"name"`
+		Name        string            `yaml:"name"`
+		Uses        string            `yaml:"uses"`
+		With        map[string]string `yaml:"with"`
 		Concurrency struct {
 			Group            string `yaml:"group"`
 			CancelInProgress bool   `yaml:"cancel-in-progress"`
@@ -36,9 +39,9 @@ type adoptionWorkflow struct {
 	} `yaml:"jobs"`
 }
 
-func readAdoptionWorkflow(t *testing.T) adoptionWorkflow {
+func readAdoptionWorkflow(t *testing.T, file string) adoptionWorkflow {
 	t.Helper()
-	data, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	data, err := os.ReadFile("../examples/workflows/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func readAdoptionWorkflow(t *testing.T) adoptionWorkflow {
 // with the same bound." The job and step are the ones the watch step
 // watches, and the watchdog is Watch's default setup deadline.
 func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t *testing.T) {
-	wf := readAdoptionWorkflow(t)
+	wf := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
 	var jobName, testStep string
 	for _, job := range wf.Jobs {
 		for _, s := range job.Steps {
@@ -125,33 +128,85 @@ func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t 
 // newest waiting run of a group, so a dispatch sharing a group with
 // deliveries could displace one.
 func TestManualDispatchesUseTheirOwnRunIDAsTheConcurrencyGroup(t *testing.T) {
-	group := readAdoptionWorkflow(t).Concurrency.Group
+	group := readAdoptionWorkflow(t, "runpod-gpu-test.yml").Concurrency.Group
 	if !strings.Contains(group, "github.event.workflow_run.head_sha || github.run_id") {
 		t.Errorf("concurrency group %q: want one group per PR head, and the run id for a manual dispatch", group)
 	}
 }
 
-// Seed 000: the paid lifecycle's repository-wide concurrency group "uses
-// queue: max so a third request cannot evict the second pending request".
-// By default GitHub keeps one pending job per group and cancels it when
-// another arrives: that PR's provisioning would be cancelled and its gate
-// published as failed.
-func TestThePaidLockQueuesEveryWaitingRequest(t *testing.T) {
-	found := false
-	for name, job := range readAdoptionWorkflow(t).Jobs {
-		provisions := false
+// Seed 000: the paid lifecycle's repository-wide concurrency group holds
+// "from head revalidation through provisioning, execution and cleanup; it
+// uses queue: max so a third request cannot evict the second pending
+// request". By default GitHub keeps one pending job per group and cancels
+// it when another arrives: that PR's lifecycle would be cancelled and its
+// gate published as failed. The gate calls the whole lifecycle as one job
+// under the lock, and publishes only after it.
+func TestThePaidLockHoldsTheWholeLifecycleAndQueuesEveryRequest(t *testing.T) {
+	gate, lifecycle := readAdoptionWorkflow(t, "runpod-gpu-test.yml"), readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	caller := ""
+	for name, job := range gate.Jobs {
+		if job.Uses == "./.github/workflows/runpod-gpu-execute.yml" {
+			caller = name
+			if c := job.Concurrency; c.Group == "" || c.CancelInProgress || c.Queue != "max" {
+				t.Errorf("job %s calls the lifecycle under concurrency %+v: want a repository-wide group, cancel-in-progress false and queue max", name, c)
+			}
+		}
 		for _, s := range job.Steps {
-			provisions = provisions || s.With["step"] == "provision"
+			if s.With["step"] == "provision" || s.With["step"] == "cleanup" || s.With["step"] == "watch" {
+				t.Errorf("job %s runs %s outside the lifecycle's lock", name, s.With["step"])
+			}
 		}
-		if !provisions {
-			continue
+	}
+	if caller == "" {
+		t.Fatal("the gate never calls runpod-gpu-execute.yml")
+	}
+	steps := map[string]bool{}
+	for name, job := range lifecycle.Jobs {
+		if job.Concurrency.Group != "" {
+			t.Errorf("job %s has its own concurrency group inside the lock", name)
 		}
-		found = true
-		if c := job.Concurrency; c.Group == "" || c.CancelInProgress || c.Queue != "max" {
-			t.Errorf("job %s provisions under concurrency %+v: want a repository-wide group, cancel-in-progress false and queue max", name, c)
+		for _, s := range job.Steps {
+			steps[s.With["step"]] = true
+		}
+	}
+	for _, want := range []string{"reuse", "provision", "watch", "cleanup"} {
+		if !steps[want] {
+			t.Errorf("the lifecycle has no %s step", want)
+		}
+	}
+}
+
+// Seed 001: "Decide whether the paid path runs, inside the global paid
+// lock and right before any spend, asks ... for every gate on the PR
+// head": a request that waited behind another lifecycle for the same tested
+// merge ref reuses its gate instead of buying a second pod, and the gate
+// publishes it as reused.
+func TestTheReuseDecisionIsMadeInsideThePaidLockRightBeforeAnySpend(t *testing.T) {
+	lifecycle := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	found := false
+	for name, job := range lifecycle.Jobs {
+		reuse := ""
+		for _, s := range job.Steps {
+			switch s.With["step"] {
+			case "reuse":
+				reuse = s.ID
+			case "provision":
+				found = true
+				if want := "steps." + reuse + ".outputs.reuse != 'true'"; reuse == "" || s.If != want {
+					t.Errorf("job %s provisions if %q: want a reuse step before it and if %q", name, s.If, want)
+				}
+			}
 		}
 	}
 	if !found {
-		t.Fatal("no job provisions")
+		t.Fatal("the lifecycle never provisions")
+	}
+	for name, job := range readAdoptionWorkflow(t, "runpod-gpu-test.yml").Jobs {
+		for _, s := range job.Steps {
+			if s.With["step"] == "publish" && (!strings.Contains(s.With["kind"], "needs.execute.outputs.reused_from != '' && 'reused'") ||
+				!strings.Contains(s.With["reused-from-id"], "needs.execute.outputs.reused_from")) {
+				t.Errorf("job %s publishes kind %q (reused-from-id %q): a reuse found inside the lock must publish as reused, naming the gate", name, s.With["kind"], s.With["reused-from-id"])
+			}
+		}
 	}
 }
