@@ -22,6 +22,7 @@ type adoptionWorkflow struct {
 		Name        string            `yaml:"name"`
 		Uses        string            `yaml:"uses"`
 		With        map[string]string `yaml:"with"`
+		Outputs     map[string]string `yaml:"outputs"`
 		Concurrency struct {
 			Group            string `yaml:"group"`
 			CancelInProgress bool   `yaml:"cancel-in-progress"`
@@ -32,6 +33,8 @@ type adoptionWorkflow struct {
 			Name            string            `yaml:"name"`
 			If              string            `yaml:"if"`
 			Uses            string            `yaml:"uses"`
+			Run             string            `yaml:"run"`
+			Env             map[string]string `yaml:"env"`
 			TimeoutMinutes  float64           `yaml:"timeout-minutes"`
 			ContinueOnError bool              `yaml:"continue-on-error"`
 			With            map[string]string `yaml:"with"`
@@ -207,6 +210,36 @@ func TestTheReuseDecisionIsMadeInsideThePaidLockRightBeforeAnySpend(t *testing.T
 				!strings.Contains(s.With["reused-from-id"], "needs.execute.outputs.reused_from")) {
 				t.Errorf("job %s publishes kind %q (reused-from-id %q): a reuse found inside the lock must publish as reused, naming the gate", name, s.With["kind"], s.With["reused-from-id"])
 			}
+		}
+	}
+}
+
+// Seed 001: "The accepted pod's GPU, tier, price ... go to the job summary
+// and gpu_cost_per_hr output; the pod-side "Check machine" step echoes them
+// next to nvidia-smi." The GPU job prints what provisioning bought (passed
+// through the environment, never spliced into the script) before anything
+// else runs on the pod.
+func TestTheGPUJobEchoesTheAcceptedPodNextToNvidiaSMI(t *testing.T) {
+	lifecycle := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	job, ok := lifecycle.Jobs["gpu-tests"]
+	if !ok || len(job.Steps) == 0 {
+		t.Fatal("no gpu-tests job")
+	}
+	check := job.Steps[0]
+	if check.Name != "Check machine" || !strings.Contains(check.Run, "nvidia-smi") || strings.Contains(check.Run, "${{") {
+		t.Fatalf("the GPU job's first step is %q:\n%s\nwant Check machine running nvidia-smi, values through env", check.Name, check.Run)
+	}
+	for _, out := range []string{"gpu", "tier", "gpu_cost_per_hr"} {
+		ref := "${{ needs.start-runpod.outputs." + out + " }}"
+		found := false
+		for _, v := range check.Env {
+			found = found || v == ref
+		}
+		if !found {
+			t.Errorf("Check machine does not receive %s", ref)
+		}
+		if got := lifecycle.Jobs["start-runpod"].Outputs[out]; got != "${{ steps.provision.outputs."+out+" }}" {
+			t.Errorf("start-runpod output %s = %q, want the provision step's", out, got)
 		}
 	}
 }
