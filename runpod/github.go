@@ -198,10 +198,11 @@ func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
 			if name := j.GetName(); name != g.Job && !strings.HasSuffix(name, " / "+g.Job) {
 				continue
 			}
-			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion()}
+			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
 			for _, s := range j.Steps {
 				if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
 					p.TestsStarted = true
+					p.TestsStartedAt, p.TestsEndedAt = s.GetStartedAt().Time, s.GetCompletedAt().Time
 				}
 			}
 			return p, nil

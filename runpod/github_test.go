@@ -178,12 +178,16 @@ func TestGitHubProgress_FindsTheJobInsideACalledWorkflow(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/o/r/actions/runs/42/attempts/1/jobs", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"total_count":2,"jobs":[{"name":"execute / start-runpod","status":"completed","conclusion":"success"},
-			{"name":"execute / Run GPU tests","status":"completed","conclusion":"failure","steps":[{"name":"Run CUDA tests from archive","status":"completed"}]}]}`)
+			{"name":"execute / Run GPU tests","status":"completed","conclusion":"failure","started_at":"2026-11-29T10:00:05Z","steps":[
+				{"name":"Run CUDA tests from archive","status":"completed","started_at":"2026-11-29T10:02:35Z","completed_at":"2026-11-29T10:20:00Z"}]}]}`)
 	})
 	c, _ := githubtest.New(t, mux)
 	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 1, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
 	got, err := p.JobProgress(context.Background())
-	if want := (runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure"}); err != nil || got != want {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	want := runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure",
+		JobStartedAt: at("2026-11-29T10:00:05Z"), TestsStartedAt: at("2026-11-29T10:02:35Z"), TestsEndedAt: at("2026-11-29T10:20:00Z")}
+	if err != nil || !cmp.Equal(got, want) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)
 	}
 }

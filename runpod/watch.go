@@ -19,6 +19,10 @@ type JobProgress struct {
 	TestsStarted bool   // the step that runs the tests has begun
 	Completed    bool   // the job has finished
 	Conclusion   string // when Completed
+
+	// When each began and ended, where the source reports it (zero when
+	// not, or not yet): the cost report's stage marks.
+	JobStartedAt, TestsStartedAt, TestsEndedAt time.Time
 }
 
 // WatchDeps are the watchdog's outside world.

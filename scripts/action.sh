@@ -85,6 +85,8 @@ cleanup)
 	[ -z "${GPUGATE_TESTED_REF:-}" ] || args+=(-tested-ref "$GPUGATE_TESTED_REF")
 	[ -z "${GPUGATE_KIND:-}" ] || args+=(-gate-kind "$GPUGATE_KIND")
 	[ -z "${GPUGATE_MARKS_FILE:-}" ] || args+=(-marks "$(rel "$GPUGATE_MARKS_FILE")")
+	[ -z "${GPUGATE_JOB:-}" ] || args+=(-job "$GPUGATE_JOB")
+	[ -z "${GPUGATE_TEST_STEP:-}" ] || args+=(-test-step "$GPUGATE_TEST_STEP")
 	if [ -n "${GPUGATE_PROVISION_RESULT:-}" ]; then
 		printf '%s' "$GPUGATE_PROVISION_RESULT" > "${RUNNER_TEMP:-/tmp}/provision-result.json"
 		args+=(-provision "${RUNNER_TEMP:-/tmp}/provision-result.json")

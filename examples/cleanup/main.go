@@ -14,12 +14,18 @@
 // provisioning could not confirm is deleted too, and a run that accepted
 // no pod still gets a report: its rejected candidates were paid for.
 //
+// Without -marks, in a workflow run, the stage marks are GitHub's own
+// timestamps for the GPU job (-job) and its test step (-test-step), read
+// after the confirmed deletion with GITHUB_TOKEN; unread marks make their
+// stages unknown, with a warning.
+//
 // Real runs read RUNPOD_API_KEY. In GitHub Actions the outputs deleted,
 // cost and cost_known go to $GITHUB_OUTPUT and the report to the step
 // summary. Run it with `if: always()`: a pod must not outlive its job.
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +35,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
@@ -45,6 +52,7 @@ func main() {
 
 type options struct {
 	pod, marks, provision, ref, kind, out string
+	job, testStep                         string
 	simulate                              bool
 }
 
@@ -53,7 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.pod, "pod", "", "the pod to delete")
-	fs.StringVar(&o.marks, "marks", "", "JSON file of the job's marks (job_started, tests_started, tests_ended); missing marks make their stages unknown")
+	fs.StringVar(&o.marks, "marks", "", "JSON file of the job's marks (job_started, tests_started, tests_ended); missing marks make their stages unknown. Without it, in a workflow run (GITHUB_RUN_ID), the marks are read from the run's jobs: -job and -test-step")
+	fs.StringVar(&o.job, "job", "Run GPU tests", "without -marks: the GPU job whose start, and whose test step's start and end, mark the stages")
+	fs.StringVar(&o.testStep, "test-step", "Run CUDA tests from archive", "without -marks: the GPU job's step that runs the tests")
 	fs.StringVar(&o.provision, "provision", "", "provision -json output, for the rejected attempts")
 	fs.StringVar(&o.ref, "tested-ref", "", "the tested merge ref (recorded in the report)")
 	fs.StringVar(&o.kind, "gate-kind", "", "the gate's kind (paid, failed, ...), recorded in the report")
@@ -137,6 +147,10 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)
+	if o.marks == "" && !o.simulate && getenv("GITHUB_RUN_ID") != "" {
+		// Only after the confirmed deletion: reporting never delays it.
+		marks = runMarks(ctx, o, getenv, stdout)
+	}
 	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
 	if err != nil {
 		return errors.Join(live, err)
@@ -148,6 +162,41 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 		fmt.Fprintln(stdout, "paid window unknown: the pod's start was never reported")
 	}
 	return errors.Join(live, report(ctx, o, gha, stdout, rep))
+}
+
+// runMarks reads the stage marks from this workflow run's jobs: when the
+// GPU job started, and when its test step started and ended (GitHub's own
+// timestamps, through the same adapter the watchdog uses). It is best
+// effort and bounded: a failure is a warning, and its stages are reported
+// unknown, never zero.
+func runMarks(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) cost.Marks {
+	warn := func(err error) cost.Marks {
+		fmt.Fprintf(stdout, "::warning::cleanup: stage marks unread, the stages are reported unknown: %s\n", err)
+		return cost.Marks{}
+	}
+	owner, repo, ok := strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
+	runID, err1 := strconv.ParseInt(getenv("GITHUB_RUN_ID"), 10, 64)
+	attempt, err2 := strconv.ParseInt(cmp.Or(getenv("GITHUB_RUN_ATTEMPT"), "1"), 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return warn(fmt.Errorf("GITHUB_REPOSITORY, GITHUB_RUN_ID or GITHUB_RUN_ATTEMPT is not usable"))
+	}
+	client, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return warn(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := (&runpod.GitHubProgress{Client: client, Owner: owner, Repo: repo, RunID: runID, Attempt: attempt, Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
+	if err != nil {
+		return warn(err)
+	}
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return cost.Marks{JobStarted: at(p.JobStartedAt), TestsStarted: at(p.TestsStartedAt), TestsEnded: at(p.TestsEndedAt)}
 }
 
 // report writes the cost report (best effort, bounded: it runs after the

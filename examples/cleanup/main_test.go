@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -124,6 +129,88 @@ func TestCleanupReadsMarksAndRefusesUnreadableFiles(t *testing.T) {
 			if code := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "cleanup: ") {
 				t.Errorf("%v: exit %d: %s", args, code, stderr.String())
 			}
+		}
+	})
+}
+
+// Seed 001: cleanup "reports its paid window by stage". In a workflow run
+// without a marks file, the marks are GitHub's own timestamps for the GPU
+// job and its test step, read after the confirmed deletion; so each stage
+// is known and they add up to the paid window.
+func TestCleanupReadsTheStageMarksFromTheRunsJobs(t *testing.T) {
+	var jobsCalls int
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v3/repos/o/r/actions/runs/42/attempts/2/jobs", func(w http.ResponseWriter, r *http.Request) {
+		jobsCalls++
+		fmt.Fprint(w, `{"total_count":2,"jobs":[{"name":"execute / start-runpod","status":"completed","started_at":"2000-01-01T00:00:00Z"},
+			{"name":"execute / Run GPU tests","status":"completed","conclusion":"success","started_at":"2000-01-01T00:02:00Z","steps":[
+			{"name":"Run CUDA tests from archive","status":"completed","started_at":"2000-01-01T00:04:00Z","completed_at":"2000-01-01T00:09:00Z"}]}]}`)
+	})
+	gh := httptest.NewServer(mux)
+	defer gh.Close()
+	synctest.Test(t, func(t *testing.T) {
+		fake := runpodtest.New() // a pod starts 60 s after its creation
+		orig := connect
+		connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
+		t.Cleanup(func() { connect = orig })
+		api, _ := fake.NewClient()
+		pod, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-42-2-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		faketime.Advance(11 * time.Minute)
+		dir := t.TempDir()
+		out := filepath.Join(dir, "cost-report.json")
+		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary"),
+			"GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "2", "GITHUB_TOKEN": "ghs_cleanup_test", "GITHUB_API_URL": gh.URL + "/"}
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{"-pod", pod.ID, "-out", out}, func(k string) string { return env[k] }, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		// The bubble ends only when its goroutines do: close the loopback
+		// connection the GitHub client keeps alive.
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		if jobsCalls != 1 || len(fake.Running()) != 0 {
+			t.Fatalf("jobs read %d time(s), running %v", jobsCalls, fake.Running())
+		}
+		var rep cost.Report
+		data, _ := os.ReadFile(out)
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, s := range rep.Stages {
+			if s.Seconds == nil {
+				t.Errorf("stage %s unknown: %+v", s.Name, rep.Stages)
+				continue
+			}
+			got[s.Name] = *s.Seconds
+		}
+		// Created at 00:00:00 and started at 00:00:20 (the fake's startedAt);
+		// the job at 00:02, the tests 00:04 to 00:09; deleted at 00:11.
+		want := map[string]float64{cost.StageStartup: 100, cost.StageSetup: 120, cost.StageExecution: 300, cost.StageCleanup: 120, cost.StageUnassigned: 0}
+		for name, sec := range want {
+			if got[name] != sec {
+				t.Errorf("stage %s = %v s, want %v (stages %v)", name, got[name], sec, got)
+			}
+		}
+
+		// A run whose jobs cannot be read still deletes and reports; its
+		// stages are unknown, with a warning.
+		pod2, _ := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-43-1-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+		faketime.Advance(time.Minute)
+		env["GITHUB_RUN_ID"] = "43"
+		stdout.Reset()
+		code := run(context.Background(), []string{"-pod", pod2.ID, "-out", out}, func(k string) string { return env[k] }, &stdout, &stderr)
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		if code != 0 || !strings.Contains(stdout.String(), "::warning::cleanup: stage marks unread") || len(fake.Running()) != 0 {
+			t.Errorf("exit %d: %s", code, stdout.String())
+		}
+		data, _ = os.ReadFile(out)
+		rep = cost.Report{}
+		json.Unmarshal(data, &rep)
+		if len(rep.Stages) == 0 || rep.Stages[0].Seconds != nil || !rep.Window.Known {
+			t.Errorf("unread marks: want unknown stages in a known window: %+v", rep)
 		}
 	})
 }
