@@ -100,3 +100,18 @@ func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolic
 	}
 	return nil
 }
+
+// RecordTimeout bounds the read of a pod's billing record before its
+// deletion (seed: "Pre-delete cost metadata is a single best-effort GET
+// bounded to five seconds ... Reporting never prevents deletion").
+const RecordTimeout = 5 * time.Second
+
+// RecordBeforeDelete reads a pod's record for its cost report, as one
+// best-effort GET within RecordTimeout, so a slow or throttled API delays
+// the deletion by five seconds at most. Its error never prevents the
+// deletion: the report then has an unknown start.
+func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, RecordTimeout)
+	defer cancel()
+	return api.GetPod(ctx, podID)
+}

@@ -147,3 +147,28 @@ func TestDelete_OnlyTheContracts204Confirms(t *testing.T) {
 		}
 	})
 }
+
+// Seed 001: "Pre-delete cost metadata is a single best-effort GET bounded
+// to five seconds ... Reporting never prevents deletion." A throttled API
+// costs the deletion five seconds, not the client's 60-second deadline.
+func TestRecordBeforeDelete_BoundedToFiveSecondsAndNeverBlocksTheDeletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		got, err := runpod.RecordBeforeDelete(context.Background(), c, p.ID)
+		if err != nil || got.ID != p.ID {
+			t.Fatalf("a healthy read: %+v, %v", got, err)
+		}
+		srv.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + p.ID, Status: 429, RetryAfter: "30", Times: 100})
+		start := time.Now()
+		if _, err := runpod.RecordBeforeDelete(context.Background(), c, p.ID); err == nil {
+			t.Fatal("a throttled read must fail")
+		}
+		if took := time.Since(start); took > runpod.RecordTimeout {
+			t.Errorf("the read took %v, more than %v", took, runpod.RecordTimeout)
+		}
+		if err := runpod.Delete(context.Background(), c, p.ID); err != nil || len(srv.Running()) != 0 {
+			t.Errorf("the deletion after a failed read: %v, running %v", err, srv.Running())
+		}
+	})
+}

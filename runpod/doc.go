@@ -43,7 +43,8 @@
 //     Missing dependencies and a template whose pods could never be
 //     created are ErrTemplate, before anything is bought.
 //   - Delete: the bounded, idempotent cleanup helper (five attempts within
-//     180 s, 404 confirms, a GET after a lost response).
+//     180 s, 404 confirms, a GET after a lost response); RecordBeforeDelete
+//     reads the billing record first, bounded to five seconds.
 //
 // Credentials, the JIT runner config and the startup command are Secrets:
 // they never reach a log, an error or an encoded value.

@@ -139,7 +139,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	// The billing record is read before deletion; a pod already gone has
 	// an unknown start, so its cost is reported unknown, never zero.
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
-	if pod, err := api.GetPod(ctx, o.pod); err == nil {
+	if pod, err := runpod.RecordBeforeDelete(ctx, api, o.pod); err == nil {
 		rec = podcost.Record(pod)
 	}
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {

@@ -237,7 +237,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	}
 	marks := <-marksCh
 	// Read the billing record before deletion; the pod is gone afterwards.
-	pod, gerr := w.api.GetPod(ctx, res.PodID)
+	pod, gerr := runpod.RecordBeforeDelete(ctx, w.api, res.PodID)
 	var deletedAt time.Time
 	if wres.Deleted && wres.DeletedAt != nil {
 		deletedAt = *wres.DeletedAt
