@@ -243,3 +243,35 @@ func TestTheGPUJobEchoesTheAcceptedPodNextToNvidiaSMI(t *testing.T) {
 		}
 	}
 }
+
+// Seed 001: "Decision artifacts retain pod/run identity, deletion time, and
+// available cost estimates, excluding pod environment/credentials" and
+// "Independent reaper decision artifacts provide the separate recovery
+// record": the reaper workflow uploads its decisions even when the sweep
+// failed in part, and cancels an expired pod's run only when executing.
+func TestTheReaperUploadsItsDecisionsAsTheRecoveryRecord(t *testing.T) {
+	reap := readAdoptionWorkflow(t, "runpod-reap.yml")
+	uploads := 0
+	for _, job := range reap.Jobs {
+		for _, s := range job.Steps {
+			if strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.HasSuffix(s.With["path"], "/reap-decisions.json") {
+				uploads++
+				if s.If != "always()" || !strings.Contains(s.With["name"], "${{ github.run_id }}") {
+					t.Errorf("the decisions upload runs if %q as %q: want always(), one artifact per run", s.If, s.With["name"])
+				}
+			}
+		}
+	}
+	if uploads != 1 {
+		t.Errorf("%d decision uploads, want 1", uploads)
+	}
+	script, err := os.ReadFile("../scripts/action.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`args+=(-out "${RUNNER_TEMP:-/tmp}/reap-decisions.json")`, `[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute -cancel-runs)`} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("the Action's reap step lacks %s", want)
+		}
+	}
+}

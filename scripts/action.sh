@@ -101,7 +101,11 @@ reap)
 	else
 		args=("${sim[@]}")
 	fi
-	[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute)
+	# The decisions are the independent recovery record: upload this file.
+	args+=(-out "${RUNNER_TEMP:-/tmp}/reap-decisions.json")
+	# Executing, it also cancels an expired pod's still-active run, only
+	# after the pod's deletion is confirmed (the job's actions: write).
+	[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute -cancel-runs)
 	;;
 partition-check)
 	prog=partition

@@ -261,6 +261,13 @@ exec "`+bin+`/$p" "$@"
 				}
 				declared[w] = true
 			}
+			if s.step == "reap" {
+				// The reaper's decisions are its recovery record: the
+				// workflow uploads this file.
+				if _, err := os.Stat(filepath.Join(dir, "reap-decisions.json")); err != nil {
+					t.Errorf("the reap step wrote no decisions file: %v", err)
+				}
+			}
 			for name, want := range s.is {
 				if !regexp.MustCompile(`(?m)^` + name + `=` + regexp.QuoteMeta(want) + `$`).Match(written) {
 					t.Errorf("step %s: want output %s=%s:\n%s", s.step, name, want, written)
