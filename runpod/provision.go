@@ -112,6 +112,13 @@ type PodTemplate struct {
 	Args         Secret            // the startup command
 	Disk         int               // container disk, GB
 	Ports        []string
+
+	// KeepFailed is a debug dispatch's keep_failed_pods: a candidate that
+	// failed its startup (exited, lost its runtime, timed out) is kept for
+	// inspection, still billing, instead of deleted, and listed in
+	// Result.Retained; publish Result.RetentionRecord so the reaper spares
+	// it. A wrong GPU, an obsolete PR or a cancelled run still delete.
+	KeepFailed bool
 }
 
 // Deps are Provision's outside world.
@@ -152,9 +159,10 @@ type Attempt struct {
 	AssignedGPU   string    `json:"assigned_gpu,omitempty"`
 	Outcome       Outcome   `json:"outcome"`
 	Reason        string    `json:"reason,omitempty"`
-	Seconds       float64   `json:"seconds"`        // create to acceptance or confirmed deletion
-	HourlyPrice   float64   `json:"hourly_price"`   // the pod's cost, USD/hour
-	EstimatedCost float64   `json:"estimated_cost"` // Seconds at HourlyPrice: an estimate, not an invoice
+	Seconds       float64   `json:"seconds"`            // create to acceptance or confirmed deletion
+	HourlyPrice   float64   `json:"hourly_price"`       // the pod's cost, USD/hour
+	EstimatedCost float64   `json:"estimated_cost"`     // Seconds at HourlyPrice: an estimate, not an invoice
+	Retained      bool      `json:"retained,omitempty"` // kept for debugging (KeepFailed): still billing after Seconds
 }
 
 // created reports whether the attempt created a pod (and so paid).
@@ -172,6 +180,17 @@ type Result struct {
 	Attempts       []Attempt `json:"attempts"`
 	RejectedCost   float64   `json:"rejected_cost"`         // estimated paid cost of every rejected candidate
 	LivePodID      string    `json:"live_pod_id,omitempty"` // a pod whose deletion was not confirmed
+	Retained       []string  `json:"retained,omitempty"`    // failed candidates kept for debugging (PodTemplate.KeepFailed), still billing
+}
+
+// RetentionRecord names the pods this run retained for debugging, for the
+// artifact the reaper reads (ok is false when none was retained). Only a
+// record naming a pod spares it, and only for a debug dispatch's run.
+func (r Result) RetentionRecord(owner Ownership) (RetentionRecord, bool) {
+	if len(r.Retained) == 0 {
+		return RetentionRecord{}, false
+	}
+	return RetentionRecord{RunID: owner.RunID, Attempt: owner.RunAttempt, PodIDs: slices.Clone(r.Retained)}, true
 }
 
 // Provision buys the cheapest candidate that proves it can run CUDA: one
@@ -451,6 +470,15 @@ func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, po
 func (p *provisioner) reject(ctx context.Context, a Attempt, start time.Time, outcome Outcome, reason string) (Attempt, error) {
 	a.Outcome, a.Reason = outcome, reason
 	p.event(ctx, slog.LevelWarn, "provision.reject", a, slog.String("outcome", string(outcome)), slog.String("reason", reason))
+	if p.tmpl.KeepFailed && (outcome == OutcomeExited || outcome == OutcomeLostRuntime || outcome == OutcomeTimeout) {
+		// A genuine startup failure on a debug dispatch: kept, billing.
+		a.Seconds = time.Since(start).Seconds()
+		a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+		a.Retained = true
+		p.res.Retained = append(p.res.Retained, a.PodID)
+		p.event(ctx, slog.LevelWarn, "provision.retain", a, slog.String("reason", "keep_failed_pods: kept for inspection and still billing; delete it when done"))
+		return a, nil
+	}
 	err := p.deps.Delete(context.WithoutCancel(ctx), p.deps.API, a.PodID)
 	a.Seconds = time.Since(start).Seconds()
 	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
@@ -521,6 +549,9 @@ func (r Result) Markdown() string {
 	fmt.Fprintf(&b, "\nRejected candidates cost an estimated $%.4f (create to confirmed deletion at the pod's hourly price; an estimate, not an invoice).\n", r.RejectedCost)
 	if r.LivePodID != "" {
 		fmt.Fprintf(&b, "\n**Pod `%s` may still be running: its deletion was not confirmed. Delete it by hand.**\n", r.LivePodID)
+	}
+	if len(r.Retained) > 0 {
+		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(r.Retained, "`, `"))
 	}
 	return b.String()
 }

@@ -639,3 +639,60 @@ func TestProvision_MissingDependenciesOrOwnershipAreTemplateErrors(t *testing.T)
 		t.Errorf("%d creates, want none", n)
 	}
 }
+
+// Seed 001: "Debug retention applies to genuine startup failures; a pod
+// made obsolete by PR closure/head movement is deleted even when
+// keep_failed_pods was requested" and "the provisioner records actual
+// retained IDs in a small runpod-debug-retained artifact, whose name
+// includes the run, attempt and comma-separated pod IDs". A GPU outside
+// the tier is not a startup failure either.
+func TestProvision_KeepFailedRetainsOnlyGenuineStartupFailuresAndRecordsThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.tmpl.KeepFailed = true
+		w.cfg.MaxConsecutiveStartupFailures = 3
+		w.reg.FailProofOn("NVIDIA L4")        // the cheapest: exits
+		w.reg.FailProofFor("gpugate-42-1-c2") // the next: never online
+		res, err := w.provision(context.Background(), w.catalog(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(res); len(got) != 3 || res.Attempts[2].Outcome != runpod.OutcomeAccepted {
+			t.Fatalf("outcomes %v", got)
+		}
+		kept := []string{res.Attempts[0].PodID, res.Attempts[1].PodID}
+		if !slices.Equal(res.Retained, kept) || !res.Attempts[0].Retained || !res.Attempts[1].Retained || res.Attempts[2].Retained {
+			t.Errorf("retained %v (attempts %+v), want the two failed candidates %v", res.Retained, res.Attempts, kept)
+		}
+		running := w.srv.Running()
+		slices.Sort(running)
+		want := append(slices.Clone(kept), res.PodID)
+		slices.Sort(want)
+		if !slices.Equal(running, want) {
+			t.Errorf("running %v, want the retained %v and the accepted %s", running, kept, res.PodID)
+		}
+		rec, ok := res.RetentionRecord(w.tmpl.Owner)
+		if !ok {
+			t.Fatal("no retention record")
+		}
+		parsed, ok := runpod.ParseRetentionRecord(rec.Name())
+		if !ok || parsed.RunID != 42 || parsed.Attempt != 1 || !slices.Equal(parsed.PodIDs, kept) {
+			t.Errorf("record %q parses as %+v, %v", rec.Name(), parsed, ok)
+		}
+		if !strings.Contains(w.logs.String(), `"msg":"provision.retain"`) {
+			t.Error("no provision.retain event")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		w.tmpl.KeepFailed = true
+		time.AfterFunc(30*time.Second, func() { w.pr.Set(runpod.PR{Open: false, HeadSHA: head}, nil) })
+		res, err := w.provision(context.Background(), w.catalog(t))
+		if !errors.Is(err, runpod.ErrObsolete) || len(w.srv.Running()) != 0 || len(res.Retained) != 0 {
+			t.Errorf("err %v, running %v, retained %v: an obsolete pod is deleted even with keep_failed_pods", err, w.srv.Running(), res.Retained)
+		}
+		if _, ok := res.RetentionRecord(w.tmpl.Owner); ok {
+			t.Error("a record without retained pods")
+		}
+	})
+}

@@ -310,9 +310,9 @@ const RetentionPrefix = "runpod-debug-retained-"
 // RetentionRecord is a parsed retention record name:
 // runpod-debug-retained-<run>-<attempt>-<comma-separated pod IDs>.
 type RetentionRecord struct {
-	RunID   int64
-	Attempt int
-	PodIDs  []string
+	RunID   int64    `json:"run_id"`
+	Attempt int      `json:"attempt"`
+	PodIDs  []string `json:"pod_ids"`
 }
 
 var podIDPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)

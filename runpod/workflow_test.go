@@ -275,3 +275,27 @@ func TestTheReaperUploadsItsDecisionsAsTheRecoveryRecord(t *testing.T) {
 		}
 	}
 }
+
+// Seed 001: "keep_failed_pods alone does not exempt a pod: the provisioner
+// records actual retained IDs in a small runpod-debug-retained artifact".
+// The dispatch input reaches provisioning, and the record is uploaded under
+// its name even when provisioning failed.
+func TestKeepFailedPodsReachesProvisioningAndItsRecordIsUploaded(t *testing.T) {
+	gate, lifecycle := readAdoptionWorkflow(t, "runpod-gpu-test.yml"), readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	if got := gate.Jobs["execute"].With["keep_failed_pods"]; got != "${{ inputs.keep_failed_pods == true }}" {
+		t.Errorf("the gate passes keep_failed_pods = %q", got)
+	}
+	provision, upload := false, false
+	for _, s := range lifecycle.Jobs["start-runpod"].Steps {
+		switch {
+		case s.With["step"] == "provision":
+			provision = s.With["keep-failed-pods"] == "${{ inputs.keep_failed_pods }}"
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
+			upload = provision && strings.HasPrefix(s.If, "always() && ") &&
+				s.With["name"] == "${{ steps.provision.outputs.retention_record }}" && s.With["path"] == "${{ steps.provision.outputs.retention_file }}"
+		}
+	}
+	if !provision || !upload {
+		t.Errorf("provision gets keep-failed-pods: %v; the record is uploaded after it under its name, always: %v", provision, upload)
+	}
+}

@@ -65,6 +65,7 @@ provision)
 		args+=(-proof "$proof")
 	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
+	[ "${GPUGATE_KEEP_FAILED_PODS:-false}" != true ] || args+=(-keep-failed-pods)
 	if [ -n "${GPUGATE_PR:-}" ] && [ -n "${GPUGATE_HEAD_SHA:-}" ]; then args+=(-pr "$GPUGATE_PR" -head "$GPUGATE_HEAD_SHA"); fi
 	;;
 watch)

@@ -17,6 +17,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +49,8 @@ type options struct {
 	localLabel                                       string
 	runID                                            int64
 	runAttempt, pr                                   int
-	simulate, json, verbose, deleteAfter             bool
+	simulate, json, verbose, deleteAfter, keepFailed bool
+	retentionFile                                    string
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -66,6 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
 	fs.StringVar(&o.localLabel, "local-label", gate.DefaultLocalLabel, "with -pr: a PR carrying this label was validated on a maintainer's GPU, so nothing is bought (paid_path_skipped)")
 	fs.BoolVar(&o.deleteAfter, "delete", false, "delete the accepted pod at the end (always with -simulate)")
+	fs.BoolVar(&o.keepFailed, "keep-failed-pods", false, "a debug dispatch's keep_failed_pods: keep candidates that failed their startup for inspection (still billing); outputs retention_record, the artifact name the reaper honours, and writes -retention-file for its upload")
+	fs.StringVar(&o.retentionFile, "retention-file", filepath.Join(cmp.Or(getenv("RUNNER_TEMP"), os.TempDir()), "runpod-debug-retained.json"), "with -keep-failed-pods: where the retention record's artifact file goes")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log every provisioning event to stderr")
 	o.startup.Register(fs)
@@ -102,6 +107,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	// The pods' startup (tier table, packed proof, command) is settled
 	// before any API call: real runs refuse here without a proof.
 	tmpl := runpod.PodTemplate{
+		KeepFailed:   o.keepFailed,
 		RunnerPrefix: o.prefix,
 		Owner:        runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: o.runID, RunAttempt: max(o.runAttempt, 1)},
 		Disk:         40,
@@ -270,6 +276,7 @@ func report(o options, res runpod.Result, getenv func(string) string, stdout io.
 		return err
 	}
 	var outputs [][2]string
+	var retErr error
 	if res.PodID != "" {
 		outputs = append(outputs,
 			[2]string{"pod_id", res.PodID}, [2]string{"runner_label", res.Label},
@@ -286,8 +293,24 @@ func report(o options, res runpod.Result, getenv func(string) string, stdout io.
 		}
 		outputs = append(outputs, [2]string{"provision_result", string(data)})
 	}
+	if rec, ok := res.RetentionRecord(runpod.Ownership{RunID: o.runID, RunAttempt: max(o.runAttempt, 1)}); ok {
+		// The reaper spares a retained pod only while an artifact of this
+		// name exists; the workflow uploads this file under it.
+		// Without the file there is no record, and the reaper reclaims the
+		// pods: that failure is reported after the outputs cleanup needs.
+		data, _ := json.MarshalIndent(rec, "", "  ")
+		if err := os.WriteFile(o.retentionFile, append(data, '\n'), 0o644); err != nil {
+			retErr = fmt.Errorf("provision: retention record %s not written, so the reaper will reclaim the kept pods: %w", rec.Name(), err)
+		} else {
+			outputs = append(outputs, [2]string{"retention_record", rec.Name()}, [2]string{"retention_file", o.retentionFile})
+		}
+		fmt.Fprintf(stdout, "kept for debugging, still billing: %s (retention record %s)\n", strings.Join(rec.PodIDs, ", "), rec.Name())
+	}
 	if err := gha.SetOutputs(outputs...); err != nil {
-		return err
+		return errors.Join(retErr, err)
+	}
+	if retErr != nil {
+		return retErr
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)

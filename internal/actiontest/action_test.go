@@ -217,6 +217,8 @@ exec "`+bin+`/$p" "$@"
 		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed"}, []string{"published"}, map[string]string{"published": "false"}},
 		{"provision", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_NVRTC_TIERS": pinned, "GITHUB_RUN_ID": "9"}, []string{"paid_path_skipped"}, map[string]string{"paid_path_skipped": "true"}},
 		{"provision", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"pod_id", "runner_label", "gpu", "tier", "gpu_cost_per_hr", "provision_result"}, nil},
+		// A debug dispatch keeps the bundled scenario's exited candidate.
+		{"provision", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_KEEP_FAILED_PODS": "true"}, []string{"retention_record", "retention_file"}, map[string]string{"retention_record": "runpod-debug-retained-1-1-pod000001"}},
 		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}, nil},
 		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}, nil},
 		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_PROVISION_RESULT": `{"attempts":[{"n":1,"name":"gpugate-1-1-c1","candidate":{"gpu_type_id":"NVIDIA L4"},"pod_id":"p1","outcome":"exited","seconds":95,"estimated_cost":0.018}]}`}, []string{"deleted", "cost"}, nil},
