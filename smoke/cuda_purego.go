@@ -33,6 +33,11 @@ type puregoCUDA struct {
 	cuMemcpyDtoH        func(dst unsafe.Pointer, src uint64, size uintptr) int32
 	cuLaunchKernel      func(fn uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params, extra unsafe.Pointer) int32
 
+	*puregoNVRTC
+}
+
+// puregoNVRTC is NVRTC alone: it compiles without a driver or a GPU.
+type puregoNVRTC struct {
 	nvrtcVersion           func(major, minor *int32) int32
 	nvrtcCreateProgram     func(prog *uintptr, src, name string, numHeaders int32, headers, includeNames unsafe.Pointer) int32
 	nvrtcCompileProgram    func(prog uintptr, numOptions int32, options unsafe.Pointer) int32
@@ -63,23 +68,8 @@ func OpenCUDA(libDir string) (CUDA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the CUDA driver libcuda.so.1 (%v): the NVIDIA container runtime mounts it into pods created with NVIDIA_DRIVER_CAPABILITIES including compute", ErrLibrary, err)
 	}
-	// NVRTC loads its builtins library by soname: load it first.
-	if builtins, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc-builtins.so.*")); len(builtins) > 0 {
-		slices.Sort(builtins)
-		if _, err := purego.Dlopen(builtins[len(builtins)-1], purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
-			return nil, fmt.Errorf("%w: %s (%v)", ErrLibrary, builtins[len(builtins)-1], err)
-		}
-	}
-	candidates, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc.so*"))
-	slices.Sort(candidates)
-	var nvrtc uintptr
-	for _, p := range candidates {
-		if nvrtc, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
-			break
-		}
-	}
-	if nvrtc == 0 {
-		return nil, fmt.Errorf("%w: no loadable libnvrtc.so in %s (%v): check the tier's lib_dir against where its package installs NVRTC", ErrLibrary, libDir, err)
+	if c.puregoNVRTC, err = loadNVRTC(libDir); err != nil {
+		return nil, err
 	}
 	if err := bind(cuda, "libcuda", map[string]any{
 		"cuInit": &c.cuInit, "cuDriverGetVersion": &c.cuDriverGetVersion, "cuDeviceGet": &c.cuDeviceGet,
@@ -87,13 +77,6 @@ func OpenCUDA(libDir string) (CUDA, error) {
 		"cuModuleLoadData": &c.cuModuleLoadData, "cuModuleUnload": &c.cuModuleUnload, "cuModuleGetFunction": &c.cuModuleGetFunction,
 		"cuMemAlloc_v2": &c.cuMemAlloc, "cuMemFree_v2": &c.cuMemFree, "cuMemcpyHtoD_v2": &c.cuMemcpyHtoD,
 		"cuMemcpyDtoH_v2": &c.cuMemcpyDtoH, "cuLaunchKernel": &c.cuLaunchKernel,
-	}); err != nil {
-		return nil, err
-	}
-	if err := bind(nvrtc, "libnvrtc", map[string]any{
-		"nvrtcVersion": &c.nvrtcVersion, "nvrtcCreateProgram": &c.nvrtcCreateProgram, "nvrtcCompileProgram": &c.nvrtcCompileProgram,
-		"nvrtcGetPTXSize": &c.nvrtcGetPTXSize, "nvrtcGetPTX": &c.nvrtcGetPTX, "nvrtcGetProgramLogSize": &c.nvrtcGetProgramLogSize,
-		"nvrtcGetProgramLog": &c.nvrtcGetProgramLog, "nvrtcDestroyProgram": &c.nvrtcDestroyProgram,
 	}); err != nil {
 		return nil, err
 	}
@@ -105,6 +88,45 @@ func OpenCUDA(libDir string) (CUDA, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// OpenNVRTC loads the NVRTC in libDir alone, with no driver and no GPU:
+// what a hosted runner can prove about a restored or newly installed CUDA
+// toolkit tree before using or publishing it (CheckCompile).
+func OpenNVRTC(libDir string) (Compiler, error) {
+	return loadNVRTC(libDir)
+}
+
+// loadNVRTC loads libnvrtc from libDir, its builtins first, and binds it.
+func loadNVRTC(libDir string) (*puregoNVRTC, error) {
+	// NVRTC loads its builtins library by soname: load it first.
+	if builtins, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc-builtins.so.*")); len(builtins) > 0 {
+		slices.Sort(builtins)
+		if _, err := purego.Dlopen(builtins[len(builtins)-1], purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+			return nil, fmt.Errorf("%w: %s (%v)", ErrLibrary, builtins[len(builtins)-1], err)
+		}
+	}
+	candidates, _ := filepath.Glob(filepath.Join(libDir, "libnvrtc.so*"))
+	slices.Sort(candidates)
+	var handle uintptr
+	var err error
+	for _, p := range candidates {
+		if handle, err = purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL); err == nil {
+			break
+		}
+	}
+	if handle == 0 {
+		return nil, fmt.Errorf("%w: no loadable libnvrtc.so in %s (%v): check the tier's lib_dir against where its package installs NVRTC", ErrLibrary, libDir, err)
+	}
+	n := &puregoNVRTC{}
+	if err := bind(handle, "libnvrtc", map[string]any{
+		"nvrtcVersion": &n.nvrtcVersion, "nvrtcCreateProgram": &n.nvrtcCreateProgram, "nvrtcCompileProgram": &n.nvrtcCompileProgram,
+		"nvrtcGetPTXSize": &n.nvrtcGetPTXSize, "nvrtcGetPTX": &n.nvrtcGetPTX, "nvrtcGetProgramLogSize": &n.nvrtcGetProgramLogSize,
+		"nvrtcGetProgramLog": &n.nvrtcGetProgramLog, "nvrtcDestroyProgram": &n.nvrtcDestroyProgram,
+	}); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 func (c *puregoCUDA) createContext() error {
@@ -126,7 +148,7 @@ func (c *puregoCUDA) DriverVersion() (Version, error) {
 	return VersionFromInt(int(v)), nil
 }
 
-func (c *puregoCUDA) NVRTCVersion() (Version, error) {
+func (c *puregoNVRTC) NVRTCVersion() (Version, error) {
 	var major, minor int32
 	if err := nvrtcCheck("nvrtcVersion", c.nvrtcVersion(&major, &minor)); err != nil {
 		return Version{}, err
@@ -139,7 +161,7 @@ func cstr(s string) *byte {
 	return &b[0]
 }
 
-func (c *puregoCUDA) Compile(src, name, arch string) ([]byte, error) {
+func (c *puregoNVRTC) Compile(src, name, arch string) ([]byte, error) {
 	var prog uintptr
 	if err := nvrtcCheck("nvrtcCreateProgram", c.nvrtcCreateProgram(&prog, src, name, 0, nil, nil)); err != nil {
 		return nil, err

@@ -416,6 +416,32 @@ func TestTheBuiltProof(t *testing.T) {
 		}
 	})
 
+	// The cache-trust seed: a restored or newly installed toolkit tree
+	// "must compile a small PTX kernel before use/publication". The same
+	// binary proves it on a hosted runner: NVRTC alone, no driver on the
+	// loader's path, no GPU.
+	t.Run("-compile-only proves a toolkit tree without a driver", func(t *testing.T) {
+		compiler(t)
+		libs := fakeLibs(t, t.TempDir())
+		for name, tc := range map[string]struct {
+			args []string
+			code int
+			want string
+		}{
+			"a good tree":        {[]string{"-compile-only", libs.nvrtc, "-arch", "compute_90"}, 0, "NVRTC 12.8 compiled"},
+			"a tree without it":  {[]string{"-compile-only", libs.driver}, 13, "no loadable libnvrtc.so"},
+			"not an arch":        {[]string{"-compile-only", libs.nvrtc, "-arch", "sm_90"}, 13, "is not compute_XY"},
+			"the default target": {[]string{"-compile-only", libs.nvrtc}, 0, "for compute_90"},
+		} {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"} // no LD_LIBRARY_PATH: libcuda.so.1 is nowhere
+			out, _ := cmd.CombinedOutput()
+			if got := cmd.ProcessState.ExitCode(); got != tc.code || !strings.Contains(string(out), tc.want) {
+				t.Errorf("%s: exit %d, want %d and %q:\n%s", name, got, tc.code, tc.want, out)
+			}
+		}
+	})
+
 	t.Run("passes every step on a GPU host, then the runner registers", func(t *testing.T) {
 		p := gpuPod(t)
 		code, out := p.start(p.startupWith(p.cfg, proof).Command)

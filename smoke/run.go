@@ -29,12 +29,17 @@ type Env interface {
 	CUDA(ctx context.Context, tier Tier) (CUDA, error)
 }
 
-// CUDA is the part of the driver API and NVRTC the proof uses.
-type CUDA interface {
-	DriverVersion() (Version, error)
+// Compiler is NVRTC: the part of the proof that needs no driver or GPU.
+type Compiler interface {
 	NVRTCVersion() (Version, error)
 	// Compile compiles CUDA C++ source to PTX for arch (e.g. compute_89).
 	Compile(src, name, arch string) (ptx []byte, err error)
+}
+
+// CUDA is the part of the driver API and NVRTC the proof uses.
+type CUDA interface {
+	Compiler
+	DriverVersion() (Version, error)
 	// Launch loads the PTX through the driver, runs kernel over a, b into
 	// c (n floats), synchronizes and returns c read back.
 	Launch(ptx []byte, kernel string, a, b []float32) ([]float32, error)

@@ -2,6 +2,7 @@
 // the pod's startup script before the runner registers:
 //
 //	smoke [-tiers tiers.json] [-min-vram-gb 20] [-json]
+//	smoke -compile-only LIBDIR [-arch compute_90]   # a toolkit tree's NVRTC, no GPU
 //
 // Parameters normally come from the pod's non-secret environment:
 // GPUGATE_TIERS (the tier table as JSON, which smoke.NewPodStartup renders
@@ -53,8 +54,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	tiers := fs.String("tiers", "", "tier table file (JSON, as smoke.Config.JSON writes it); default: $GPUGATE_TIERS")
 	minVRAM := fs.Int("min-vram-gb", -1, "VRAM floor in GiB; default GPUGATE_MIN_VRAM_GB or the tier table's")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	compileOnly := fs.String("compile-only", "", "prove a CUDA toolkit tree on a runner without a GPU: load the NVRTC in this library directory, compile the proof's kernel for -arch and check the PTX (exit 13 on failure); no driver, no tier table")
+	arch := fs.String("arch", "compute_90", "with -compile-only: the architecture to compile for")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
+	}
+	if *compileOnly != "" {
+		c, err := smoke.OpenNVRTC(*compileOnly)
+		var text string
+		if err == nil {
+			text, err = smoke.CheckCompile(c, *arch)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitCodes[smoke.StepCompile]
+		}
+		fmt.Fprintln(stdout, text)
+		return 0
 	}
 	data := []byte(getenv(smoke.EnvTiers))
 	if *tiers != "" {
