@@ -86,3 +86,26 @@ func TestOpenNVRTC_CompilesWithoutTheDriver(t *testing.T) {
 		t.Errorf("an empty directory: %v, want ErrLibrary", err)
 	}
 }
+
+func FuzzCheckCompile(f *testing.F) {
+	f.Add("compute_90", ".target sm_90\n.visible .entry gpugate_add(\n")
+	f.Add("compute_90a", ".target sm_90a, debug\n.visible .entry gpugate_add(\n")
+	f.Add("sm_90", "")
+	f.Fuzz(func(t *testing.T, arch, ptx string) {
+		fc := &fakeCompiler{ptx: ptx}
+		if ptx == "" {
+			fc.ptx = "\x00"
+		}
+		text, err := CheckCompile(fc, arch)
+		if err != nil {
+			if !errors.Is(err, ErrToolkit) {
+				t.Fatalf("err %v is not ErrToolkit", err)
+			}
+			return
+		}
+		xy := strings.TrimPrefix(arch, "compute_")
+		if xy == arch || !strings.Contains(ptx, ".target sm_"+xy) || !strings.Contains(ptx, ".entry gpugate_add(") || !strings.Contains(text, arch) {
+			t.Fatalf("accepted arch %q with PTX %q", arch, ptx)
+		}
+	})
+}
