@@ -18,6 +18,9 @@
 //     permissions outside an allowlist, no unlisted pull_request_target,
 //     no persisted checkout credentials beside provider secrets, and
 //     byte-identical publisher/consumer key expressions.
+//   - CheckTree: a restored (or freshly installed) runtime tree is complete
+//     only when every symlink resolves inside it and each required library
+//     pattern matches a non-empty file; a hit message is never evidence.
 //
 // Usage:
 //

@@ -5,6 +5,7 @@
 //	cachecheck -key -explain old-key.json       # why the key differs from an earlier -key -json (a cache miss)
 //	cachecheck -embeds [-spec key.yml]         # fail when an embedded file is not an input of the key
 //	cachecheck -find KEY [-repo o/r] [-trusted a.yml,b.yml]   # an earlier trusted run's artifact named KEY (GITHUB_TOKEN)
+//	cachecheck -tree DIR -require 'lib/libcutensor.so.2' -require 'lib64/libcufft.so*'   # a restored runtime tree; exit 1 unless complete
 //
 // With no flags it checks the current repository with the bundled rules.
 package main
@@ -46,11 +47,32 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	find := fs.String("find", "", "look up an unexpired artifact named exactly this content key from a trusted run (outputs artifact_id, artifact_run_id; a miss is not an error)")
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "with -find: owner/name")
 	trusted := fs.String("trusted", strings.Join(cachetrust.SeedPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
+	tree := fs.String("tree", "", "check a restored or freshly installed runtime tree instead: every symlink resolves inside it and each -require pattern matches a non-empty file")
+	var require []string
+	fs.Func("require", "with -tree: a doublestar pattern, relative to the tree, that must match at least one non-empty file (repeatable)", func(v string) error {
+		require = append(require, v)
+		return nil
+	})
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
+	if *tree != "" {
+		rep, err := cachetrust.CheckTree(*tree, require)
+		if err != nil {
+			// One line per problem: the restore is rejected and rebuilt.
+			for _, line := range strings.Split(err.Error(), "\n") {
+				fmt.Fprintln(stderr, line)
+			}
+			if gha.Actions {
+				ghaction.Error(stdout, fmt.Sprintf("cachecheck: %s is incomplete: reject it and install afresh", *tree))
+			}
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s is complete: %d file(s), %d symlink(s) all resolving inside it, every required pattern matched\n", *tree, rep.Files, rep.Symlinks)
+		return 0
+	}
 	if *find != "" {
 		return findArtifact(*find, *repo, *trusted, getenv, gha, stdout, fail)
 	}

@@ -151,3 +151,24 @@ func TestFind_ReusesOnlyATrustedRunsArtifact(t *testing.T) {
 		t.Errorf("without a token it cannot look: exit %d: %s", code, out)
 	}
 }
+
+// -tree rejects a restored runtime tree whose libraries do not resolve, so
+// the workflow installs afresh instead of trusting the hit.
+func TestTreeRejectsAnIncompleteRestore(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "lib"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib", "libcutensor.so.2.1.0"), []byte("\x7fELF"), 0o644)
+	os.Symlink("libcutensor.so.2.1.0", filepath.Join(root, "lib", "libcutensor.so.2"))
+	env := map[string]string{"GITHUB_ACTIONS": "true"}
+	var out, errOut bytes.Buffer
+	args := []string{"-tree", root, "-require", "lib/libcutensor.so.2", "-require", "lib64/libcufft.so*"}
+	if code := run(args, func(k string) string { return env[k] }, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "no non-empty file matches the required lib64/libcufft.so*") || !strings.Contains(out.String(), "::error::cachecheck: ") {
+		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(args[:4], func(k string) string { return env[k] }, &out, &errOut); code != 0 || !strings.Contains(out.String(), "is complete: 1 file(s), 1 symlink(s)") {
+		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+}
