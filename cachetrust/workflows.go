@@ -69,7 +69,7 @@ type WriteGrant struct {
 type Rules struct {
 	DefaultBranch     string       `yaml:"default_branch"`
 	Publishers        []string     `yaml:"publishers"`          // workflows that may save caches (from the default branch only)
-	IsolatedWriters   []string     `yaml:"isolated_writers"`    // pull_request-only workflows, whose saves GitHub scopes to the PR
+	IsolatedWriters   []string     `yaml:"isolated_writers"`    // pull_request workflows (saves scoped to the PR), also run by push to the default branch
 	WriteGrants       []WriteGrant `yaml:"write_grants"`        // the write-permission allowlist
 	PullRequestTarget []string     `yaml:"pull_request_target"` // workflows allowed that trigger
 	ProviderSecrets   []string     `yaml:"provider_secrets"`    // secret names whose jobs must not persist checkout credentials

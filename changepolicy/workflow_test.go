@@ -48,11 +48,11 @@ func TestTheAdoptionCIWorkflowRunsEverythingWhenTheClassifierFails(t *testing.T)
 			}
 			if strings.HasPrefix(s.Run, "echo \"No-op") {
 				noops++
-				if !strings.HasPrefix(s.If, "needs.changes.result == 'success' && ") {
-					t.Errorf("%s: the no-op %q does not wait for the classifier's success", id, s.If)
+				if !strings.HasPrefix(s.If, "github.event_name == 'pull_request' && needs.changes.result == 'success' && ") {
+					t.Errorf("%s: the no-op %q does not wait for the classifier's success on a pull request", id, s.If)
 				}
-			} else if !strings.HasPrefix(s.If, "needs.changes.result != 'success' || ") {
-				t.Errorf("%s: the step under %q does not run when the classifier failed", id, s.If)
+			} else if !strings.HasPrefix(s.If, "github.event_name != 'pull_request' || needs.changes.result != 'success' || ") {
+				t.Errorf("%s: the step under %q does not run when the classifier failed, or on a push", id, s.If)
 			}
 		}
 		if noops != 1 {
@@ -61,5 +61,45 @@ func TestTheAdoptionCIWorkflowRunsEverythingWhenTheClassifierFails(t *testing.T)
 	}
 	if required < 4 {
 		t.Errorf("%d jobs need the classifier, want the four lanes", required)
+	}
+}
+
+// Seed 000: "Pushes to main force the comprehensive Linux and macOS matrix;
+// they do not add a second paid RunPod GPU run after the pull-request
+// gate", and the macOS lane's "other CI-only and docs-only changes run an
+// explicit successful no-op on ubuntu-24.04 instead of allocating a macOS
+// runner".
+func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
+	data, err := os.ReadFile("../examples/workflows/ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		On struct {
+			Push struct {
+				Branches []string `yaml:"branches"`
+			} `yaml:"push"`
+		} `yaml:"on"`
+		Jobs map[string]struct {
+			Name   string `yaml:"name"`
+			RunsOn string `yaml:"runs-on"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatal(err)
+	}
+	if len(wf.On.Push.Branches) != 1 || wf.On.Push.Branches[0] != "main" {
+		t.Errorf("push branches %v: want main", wf.On.Push.Branches)
+	}
+	mac := wf.Jobs["macos-tests"].RunsOn
+	if !strings.Contains(mac, "'ubuntu-24.04' || 'macos-15'") || !strings.Contains(mac, "github.event_name == 'pull_request' && needs.changes.result == 'success'") {
+		t.Errorf("macOS runs on %q: want Linux for its no-op, macOS otherwise (a push, a failed classifier, a macOS trigger)", mac)
+	}
+	gpu, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(gpu), "github.event.workflow_run.event == 'pull_request'") {
+		t.Error("the paid workflow must run for pull requests only: a push to main adds no paid GPU run")
 	}
 }
