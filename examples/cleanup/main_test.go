@@ -59,20 +59,37 @@ func TestCleanupRefusesWithoutKeyOrPod(t *testing.T) {
 	}
 }
 
+// useFakeRunPod points the command's RunPod client at an in-process fake
+// for the test, and returns a client of its own.
+func useFakeRunPod(t *testing.T) (*runpodtest.Server, *runpod.Client) {
+	t.Helper()
+	fake := runpodtest.New()
+	orig := connect
+	connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
+	t.Cleanup(func() { connect = orig })
+	api, err := fake.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, api
+}
+
+func createPod(t *testing.T, api *runpod.Client, name string) *runpod.Pod {
+	t.Helper()
+	pod, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: name, Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
 // A run that accepted no pod still paid for its rejected candidates; its
 // report says so, and a candidate whose deletion provisioning could not
 // confirm is deleted now.
 func TestCleanupWithoutAnAcceptedPodReportsTheRejectedAndDeletesTheUnconfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fake := runpodtest.New()
-		orig := connect
-		connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
-		t.Cleanup(func() { connect = orig })
-		api, _ := fake.NewClient()
-		stuck, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-9-1-c2", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		fake, api := useFakeRunPod(t)
+		stuck := createPod(t, api, "gpugate-9-1-c2")
 		dir := t.TempDir()
 		result, _ := json.Marshal(runpod.Result{LivePodID: stuck.ID, Attempts: []runpod.Attempt{
 			{N: 1, Name: "gpugate-9-1-c1", Candidate: runpod.Candidate{GPUTypeID: "NVIDIA GeForce RTX 4090"}, PodID: "p1", Outcome: runpod.OutcomeExited, Seconds: 95, EstimatedCost: 0.018},
@@ -149,15 +166,8 @@ func TestCleanupReadsTheStageMarksFromTheRunsJobs(t *testing.T) {
 	gh := httptest.NewServer(mux)
 	defer gh.Close()
 	synctest.Test(t, func(t *testing.T) {
-		fake := runpodtest.New() // a pod starts 60 s after its creation
-		orig := connect
-		connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
-		t.Cleanup(func() { connect = orig })
-		api, _ := fake.NewClient()
-		pod, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-42-2-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		fake, api := useFakeRunPod(t)
+		pod := createPod(t, api, "gpugate-42-2-c1") // started 20 s after its creation
 		faketime.Advance(11 * time.Minute)
 		dir := t.TempDir()
 		out := filepath.Join(dir, "cost-report.json")
@@ -197,7 +207,7 @@ func TestCleanupReadsTheStageMarksFromTheRunsJobs(t *testing.T) {
 
 		// A run whose jobs cannot be read still deletes and reports; its
 		// stages are unknown, with a warning.
-		pod2, _ := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-43-1-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+		pod2 := createPod(t, api, "gpugate-43-1-c1")
 		faketime.Advance(time.Minute)
 		env["GITHUB_RUN_ID"] = "43"
 		stdout.Reset()
