@@ -1,7 +1,10 @@
 package cachetrust_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing/fstest"
 
 	"github.com/gpugate/gpugate/cachetrust"
@@ -44,4 +47,23 @@ jobs:
 	}
 	// Output:
 	// .github/workflows/gpu.yml:8:15: privileged-cache-save: job cuda-archive runs PR-controlled code in a privileged context (workflow_run) and Swatinem/rust-cache saves a cache by default: set save-if: false
+}
+
+// A restored CUDA runtime tree whose cuTENSOR soname link dangles (the
+// cache held the link but not the library) is rejected, and reinstalled.
+func ExampleCheckTree() {
+	root, _ := os.MkdirTemp("", "runtime")
+	defer os.RemoveAll(root)
+	os.MkdirAll(filepath.Join(root, "lib64"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib64", "libcufft.so.11.3.3.83"), []byte("\x7fELF"), 0o644)
+	os.Symlink("libcufft.so.11.3.3.83", filepath.Join(root, "lib64", "libcufft.so.11"))
+	os.Symlink("libcutensor.so.2.1.0", filepath.Join(root, "lib64", "libcutensor.so.2"))
+
+	_, err := cachetrust.CheckTree(root, []string{"lib64/libcutensor.so.2", "lib64/libcufft.so*"})
+	fmt.Println(errors.Is(err, cachetrust.ErrIncompleteTree))
+	fmt.Println(err)
+	// Output:
+	// true
+	// cachetrust: incomplete runtime tree: lib64/libcutensor.so.2 -> libcutensor.so.2.1.0 does not resolve
+	// cachetrust: incomplete runtime tree: no non-empty file matches the required lib64/libcutensor.so.2
 }

@@ -71,3 +71,18 @@ func ExampleAPIError() {
 	// true
 	// 400 Bad Request
 }
+
+// A reviewed tier names a type RunPod does not offer: refused before
+// anything is bought, with the catalog's spelling when only the case or
+// spacing differ.
+func ExampleCheckGPUTypes() {
+	cfg := runpod.DefaultConfig()
+	cfg.Tiers = []runpod.Tier{{Name: "cost-preferred", GPUTypes: []string{"NVIDIA GeForce RTX 4090", "nvidia l4"}}}
+	catalog := []runpod.GPUType{{ID: "NVIDIA GeForce RTX 4090"}, {ID: "NVIDIA L4"}, {ID: "NVIDIA L40S"}}
+	err := runpod.CheckGPUTypes(cfg, catalog)
+	fmt.Println(errors.Is(err, runpod.ErrUnknownGPUType))
+	fmt.Println(err)
+	// Output:
+	// true
+	// runpod: GPU type not in RunPod's catalog: tier "cost-preferred" names "nvidia l4", which GET /v2/catalog/gpus does not list (3 types): did you mean "NVIDIA L4"?
+}

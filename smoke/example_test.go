@@ -44,3 +44,22 @@ func ExampleNewPodStartup() {
 	// [GPUGATE_PROOF_00 GPUGATE_PROOF_SHA256 GPUGATE_TIERS NVIDIA_DRIVER_CAPABILITIES]
 	// true true
 }
+
+// oldToolkit is a restored toolkit whose NVRTC predates the target: it
+// compiles, but for sm_52.
+type oldToolkit struct{}
+
+func (oldToolkit) NVRTCVersion() (smoke.Version, error) { return smoke.Version{Major: 11, Minor: 0}, nil }
+func (oldToolkit) Compile(src, name, arch string) ([]byte, error) {
+	return []byte(".version 7.0\n.target sm_52\n.visible .entry gpugate_add(\n"), nil
+}
+
+// A cache hit is not evidence: the tree's NVRTC must compile the proof's
+// kernel for the target (on a hosted runner, with smoke.OpenNVRTC on the
+// tree's library directory; no GPU needed).
+func ExampleCheckCompile() {
+	_, err := smoke.CheckCompile(oldToolkit{}, "compute_90")
+	fmt.Println(err)
+	// Output:
+	// smoke: the CUDA toolkit cannot compile the proof kernel: NVRTC 11.0's PTX for compute_90 does not target sm_90
+}
