@@ -49,7 +49,9 @@ func ExampleNewPodStartup() {
 // compiles, but for sm_52.
 type oldToolkit struct{}
 
-func (oldToolkit) NVRTCVersion() (smoke.Version, error) { return smoke.Version{Major: 11, Minor: 0}, nil }
+func (oldToolkit) NVRTCVersion() (smoke.Version, error) {
+	return smoke.Version{Major: 11, Minor: 0}, nil
+}
 func (oldToolkit) Compile(src, name, arch string) ([]byte, error) {
 	return []byte(".version 7.0\n.target sm_52\n.visible .entry gpugate_add(\n"), nil
 }
