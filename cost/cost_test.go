@@ -332,6 +332,8 @@ func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
 		switch r.PathValue("name") {
 		case "cost":
 			w.Write(zipOf("cost-report.json", `{"version":1,"pod_id":"p","window":{"known":false},"stages":[],"rejected_attempts":[],"notes":[]}`))
+		case "reap":
+			w.Write(zipOf("reap-decisions.json", `{"decisions":[{"pod_id":"p","action":"deleted","estimated_cost":0.5},{"pod_id":"q","action":"none"}]}`))
 		default:
 			w.Write(zipOf("log.txt", "log"))
 		}
@@ -345,9 +347,57 @@ func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
 	mux.HandleFunc("GET /repos/o/r/actions/artifacts/2/zip", func(w http.ResponseWriter, r *http.Request) {
 		hits["archive"]++
 	})
+	// The orphan reaper's workflow: one sweep with its decisions artifact.
+	mux.HandleFunc("GET /repos/o/r/actions/workflows/reap.yml/runs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":1,"workflow_runs":[{"id":9,"run_attempt":1,"event":"schedule","run_started_at":"2026-10-07T12:00:00Z"}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/9/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":1,"artifacts":[{"id":3,"name":"runpod-reap-decisions-9-1","size_in_bytes":400}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/artifacts/3/zip", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, base+"/blob/reap", http.StatusFound)
+	})
 	c, srv := githubtest.New(t, mux)
 	base = srv.URL
 	return c, hits
+}
+
+// Seed 001: "Independent reaper decision artifacts provide the separate
+// recovery record when normal workflow logs cannot confirm deletion."
+// CollectReaper saves them beside the GPU workflow's evidence, and the
+// summary counts the reaper's deletions and the one that recovers run 7's
+// report, which had no deletion evidence.
+func TestCollectReaper_SavesTheRecoveryRecordBesideTheRuns(t *testing.T) {
+	c, hits := fakeGitHub(t)
+	dir := t.TempDir()
+	since, until := *ts("2026-10-06T00:00:00Z"), *ts("2026-10-09T00:00:00Z")
+	if err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, dir); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // resumable: the second pass downloads nothing
+		if err := CollectReaper(context.Background(), c, "o/r", "reap.yml", since, until, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hits["reap"] != 1 {
+		t.Errorf("the decisions were downloaded %d times, want once", hits["reap"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "reaper", "9-1", "reap-decisions.json")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (ReaperSpend{Sweeps: 1, Deleted: 1, EstimatedCost: 0.5, Recovered: 1}); s.Reaper == nil || *s.Reaper != want {
+		t.Errorf("reaper %+v, want %+v", s.Reaper, want)
+	}
+	if err := CollectReaper(context.Background(), c, "o/r", "reap.yml", until, since, dir); err == nil {
+		t.Error("until before since must be refused")
+	}
+	if err := CollectReaper(context.Background(), c, "nope", "reap.yml", since, until, dir); err == nil {
+		t.Error("a repository without owner must be refused")
+	}
 }
 
 func TestCollect_EveryAttemptLogsAndOnlySmallCostArtifactsResumably(t *testing.T) {

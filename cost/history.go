@@ -55,24 +55,9 @@ func Collect(ctx context.Context, client *github.Client, repo, workflow string, 
 	if !ok || owner == "" || name == "" {
 		return fmt.Errorf("cost: repository %q: want owner/name", repo)
 	}
-	if until.Before(since) {
-		return fmt.Errorf("cost: until %s is before since %s", until.Format(time.DateOnly), since.Format(time.DateOnly))
-	}
-	opts := &github.ListWorkflowRunsOptions{
-		Created:     since.UTC().Format(time.DateOnly) + ".." + until.UTC().Format(time.DateOnly),
-		ListOptions: github.ListOptions{PerPage: 100},
-	}
-	var runs []*github.WorkflowRun
-	for range 1000 {
-		res, resp, err := client.Actions.ListWorkflowRunsByFileName(ctx, owner, name, workflow, opts)
-		if err != nil {
-			return fmt.Errorf("cost: list runs of %s: %w", workflow, err)
-		}
-		runs = append(runs, res.WorkflowRuns...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+	runs, err := listRuns(ctx, client, owner, name, workflow, since, until)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, run := range runs {
@@ -83,6 +68,57 @@ func Collect(ctx context.Context, client *github.Client, repo, workflow string, 
 			}
 		}
 		if err := saveArtifacts(ctx, client, owner, name, run, attempts, dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// listRuns lists every run of workflow started in [since, until] (UTC days).
+func listRuns(ctx context.Context, client *github.Client, owner, name, workflow string, since, until time.Time) ([]*github.WorkflowRun, error) {
+	if until.Before(since) {
+		return nil, fmt.Errorf("cost: until %s is before since %s", until.Format(time.DateOnly), since.Format(time.DateOnly))
+	}
+	opts := &github.ListWorkflowRunsOptions{
+		Created:     since.UTC().Format(time.DateOnly) + ".." + until.UTC().Format(time.DateOnly),
+		ListOptions: github.ListOptions{PerPage: 100},
+	}
+	var runs []*github.WorkflowRun
+	for range 1000 {
+		res, resp, err := client.Actions.ListWorkflowRunsByFileName(ctx, owner, name, workflow, opts)
+		if err != nil {
+			return nil, fmt.Errorf("cost: list runs of %s: %w", workflow, err)
+		}
+		runs = append(runs, res.WorkflowRuns...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return runs, nil
+}
+
+// ReaperArtifactPrefix starts the names of the orphan reaper's decision
+// artifacts: runpod-reap-decisions-<run id>-<attempt>.
+const ReaperArtifactPrefix = "runpod-reap-decisions-"
+
+// CollectReaper saves the orphan reaper's decision artifacts from every run
+// of its workflow (e.g. runpod-reap.yml) started in [since, until], into
+// dir/reaper: the independent recovery record Summarize sets beside the GPU
+// workflow's own reports. Resumable like Collect.
+func CollectReaper(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time, dir string) error {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" {
+		return fmt.Errorf("cost: repository %q: want owner/name", repo)
+	}
+	runs, err := listRuns(ctx, client, owner, name, workflow, since, until)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, run := range runs {
+		d := filepath.Join(dir, "reaper", fmt.Sprintf("%d-%d", run.GetID(), max(run.GetRunAttempt(), 1)))
+		if err := saveSmallArtifacts(ctx, client, owner, name, run, ReaperArtifactPrefix, func(string) string { return d }); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -131,20 +167,29 @@ func saveAttempt(ctx context.Context, client *github.Client, owner, repo string,
 // saveArtifacts downloads the run's small cost artifacts and keeps their
 // JSON files, in the directory of the attempt their name names.
 func saveArtifacts(ctx context.Context, client *github.Client, owner, repo string, run *github.WorkflowRun, attempts int, dir string) error {
+	return saveSmallArtifacts(ctx, client, owner, repo, run, CostArtifactPrefix, func(name string) string {
+		attempt := attempts
+		if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(name, CostArtifactPrefix), "-")); err == nil && n >= 1 && n <= attempts {
+			attempt = n
+		}
+		return filepath.Join(attemptDir(dir, run.GetID(), attempt), "cost")
+	})
+}
+
+// saveSmallArtifacts keeps the JSON files of the run's unexpired artifacts
+// whose names start with prefix and that are at most MaxArtifactBytes, in
+// the directory dest gives each; what was saved before is skipped.
+func saveSmallArtifacts(ctx context.Context, client *github.Client, owner, repo string, run *github.WorkflowRun, prefix string, dest func(name string) string) error {
 	list, _, err := client.Actions.ListWorkflowRunArtifacts(ctx, owner, repo, run.GetID(), &github.ListOptions{PerPage: 100})
 	if err != nil {
 		return fmt.Errorf("cost: artifacts of run %d: %w", run.GetID(), err)
 	}
 	var errs []error
 	for _, a := range list.Artifacts {
-		if !strings.HasPrefix(a.GetName(), CostArtifactPrefix) || a.GetSizeInBytes() > MaxArtifactBytes || a.GetExpired() {
+		if !strings.HasPrefix(a.GetName(), prefix) || a.GetSizeInBytes() > MaxArtifactBytes || a.GetExpired() {
 			continue
 		}
-		attempt := attempts
-		if n, err := strconv.Atoi(strings.TrimPrefix(strings.TrimPrefix(a.GetName(), CostArtifactPrefix), "-")); err == nil && n >= 1 && n <= attempts {
-			attempt = n
-		}
-		d := filepath.Join(attemptDir(dir, run.GetID(), attempt), "cost")
+		d := dest(a.GetName())
 		done := filepath.Join(d, a.GetName()+".done")
 		if _, err := os.Stat(done); err == nil {
 			continue
@@ -299,7 +344,30 @@ type Summary struct {
 	PerDay             []DaySpend   `json:"per_day"`
 	Stages             []StageTotal `json:"stages"`
 	Unknown            Unknowns     `json:"unknown"`
+	Reaper             *ReaperSpend `json:"reaper,omitempty"` // present when reaper records were saved
 	Notes              []string     `json:"notes"`
+}
+
+// ReaperSpend is what the orphan reaper's saved decisions record: the
+// independent recovery record for pods a workflow could not confirm it
+// deleted.
+type ReaperSpend struct {
+	Sweeps        int     `json:"sweeps"`
+	Deleted       int     `json:"deleted"`        // pods the reaper confirmed deleting
+	DeleteFailed  int     `json:"delete_failed"`  // pods it tried and failed to delete
+	EstimatedCost float64 `json:"estimated_cost"` // of the deleted pods, from their start; an estimate
+	UnknownCost   int     `json:"unknown_cost"`   // deleted pods without an estimate (start unknown)
+	Recovered     int     `json:"recovered"`      // deleted pods whose workflow report had no deletion evidence
+}
+
+// reaperDoc is the part of a reaper decisions document (what the reap
+// command writes with -out) that the history reads.
+type reaperDoc struct {
+	Decisions []struct {
+		PodID         string   `json:"pod_id"`
+		Action        string   `json:"action"`
+		EstimatedCost *float64 `json:"estimated_cost"`
+	} `json:"decisions"`
 }
 
 type evidence struct {
@@ -349,7 +417,61 @@ func Summarize(dir string) (Summary, error) {
 		}
 		evs = append(evs, ev)
 	}
-	return summarize(evs), nil
+	var docs []reaperDoc
+	files, _ := filepath.Glob(filepath.Join(dir, "reaper", "*", "*.json"))
+	slices.Sort(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return Summary{}, fmt.Errorf("cost: %w", err)
+		}
+		var d reaperDoc
+		if err := json.Unmarshal(data, &d); err != nil {
+			return Summary{}, fmt.Errorf("cost: %s is not a reaper decisions document: %w", f, err)
+		}
+		docs = append(docs, d)
+	}
+	s := summarize(evs)
+	if len(files) > 0 {
+		s.Reaper = reaperSpend(docs, evs)
+	}
+	return s, nil
+}
+
+// reaperSpend totals the reaper's deletions once per pod, and counts those
+// that recover a workflow report without deletion evidence.
+func reaperSpend(docs []reaperDoc, evs []evidence) *ReaperSpend {
+	unconfirmed := map[string]bool{}
+	for _, ev := range evs {
+		for _, r := range ev.reports {
+			if r.PodID != "" && r.DeletedAt == nil {
+				unconfirmed[r.PodID] = true
+			}
+		}
+	}
+	rs := &ReaperSpend{Sweeps: len(docs)}
+	deleted := map[string]bool{}
+	for _, d := range docs {
+		for _, dec := range d.Decisions {
+			switch {
+			case dec.Action == "delete-failed":
+				rs.DeleteFailed++
+			case dec.Action != "deleted" || deleted[dec.PodID]:
+			default:
+				deleted[dec.PodID] = true
+				rs.Deleted++
+				if dec.EstimatedCost != nil {
+					rs.EstimatedCost += *dec.EstimatedCost
+				} else {
+					rs.UnknownCost++
+				}
+				if unconfirmed[dec.PodID] {
+					rs.Recovered++
+				}
+			}
+		}
+	}
+	return rs
 }
 
 func summarize(evs []evidence) Summary {
@@ -504,6 +626,10 @@ func (s Summary) Markdown() string {
 	u := s.Unknown
 	fmt.Fprintf(&b, "\nUnknown (not zero): %d runs without a cost report, %d without logs, %d with an unknown start, %d with an unknown price, %d without deletion evidence.\n\n",
 		u.NoCostReport, u.NoLogs, u.UnknownWindow, u.UnknownPrice, u.NoDeletionEvidence)
+	if r := s.Reaper; r != nil {
+		fmt.Fprintf(&b, "Orphan reaper (%d sweeps): deleted %d pods, an estimated USD %.2f (%d with an unknown start); %d deletions failed; %d of its deletions recover a run whose own report had no deletion evidence.\n\n",
+			r.Sweeps, r.Deleted, r.EstimatedCost, r.UnknownCost, r.DeleteFailed, r.Recovered)
+	}
 	for _, n := range s.Notes {
 		b.WriteString("_" + n + "_\n")
 	}

@@ -1,7 +1,7 @@
 // Command costreport collects and summarizes the cost history of the paid
 // GPU workflow:
 //
-//	costreport collect   -repo owner/name -workflow runpod-gpu-test.yml -since 2026-10-06 -until 2026-10-09 -dir DIR
+//	costreport collect   -repo owner/name -workflow runpod-gpu-test.yml [-reaper-workflow runpod-reap.yml] -since 2026-10-06 -until 2026-10-09 -dir DIR
 //	costreport summarize -dir DIR [-out DIR]    # offline: JSON, Markdown and an SVG chart
 //
 // collect reads GITHUB_TOKEN. summarize needs no network:
@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,6 +56,7 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	fs.SetOutput(stderr)
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
 	workflow := fs.String("workflow", "runpod-gpu-test.yml", "the paid GPU workflow file")
+	reaper := fs.String("reaper-workflow", "runpod-reap.yml", "the orphan reaper's workflow file, whose decision artifacts are the recovery record (\"\": skip)")
 	since := fs.String("since", "", "first UTC day, YYYY-MM-DD (inclusive)")
 	until := fs.String("until", "", "last UTC day, YYYY-MM-DD (inclusive)")
 	dir := fs.String("dir", "", "where to save evidence (outside the repository)")
@@ -71,6 +73,9 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("costreport: %w", err)
 	}
 	err = cost.Collect(ctx, client, *repo, *workflow, s, u, *dir)
+	if *reaper != "" {
+		err = errors.Join(err, cost.CollectReaper(ctx, client, *repo, *reaper, s, u, *dir))
+	}
 	fmt.Fprintf(stdout, "evidence saved under %s (run collect again to resume)\n", *dir)
 	return err
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/runpod"
 )
 
 func TestSimulateDryRunThenExecute(t *testing.T) {
@@ -48,4 +51,59 @@ func TestRealModeNeedsCredentials(t *testing.T) {
 	if code := run(context.Background(), nil, func(string) string { return "" }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "RUNPOD_API_KEY") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
+}
+
+// Seed 001: "Independent reaper decision artifacts provide the separate
+// recovery record when normal workflow logs cannot confirm deletion." What
+// the reaper writes is what the cost history reads: its deletions, once
+// per pod, and the runs whose own report lacked deletion evidence that a
+// reaper deletion recovers.
+func TestTheDecisionsAreTheCostHistorysRecoveryRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		sweep := filepath.Join(dir, "reaper", "900-1")
+		os.MkdirAll(sweep, 0o755)
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"-simulate", "-execute", "-out", filepath.Join(sweep, "decisions.json")}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var doc Document
+		data, _ := os.ReadFile(filepath.Join(sweep, "decisions.json"))
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		deleted, estimated, unknown := []string{}, 0.0, 0
+		for _, d := range doc.Decisions {
+			if d.Action == runpod.ActionDeleted {
+				deleted = append(deleted, d.PodID)
+				if d.EstimatedCost != nil {
+					estimated += *d.EstimatedCost
+				} else {
+					unknown++
+				}
+			}
+		}
+		if len(deleted) == 0 {
+			t.Fatal("the simulation deleted nothing")
+		}
+		// A GPU workflow run whose cleanup never confirmed deleting one of
+		// those pods.
+		runDir := filepath.Join(dir, "runs", "77-1")
+		os.MkdirAll(filepath.Join(runDir, "cost"), 0o755)
+		os.WriteFile(filepath.Join(runDir, "run.json"), []byte(`{"id":77,"attempt":1,"event":"workflow_run","created_at":"2026-11-28T10:00:00Z"}`), 0o644)
+		rep, _ := json.Marshal(cost.Report{Version: cost.ReportVersion, PodID: deleted[0], GateKind: "failed"})
+		os.WriteFile(filepath.Join(runDir, "cost", "cost-report.json"), rep, 0o644)
+
+		s, err := cost.Summarize(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &cost.ReaperSpend{Sweeps: 1, Deleted: len(deleted), EstimatedCost: estimated, UnknownCost: unknown, Recovered: 1}
+		if s.Reaper == nil || *s.Reaper != *want {
+			t.Errorf("reaper %+v, want %+v", s.Reaper, want)
+		}
+		if s.Unknown.NoDeletionEvidence != 1 || !strings.Contains(s.Markdown(), "1 of its deletions recover a run whose own report had no deletion evidence") {
+			t.Errorf("unknowns %+v\n%s", s.Unknown, s.Markdown())
+		}
+	})
 }
