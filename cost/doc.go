@@ -17,11 +17,11 @@
 //   - Report is the versioned JSON artifact and Markdown summary, written
 //     after deletion and bounded (WriteBounded), with rejected provisioning
 //     attempts apart and storage out of scope.
-//   - CollectReaper saves the orphan reaper's decision artifacts; Summarize
-//     totals its deletions and counts the runs whose own report had no
-//     deletion evidence that a reaper deletion recovers.
 //   - Collect saves run evidence (metadata, logs, small cost artifacts)
 //     resumably; Summarize reads it offline into JSON, Markdown and an SVG
 //     chart that sets rejected candidates and re-tested refs apart from
 //     useful spend. These are estimates, not invoices.
+//   - CollectReaper saves the orphan reaper's decision artifacts; Summarize
+//     totals its deletions and counts the runs whose own report had no
+//     deletion evidence that a reaper deletion recovers.
 package cost
