@@ -1,7 +1,11 @@
 package runpod_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +24,7 @@ type adoptionWorkflow struct {
 	} `yaml:"concurrency"`
 	Jobs map[string]struct {
 		Name        string            `yaml:"name"`
+		If          string            `yaml:"if"`
 		Uses        string            `yaml:"uses"`
 		With        map[string]string `yaml:"with"`
 		Outputs     map[string]string `yaml:"outputs"`
@@ -297,5 +302,67 @@ func TestKeepFailedPodsReachesProvisioningAndItsRecordIsUploaded(t *testing.T) {
 	}
 	if !provision || !upload {
 		t.Errorf("provision gets keep-failed-pods: %v; the record is uploaded after it under its name, always: %v", provision, upload)
+	}
+}
+
+// Seed 001: "if checkout fails, a bounded v2 curl fallback remains
+// independent of Python files and reports the remaining Pod ID", with the
+// shared cleanup bound: "at most five DELETE attempts within 180 seconds,
+// with 20-second request timeouts ... A 404 confirms deletion; permanent
+// errors stop retries." The job needs nothing of gpugate, and its script
+// is run here against a loopback server.
+func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
+	job, ok := readAdoptionWorkflow(t, "runpod-gpu-execute.yml").Jobs["cleanup-fallback"]
+	if !ok || len(job.Steps) != 1 {
+		t.Fatal("no single-step cleanup-fallback job")
+	}
+	if want := "always() && needs.start-runpod.outputs.pod_id != '' && needs.cleanup.result != 'success'"; job.If != want {
+		t.Errorf("the fallback runs if %q, want %q", job.If, want)
+	}
+	step := job.Steps[0]
+	if step.Uses != "" || step.Env["RUNPOD_API"] != "https://api.runpod.io" || step.Env["RETRY_DELAY"] != "20" || !strings.Contains(step.Run, "--max-time 20") {
+		t.Fatalf("the fallback step %+v: want a bare script against REST v2, 20 s per request, 20 s apart", step)
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl to run the script")
+	}
+	const key = "rpa_fallback_test_key"
+	for name, tc := range map[string]struct {
+		answers  []int // per request; the last repeats
+		code     int
+		requests int
+	}{
+		"deleted after two 503s":    {[]int{503, 503, 204}, 0, 3},
+		"already gone":              {[]int{404}, 0, 1},
+		"a permanent 403 stops":     {[]int{403}, 1, 1},
+		"five failures and no more": {[]int{500}, 1, 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var requests int
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodDelete || r.URL.Path != "/v2/pods/pod_x1" || r.Header.Get("Authorization") != "Bearer "+key {
+					t.Errorf("%s %s (authorization %q)", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+				}
+				w.WriteHeader(tc.answers[min(requests, len(tc.answers)-1)])
+				requests++
+			}))
+			defer srv.Close()
+			summary := filepath.Join(t.TempDir(), "summary")
+			cmd := exec.Command("bash", "-e", "-c", step.Run)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RUNPOD_API_KEY=" + key, "POD_ID=pod_x1", "RUNPOD_API=" + srv.URL, "RETRY_DELAY=0", "GITHUB_STEP_SUMMARY=" + summary}
+			out, _ := cmd.CombinedOutput()
+			if got := cmd.ProcessState.ExitCode(); got != tc.code || requests != tc.requests {
+				t.Errorf("exit %d after %d request(s), want %d after %d:\n%s", got, requests, tc.code, tc.requests, out)
+			}
+			if strings.Contains(string(out), key) {
+				t.Error("the script printed the API key")
+			}
+			if tc.code != 0 {
+				written, _ := os.ReadFile(summary)
+				if !strings.Contains(string(out), "::error::pod pod_x1 may still be running") || !strings.Contains(string(written), "pod_x1") {
+					t.Errorf("a failed fallback must name the pod:\n%s\nsummary: %s", out, written)
+				}
+			}
+		})
 	}
 }
