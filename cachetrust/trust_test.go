@@ -98,3 +98,29 @@ func TestFindArtifact_NewestTrustedByExactName(t *testing.T) {
 		t.Errorf("%+v %s", a, reason)
 	}
 }
+
+// A run's path, however GitHub spells it, is trusted only when it names a
+// trusted workflow file of this repository.
+func FuzzTrustedWorkflowPath(f *testing.F) {
+	for _, p := range []string{".github/workflows/runpod-gpu-test.yml", "o/r/.github/workflows/runpod-gpu-test.yml@refs/heads/main",
+		"evil/r/.github/workflows/runpod-gpu-test.yml@main", ".github/workflows/ci.yml", "O/R/.github/workflows/ci-cache-publish.yml@x"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		p, a, r := trustedCase()
+		r.WorkflowPath = path
+		if Trusted(p, a.Name, a, r, now) != nil {
+			return
+		}
+		bare, _, _ := strings.Cut(path, "@")
+		if i := strings.Index(bare, ".github/workflows/"); i > 0 {
+			if !strings.EqualFold(bare[:i], "o/r/") {
+				t.Fatalf("trusted %q, a path of another repository", path)
+			}
+			bare = bare[i:]
+		}
+		if bare != ".github/workflows/runpod-gpu-test.yml" && bare != ".github/workflows/ci-cache-publish.yml" {
+			t.Fatalf("trusted %q, which names %q", path, bare)
+		}
+	})
+}

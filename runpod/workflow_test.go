@@ -327,6 +327,16 @@ func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
 		t.Skip("no curl to run the script")
 	}
 	const key = "rpa_fallback_test_key"
+	run := func(t *testing.T, api, summary string) (int, string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-e", "-c", step.Run)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RUNPOD_API_KEY=" + key, "POD_ID=pod_x1", "RUNPOD_API=" + api, "RETRY_DELAY=0", "GITHUB_STEP_SUMMARY=" + summary}
+		out, _ := cmd.CombinedOutput()
+		if strings.Contains(string(out), key) {
+			t.Error("the script printed the API key")
+		}
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
 	for name, tc := range map[string]struct {
 		answers  []int // per request; the last repeats
 		code     int
@@ -348,21 +358,23 @@ func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
 			}))
 			defer srv.Close()
 			summary := filepath.Join(t.TempDir(), "summary")
-			cmd := exec.Command("bash", "-e", "-c", step.Run)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RUNPOD_API_KEY=" + key, "POD_ID=pod_x1", "RUNPOD_API=" + srv.URL, "RETRY_DELAY=0", "GITHUB_STEP_SUMMARY=" + summary}
-			out, _ := cmd.CombinedOutput()
-			if got := cmd.ProcessState.ExitCode(); got != tc.code || requests != tc.requests {
+			got, out := run(t, srv.URL, summary)
+			if got != tc.code || requests != tc.requests {
 				t.Errorf("exit %d after %d request(s), want %d after %d:\n%s", got, requests, tc.code, tc.requests, out)
-			}
-			if strings.Contains(string(out), key) {
-				t.Error("the script printed the API key")
 			}
 			if tc.code != 0 {
 				written, _ := os.ReadFile(summary)
-				if !strings.Contains(string(out), "::error::pod pod_x1 may still be running") || !strings.Contains(string(written), "pod_x1") {
+				if !strings.Contains(out, "::error::pod pod_x1 may still be running") || !strings.Contains(string(written), "pod_x1") {
 					t.Errorf("a failed fallback must name the pod:\n%s\nsummary: %s", out, written)
 				}
 			}
 		})
 	}
+	t.Run("RunPod unreachable", func(t *testing.T) {
+		closed := httptest.NewServer(http.NotFoundHandler())
+		closed.Close()
+		if code, out := run(t, closed.URL, filepath.Join(t.TempDir(), "summary")); code != 1 || strings.Count(out, "curl: ") != 5 || !strings.Contains(out, "(last answer HTTP 000)") {
+			t.Errorf("exit %d, want five failed attempts and a named pod:\n%s", code, out)
+		}
+	})
 }
