@@ -46,6 +46,7 @@ publish)
 	[ -z "${GPUGATE_GPU_REQUIRED:-}" ] || args+=(-gpu-required "$GPUGATE_GPU_REQUIRED")
 	[ -z "${GPUGATE_REASON:-}" ] || args+=(-reason "$GPUGATE_REASON")
 	[ -z "${GPUGATE_REUSED_FROM_ID:-}" ] || args+=(-reused-from-id "$GPUGATE_REUSED_FROM_ID")
+	[ -z "${GPUGATE_NOT_RUN:-}" ] || args+=(-not-run "$GPUGATE_NOT_RUN")
 	# With the PR, publish re-reads its local-validation label first.
 	[ -z "${GPUGATE_PR:-}" ] || args+=(-pr "$GPUGATE_PR")
 	;;
@@ -116,6 +117,13 @@ partition-check)
 	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
 	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
 	;;
+partition-select)
+	prog=partition
+	need "${GPUGATE_PARTITION_FILES:-}" "step partition-select needs partition-files"
+	args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
+	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
+	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
+	;;
 cache-check)
 	prog=cachecheck
 	args=(-dir "$ws")
@@ -145,7 +153,7 @@ cost-report)
 	args=(summarize -dir "$(rel "$GPUGATE_EVIDENCE_DIR")" -out "${RUNNER_TEMP:-/tmp}/cost-summary")
 	;;
 *)
-	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, cache-check, cost-report, local-relay or recover"
+	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, partition-select, cache-check, cost-report, local-relay or recover"
 	;;
 esac
 

@@ -64,7 +64,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 			return 1
 		}
 	case "select":
-		err = selectLane(args[1:], stdout, stderr)
+		err = selectLane(args[1:], gha, stdout, stderr)
 	case "shards":
 		err = shards(args[1:], stdout, stderr)
 	case "verify-objects":
@@ -160,7 +160,10 @@ func check(args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, erro
 	return r.OK(), nil
 }
 
-func selectLane(args []string, stdout, stderr io.Writer) error {
+// selectLane prints a lane; in Actions it also writes the outputs filter
+// (the lane as a nextest filterset) and not_run (every not-run or excluded
+// test, comma-separated, for the gate's NOT RUN list).
+func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition select", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cat := fs.String("category", "single-gpu", "the lane's category")
@@ -191,7 +194,11 @@ func selectLane(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("partition: -render %q: use nextest, go, lines or not-run", *render)
 	}
-	return nil
+	var notRun []string
+	for _, s := range partition.NotRun(partition.SeedConfig(), p) {
+		notRun = append(notRun, strings.ReplaceAll(s, ",", ";")) // one item each
+	}
+	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(notRun, ",")})
 }
 
 type unitJSON struct {
