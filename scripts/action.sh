@@ -109,18 +109,15 @@ reap)
 	# after the pod's deletion is confirmed (the job's actions: write).
 	[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute -cancel-runs)
 	;;
-partition-check)
+partition-check | partition-select)
 	prog=partition
-	need "${GPUGATE_PARTITION_FILES:-}" "step partition-check needs partition-files"
-	args=(check -format "${GPUGATE_FORMAT:-nextest}")
-	[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
-	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
-	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
-	;;
-partition-select)
-	prog=partition
-	need "${GPUGATE_PARTITION_FILES:-}" "step partition-select needs partition-files"
-	args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
+	need "${GPUGATE_PARTITION_FILES:-}" "step $GPUGATE_STEP needs partition-files"
+	if [ "$GPUGATE_STEP" = partition-check ]; then
+		args=(check -format "${GPUGATE_FORMAT:-nextest}")
+		[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
+	else
+		args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
+	fi
 	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
 	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
 	;;
