@@ -51,11 +51,7 @@ func attemptDir(dir string, id int64, attempt int) string {
 // resumable: what is already saved is skipped. Failures of single downloads
 // are collected and returned together after everything else was saved.
 func Collect(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time, dir string) error {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || owner == "" || name == "" {
-		return fmt.Errorf("cost: repository %q: want owner/name", repo)
-	}
-	runs, err := listRuns(ctx, client, owner, name, workflow, since, until)
+	owner, name, runs, err := listRuns(ctx, client, repo, workflow, since, until)
 	if err != nil {
 		return err
 	}
@@ -74,20 +70,24 @@ func Collect(ctx context.Context, client *github.Client, repo, workflow string, 
 	return errors.Join(errs...)
 }
 
-// listRuns lists every run of workflow started in [since, until] (UTC days).
-func listRuns(ctx context.Context, client *github.Client, owner, name, workflow string, since, until time.Time) ([]*github.WorkflowRun, error) {
+// listRuns lists every run of workflow in repo (owner/name) started in
+// [since, until] (UTC days).
+func listRuns(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time) (owner, name string, runs []*github.WorkflowRun, err error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" {
+		return "", "", nil, fmt.Errorf("cost: repository %q: want owner/name", repo)
+	}
 	if until.Before(since) {
-		return nil, fmt.Errorf("cost: until %s is before since %s", until.Format(time.DateOnly), since.Format(time.DateOnly))
+		return "", "", nil, fmt.Errorf("cost: until %s is before since %s", until.Format(time.DateOnly), since.Format(time.DateOnly))
 	}
 	opts := &github.ListWorkflowRunsOptions{
 		Created:     since.UTC().Format(time.DateOnly) + ".." + until.UTC().Format(time.DateOnly),
 		ListOptions: github.ListOptions{PerPage: 100},
 	}
-	var runs []*github.WorkflowRun
 	for range 1000 {
 		res, resp, err := client.Actions.ListWorkflowRunsByFileName(ctx, owner, name, workflow, opts)
 		if err != nil {
-			return nil, fmt.Errorf("cost: list runs of %s: %w", workflow, err)
+			return "", "", nil, fmt.Errorf("cost: list runs of %s: %w", workflow, err)
 		}
 		runs = append(runs, res.WorkflowRuns...)
 		if resp.NextPage == 0 {
@@ -95,7 +95,7 @@ func listRuns(ctx context.Context, client *github.Client, owner, name, workflow 
 		}
 		opts.Page = resp.NextPage
 	}
-	return runs, nil
+	return owner, name, runs, nil
 }
 
 // ReaperArtifactPrefix starts the names of the orphan reaper's decision
@@ -107,11 +107,7 @@ const ReaperArtifactPrefix = "runpod-reap-decisions-"
 // dir/reaper: the independent recovery record Summarize sets beside the GPU
 // workflow's own reports. Resumable like Collect.
 func CollectReaper(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time, dir string) error {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || owner == "" || name == "" {
-		return fmt.Errorf("cost: repository %q: want owner/name", repo)
-	}
-	runs, err := listRuns(ctx, client, owner, name, workflow, since, until)
+	owner, name, runs, err := listRuns(ctx, client, repo, workflow, since, until)
 	if err != nil {
 		return err
 	}

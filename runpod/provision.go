@@ -116,7 +116,7 @@ type PodTemplate struct {
 	// KeepFailed is a debug dispatch's keep_failed_pods: a candidate that
 	// failed its startup (exited, lost its runtime, timed out) is kept for
 	// inspection, still billing, instead of deleted, and listed in
-	// Result.Retained; publish Result.RetentionRecord so the reaper spares
+	// Result.RetainedPods; publish Result.RetentionRecord so the reaper spares
 	// it. A wrong GPU, an obsolete PR or a cancelled run still delete.
 	KeepFailed bool
 }
@@ -180,17 +180,29 @@ type Result struct {
 	Attempts       []Attempt `json:"attempts"`
 	RejectedCost   float64   `json:"rejected_cost"`         // estimated paid cost of every rejected candidate
 	LivePodID      string    `json:"live_pod_id,omitempty"` // a pod whose deletion was not confirmed
-	Retained       []string  `json:"retained,omitempty"`    // failed candidates kept for debugging (PodTemplate.KeepFailed), still billing
+}
+
+// RetainedPods lists the failed candidates kept for debugging
+// (PodTemplate.KeepFailed), still billing, in attempt order.
+func (r Result) RetainedPods() []string {
+	var ids []string
+	for _, a := range r.Attempts {
+		if a.Retained {
+			ids = append(ids, a.PodID)
+		}
+	}
+	return ids
 }
 
 // RetentionRecord names the pods this run retained for debugging, for the
 // artifact the reaper reads (ok is false when none was retained). Only a
 // record naming a pod spares it, and only for a debug dispatch's run.
 func (r Result) RetentionRecord(owner Ownership) (RetentionRecord, bool) {
-	if len(r.Retained) == 0 {
+	ids := r.RetainedPods()
+	if len(ids) == 0 {
 		return RetentionRecord{}, false
 	}
-	return RetentionRecord{RunID: owner.RunID, Attempt: owner.RunAttempt, PodIDs: slices.Clone(r.Retained)}, true
+	return RetentionRecord{RunID: owner.RunID, Attempt: owner.RunAttempt, PodIDs: ids}, true
 }
 
 // Provision buys the cheapest candidate that proves it can run CUDA: one
@@ -475,7 +487,6 @@ func (p *provisioner) reject(ctx context.Context, a Attempt, start time.Time, ou
 		a.Seconds = time.Since(start).Seconds()
 		a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
 		a.Retained = true
-		p.res.Retained = append(p.res.Retained, a.PodID)
 		p.event(ctx, slog.LevelWarn, "provision.retain", a, slog.String("reason", "keep_failed_pods: kept for inspection and still billing; delete it when done"))
 		return a, nil
 	}
@@ -550,8 +561,8 @@ func (r Result) Markdown() string {
 	if r.LivePodID != "" {
 		fmt.Fprintf(&b, "\n**Pod `%s` may still be running: its deletion was not confirmed. Delete it by hand.**\n", r.LivePodID)
 	}
-	if len(r.Retained) > 0 {
-		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(r.Retained, "`, `"))
+	if ids := r.RetainedPods(); len(ids) > 0 {
+		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(ids, "`, `"))
 	}
 	return b.String()
 }

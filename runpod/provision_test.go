@@ -661,8 +661,8 @@ func TestProvision_KeepFailedRetainsOnlyGenuineStartupFailuresAndRecordsThem(t *
 			t.Fatalf("outcomes %v", got)
 		}
 		kept := []string{res.Attempts[0].PodID, res.Attempts[1].PodID}
-		if !slices.Equal(res.Retained, kept) || !res.Attempts[0].Retained || !res.Attempts[1].Retained || res.Attempts[2].Retained {
-			t.Errorf("retained %v (attempts %+v), want the two failed candidates %v", res.Retained, res.Attempts, kept)
+		if !slices.Equal(res.RetainedPods(), kept) || !res.Attempts[0].Retained || !res.Attempts[1].Retained || res.Attempts[2].Retained {
+			t.Errorf("retained %v (attempts %+v), want the two failed candidates %v", res.RetainedPods(), res.Attempts, kept)
 		}
 		running := w.srv.Running()
 		slices.Sort(running)
@@ -688,8 +688,8 @@ func TestProvision_KeepFailedRetainsOnlyGenuineStartupFailuresAndRecordsThem(t *
 		w.tmpl.KeepFailed = true
 		time.AfterFunc(30*time.Second, func() { w.pr.Set(runpod.PR{Open: false, HeadSHA: head}, nil) })
 		res, err := w.provision(context.Background(), w.catalog(t))
-		if !errors.Is(err, runpod.ErrObsolete) || len(w.srv.Running()) != 0 || len(res.Retained) != 0 {
-			t.Errorf("err %v, running %v, retained %v: an obsolete pod is deleted even with keep_failed_pods", err, w.srv.Running(), res.Retained)
+		if !errors.Is(err, runpod.ErrObsolete) || len(w.srv.Running()) != 0 || len(res.RetainedPods()) != 0 {
+			t.Errorf("err %v, running %v, retained %v: an obsolete pod is deleted even with keep_failed_pods", err, w.srv.Running(), res.RetainedPods())
 		}
 		if _, ok := res.RetentionRecord(w.tmpl.Owner); ok {
 			t.Error("a record without retained pods")

@@ -192,9 +192,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 // and the workflow builds afresh. Only a command that cannot look at all
 // (no repository, no token) fails.
 func findArtifact(key, repo, trusted string, getenv func(string) string, gha ghaction.Env, stdout io.Writer, fail func(error) int) int {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return fail(fmt.Errorf("cachecheck: -repo %q is not owner/name: pass -repo or set GITHUB_REPOSITORY", repo))
+	owner, name, err := cli.SplitRepo("cachecheck", repo)
+	if err != nil {
+		return fail(err)
 	}
 	ctx := context.Background()
 	client, err := ghaction.GitHubClient(ctx, getenv)

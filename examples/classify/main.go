@@ -108,9 +108,9 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 	case o.base != "":
 		return changepolicy.FromGitDiff(ctx, o.dir, o.base, o.head)
 	case o.pr != 0:
-		owner, name, ok := strings.Cut(o.repo, "/")
-		if !ok || owner == "" || name == "" {
-			return nil, fmt.Errorf("classify: -repo %q: want owner/name", o.repo)
+		owner, name, err := cli.SplitRepo("classify", o.repo)
+		if err != nil {
+			return nil, err
 		}
 		client, err := ghaction.GitHubClient(ctx, getenv)
 		if err != nil {

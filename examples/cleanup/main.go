@@ -25,7 +25,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +34,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
@@ -52,7 +50,9 @@ func main() {
 
 type options struct {
 	pod, marks, provision, ref, kind, out string
-	job, testStep                         string
+	job, testStep, repo                   string
+	runID                                 int64
+	runAttempt                            int
 	simulate                              bool
 }
 
@@ -61,7 +61,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.pod, "pod", "", "the pod to delete")
-	fs.StringVar(&o.marks, "marks", "", "JSON file of the job's marks (job_started, tests_started, tests_ended); missing marks make their stages unknown. Without it, in a workflow run (GITHUB_RUN_ID), the marks are read from the run's jobs: -job and -test-step")
+	fs.StringVar(&o.marks, "marks", "", "JSON file of the job's marks (job_started, tests_started, tests_ended); missing marks make their stages unknown. Without it, with -run-id, the marks are read from that run's jobs: -job and -test-step")
+	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "without -marks: owner/name of the run's repository")
+	cli.RunFlags(fs, getenv, &o.runID, &o.runAttempt, "whose GPU job's timestamps mark the stages, without -marks")
 	fs.StringVar(&o.job, "job", "Run GPU tests", "without -marks: the GPU job whose start, and whose test step's start and end, mark the stages")
 	fs.StringVar(&o.testStep, "test-step", "Run CUDA tests from archive", "without -marks: the GPU job's step that runs the tests")
 	fs.StringVar(&o.provision, "provision", "", "provision -json output, for the rejected attempts")
@@ -147,7 +149,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)
-	if o.marks == "" && !o.simulate && getenv("GITHUB_RUN_ID") != "" {
+	if o.marks == "" && !o.simulate && o.runID != 0 {
 		// Only after the confirmed deletion: reporting never delays it.
 		marks = runMarks(ctx, o, getenv, stdout)
 	}
@@ -174,11 +176,9 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, stdout
 		fmt.Fprintf(stdout, "::warning::cleanup: stage marks unread, the stages are reported unknown: %s\n", err)
 		return cost.Marks{}
 	}
-	owner, repo, ok := strings.Cut(getenv("GITHUB_REPOSITORY"), "/")
-	runID, err1 := strconv.ParseInt(getenv("GITHUB_RUN_ID"), 10, 64)
-	attempt, err2 := strconv.ParseInt(cmp.Or(getenv("GITHUB_RUN_ATTEMPT"), "1"), 10, 64)
-	if !ok || err1 != nil || err2 != nil {
-		return warn(fmt.Errorf("GITHUB_REPOSITORY, GITHUB_RUN_ID or GITHUB_RUN_ATTEMPT is not usable"))
+	owner, repo, err := cli.SplitRepo("cleanup", o.repo)
+	if err != nil {
+		return warn(err)
 	}
 	client, err := ghaction.GitHubClient(ctx, getenv)
 	if err != nil {
@@ -186,7 +186,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, stdout
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	p, err := (&runpod.GitHubProgress{Client: client, Owner: owner, Repo: repo, RunID: runID, Attempt: attempt, Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
+	p, err := (&runpod.GitHubProgress{Client: client, Owner: owner, Repo: repo, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
 	if err != nil {
 		return warn(err)
 	}

@@ -55,9 +55,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	gha := ghaction.FromEnv(getenv)
 	outputs, err := func() ([][2]string, error) {
-		owner, name, ok := strings.Cut(*repo, "/")
-		if !ok || owner == "" || name == "" {
-			return nil, fmt.Errorf("gate: -repo %q: want owner/name", *repo)
+		owner, name, err := cli.SplitRepo("gate", *repo)
+		if err != nil {
+			return nil, err
 		}
 		client, err := ghaction.GitHubClient(ctx, getenv)
 		if err != nil {

@@ -7,11 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 )
@@ -36,9 +36,9 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	case o.runID == 0:
 		return errors.New("gateflow: -real needs -run-id: the reaper relies on the ownership tag and the watchdog follows that run's GPU job")
 	}
-	owner, name, ok := strings.Cut(o.repo, "/")
-	if !ok {
-		return fmt.Errorf("gateflow: -repo %q: want owner/name", o.repo)
+	owner, name, err := cli.SplitRepo("gateflow", o.repo)
+	if err != nil {
+		return err
 	}
 	// Every pod proves CUDA before its runner registers; settled before
 	// any API call.

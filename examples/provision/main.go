@@ -168,7 +168,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	}
 	deps := runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: o.head, Log: log}
 	res, perr := runpod.Provision(ctx, deps, cfg, plan, tmpl)
-	if err := report(o, res, getenv, stdout); err != nil {
+	if err := report(o, tmpl.Owner, res, getenv, stdout); err != nil {
 		return err
 	}
 	if perr != nil {
@@ -270,7 +270,7 @@ func scenario(w world) {
 	w.fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"})
 }
 
-func report(o options, res runpod.Result, getenv func(string) string, stdout io.Writer) error {
+func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(string) string, stdout io.Writer) error {
 	gha := ghaction.FromEnv(getenv)
 	if err := gha.AppendSummary("### RunPod provisioning\n\n" + res.Markdown()); err != nil {
 		return err
@@ -293,7 +293,7 @@ func report(o options, res runpod.Result, getenv func(string) string, stdout io.
 		}
 		outputs = append(outputs, [2]string{"provision_result", string(data)})
 	}
-	if rec, ok := res.RetentionRecord(runpod.Ownership{RunID: o.runID, RunAttempt: max(o.runAttempt, 1)}); ok {
+	if rec, ok := res.RetentionRecord(owner); ok {
 		// The reaper spares a retained pod only while an artifact of this
 		// name exists; the workflow uploads this file under it.
 		// Without the file there is no record, and the reaper reclaims the

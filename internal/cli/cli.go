@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ErrUsage wraps a refused command line whose reason is already printed on
@@ -81,4 +82,18 @@ func RunFlags(fs *flag.FlagSet, getenv func(string) string, id *int64, attempt *
 	runAttempt, _ := strconv.Atoi(getenv("GITHUB_RUN_ATTEMPT"))
 	fs.Int64Var(id, "run-id", runID, "the workflow run "+what+" (default GITHUB_RUN_ID)")
 	fs.IntVar(attempt, "run-attempt", max(runAttempt, 1), "that run's attempt (default GITHUB_RUN_ATTEMPT)")
+}
+
+// ErrRepo is matched by SplitRepo's error.
+var ErrRepo = errors.New("want owner/name")
+
+// SplitRepo splits a repository given as owner/name (a -repo flag, by
+// default GITHUB_REPOSITORY). The error is prefixed with command and says
+// how to set it.
+func SplitRepo(command, repo string) (owner, name string, err error) {
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("%s: -repo %q: %w (pass -repo or set GITHUB_REPOSITORY)", command, repo, ErrRepo)
+	}
+	return owner, name, nil
 }

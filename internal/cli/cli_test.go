@@ -107,3 +107,14 @@ func TestRunFlags_DefaultToTheRunTheCommandRunsIn(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitRepo(t *testing.T) {
+	if owner, name, err := cli.SplitRepo("x", "o/r"); err != nil || owner != "o" || name != "r" {
+		t.Errorf("o/r: %q %q %v", owner, name, err)
+	}
+	for _, bad := range []string{"", "o", "o/", "/r", "o/r/extra"} {
+		if _, _, err := cli.SplitRepo("gate", bad); !errors.Is(err, cli.ErrRepo) || !strings.HasPrefix(err.Error(), "gate: -repo ") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
