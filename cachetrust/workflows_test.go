@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/workflowtest"
 )
 
 func rules(t *testing.T) Rules {
@@ -262,28 +262,7 @@ func FuzzCheckWorkflows(f *testing.F) {
 // wires FindArtifact (cachecheck -find) between the key and the build, and
 // the pod downloads the archive by that key.
 func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T) {
-	type workflow struct {
-		Jobs map[string]struct {
-			Uses    string            `yaml:"uses"`
-			With    map[string]string `yaml:"with"`
-			Outputs map[string]string `yaml:"outputs"`
-			Steps   []struct {
-				ID   string            `yaml:"id"`
-				If   string            `yaml:"if"`
-				Uses string            `yaml:"uses"`
-				Run  string            `yaml:"run"`
-				With map[string]string `yaml:"with"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
-	}
-	var wf, lifecycle workflow
-	files := exampleWorkflows(t)
-	if err := yaml.Unmarshal(files[".github/workflows/runpod-gpu-test.yml"], &wf); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(files[".github/workflows/runpod-gpu-execute.yml"], &lifecycle); err != nil {
-		t.Fatal(err)
-	}
+	wf, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
 	job, ok := wf.Jobs["cuda-archive"]
 	if !ok {
 		t.Fatal("no cuda-archive job")

@@ -2,10 +2,11 @@ package changepolicy
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/workflowtest"
 )
 
 // The adoption CI workflow keeps the fail-safe direction when the
@@ -14,27 +15,10 @@ import (
 // unless the workflow was cancelled, and no-ops only on the classifier's
 // successful word; otherwise it runs its profile.
 func TestTheAdoptionCIWorkflowRunsEverythingWhenTheClassifierFails(t *testing.T) {
-	data, err := os.ReadFile("../examples/workflows/ci.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf struct {
-		Jobs map[string]struct {
-			Name  string `yaml:"name"`
-			Needs string `yaml:"needs"`
-			If    string `yaml:"if"`
-			Steps []struct {
-				If  string `yaml:"if"`
-				Run string `yaml:"run"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
+	wf := workflowtest.Read(t, "ci.yml")
 	required := 0
 	for id, job := range wf.Jobs {
-		if job.Needs != "changes" {
+		if !job.NeedsJob("changes") {
 			continue
 		}
 		required++
@@ -70,24 +54,7 @@ func TestTheAdoptionCIWorkflowRunsEverythingWhenTheClassifierFails(t *testing.T)
 // explicit successful no-op on ubuntu-24.04 instead of allocating a macOS
 // runner".
 func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
-	data, err := os.ReadFile("../examples/workflows/ci.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf struct {
-		On struct {
-			Push struct {
-				Branches []string `yaml:"branches"`
-			} `yaml:"push"`
-		} `yaml:"on"`
-		Jobs map[string]struct {
-			Name   string `yaml:"name"`
-			RunsOn string `yaml:"runs-on"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
+	wf := workflowtest.Read(t, "ci.yml")
 	if len(wf.On.Push.Branches) != 1 || wf.On.Push.Branches[0] != "main" {
 		t.Errorf("push branches %v: want main", wf.On.Push.Branches)
 	}
@@ -95,7 +62,7 @@ func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
 	if !strings.Contains(mac, "'ubuntu-24.04' || 'macos-15'") || !strings.Contains(mac, "github.event_name == 'pull_request' && needs.changes.result == 'success'") {
 		t.Errorf("macOS runs on %q: want Linux for its no-op, macOS otherwise (a push, a failed classifier, a macOS trigger)", mac)
 	}
-	gpu, err := os.ReadFile("../examples/workflows/runpod-gpu-test.yml")
+	gpu, err := os.ReadFile(filepath.Join(workflowtest.Dir(), "runpod-gpu-test.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/internal/githubtest"
+	"github.com/gpugate/gpugate/internal/workflowtest"
 )
 
 func ts(s string) *time.Time {
@@ -458,21 +458,7 @@ func BenchmarkSummarize(b *testing.B) {
 // cost-report-<run attempt>, so a re-run's report lands under its own
 // attempt instead of the last one.
 func TestTheAdoptionWorkflowNamesItsCostArtifactPerAttempt(t *testing.T) {
-	data, err := os.ReadFile("../examples/workflows/runpod-gpu-execute.yml") // the paid lifecycle, cleanup included
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf struct {
-		Jobs map[string]struct {
-			Steps []struct {
-				Uses string            `yaml:"uses"`
-				With map[string]string `yaml:"with"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
+	wf := workflowtest.Read(t, "runpod-gpu-execute.yml") // the paid lifecycle, cleanup included
 	found := 0
 	for _, job := range wf.Jobs {
 		for _, s := range job.Steps {

@@ -1,41 +1,11 @@
 package partition
 
 import (
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/workflowtest"
 )
-
-type workflowJobs struct {
-	Jobs map[string]struct {
-		Needs   any               `yaml:"needs"` // a job name or a list of them
-		With    map[string]string `yaml:"with"`
-		Outputs map[string]string `yaml:"outputs"`
-		Steps   []struct {
-			ID   string            `yaml:"id"`
-			Name string            `yaml:"name"`
-			Run  string            `yaml:"run"`
-			Env  map[string]string `yaml:"env"`
-			With map[string]string `yaml:"with"`
-		} `yaml:"steps"`
-	} `yaml:"jobs"`
-}
-
-func readWorkflow(t *testing.T, name string) workflowJobs {
-	t.Helper()
-	data, err := os.ReadFile("../examples/workflows/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf workflowJobs
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
-	return wf
-}
 
 // The change-aware seed: the partition "checks the real nextest inventory
 // for exhaustive, disjoint membership before selecting a lane"; hosted
@@ -45,7 +15,7 @@ func readWorkflow(t *testing.T, name string) workflowJobs {
 // partition"; and "The single-GPU workflow explicitly reports NOT RUN,
 // never PASS". The adoption workflows wire each.
 func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
-	gate, lifecycle := readWorkflow(t, "runpod-gpu-test.yml"), readWorkflow(t, "runpod-gpu-execute.yml")
+	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
 	prep := gate.Jobs["cuda-archive"]
 	check, host, gpu, hostRun := -1, "", "", -1
 	for i, s := range prep.Steps {
@@ -82,8 +52,7 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 		t.Error("the pod does not run only the single-GPU lane")
 	}
 	publish := gate.Jobs["publish-gate"]
-	needs, _ := publish.Needs.([]any)
-	if !slices.Contains(needs, any("cuda-archive")) {
+	if !publish.NeedsJob("cuda-archive") {
 		t.Errorf("publish-gate needs %v: the NOT RUN list comes from cuda-archive", publish.Needs)
 	}
 	for _, s := range publish.Steps {

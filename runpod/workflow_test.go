@@ -10,55 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
+	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/runpod"
 )
-
-// adoptionWorkflow is the shape of the adoption workflows these tests read:
-// examples/workflows/runpod-gpu-test.yml (the paid gate) and the paid
-// lifecycle it calls, runpod-gpu-execute.yml.
-type adoptionWorkflow struct {
-	Concurrency struct {
-		Group string `yaml:"group"`
-	} `yaml:"concurrency"`
-	Jobs map[string]struct {
-		Name        string            `yaml:"name"`
-		If          string            `yaml:"if"`
-		Uses        string            `yaml:"uses"`
-		With        map[string]string `yaml:"with"`
-		Outputs     map[string]string `yaml:"outputs"`
-		Concurrency struct {
-			Group            string `yaml:"group"`
-			CancelInProgress bool   `yaml:"cancel-in-progress"`
-			Queue            string `yaml:"queue"`
-		} `yaml:"concurrency"`
-		Steps []struct {
-			ID              string            `yaml:"id"`
-			Name            string            `yaml:"name"`
-			If              string            `yaml:"if"`
-			Uses            string            `yaml:"uses"`
-			Run             string            `yaml:"run"`
-			Env             map[string]string `yaml:"env"`
-			TimeoutMinutes  float64           `yaml:"timeout-minutes"`
-			ContinueOnError bool              `yaml:"continue-on-error"`
-			With            map[string]string `yaml:"with"`
-		} `yaml:"steps"`
-	} `yaml:"jobs"`
-}
-
-func readAdoptionWorkflow(t *testing.T, file string) adoptionWorkflow {
-	t.Helper()
-	data, err := os.ReadFile("../examples/workflows/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf adoptionWorkflow
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
-	return wf
-}
 
 // Seed: "Every step before Run CUDA tests from archive has its own
 // timeout-minutes; the aggregate watchdog below is stricter than the sum of
@@ -66,7 +20,7 @@ func readAdoptionWorkflow(t *testing.T, file string) adoptionWorkflow {
 // with the same bound." The job and step are the ones the watch step
 // watches, and the watchdog is Watch's default setup deadline.
 func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t *testing.T) {
-	wf := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	wf := workflowtest.Read(t, "runpod-gpu-execute.yml")
 	var jobName, testStep string
 	for _, job := range wf.Jobs {
 		for _, s := range job.Steps {
@@ -136,7 +90,7 @@ func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t 
 // newest waiting run of a group, so a dispatch sharing a group with
 // deliveries could displace one.
 func TestManualDispatchesUseTheirOwnRunIDAsTheConcurrencyGroup(t *testing.T) {
-	group := readAdoptionWorkflow(t, "runpod-gpu-test.yml").Concurrency.Group
+	group := workflowtest.Read(t, "runpod-gpu-test.yml").Concurrency.Group
 	if !strings.Contains(group, "github.event.workflow_run.head_sha || github.run_id") {
 		t.Errorf("concurrency group %q: want one group per PR head, and the run id for a manual dispatch", group)
 	}
@@ -150,7 +104,7 @@ func TestManualDispatchesUseTheirOwnRunIDAsTheConcurrencyGroup(t *testing.T) {
 // gate published as failed. The gate calls the whole lifecycle as one job
 // under the lock, and publishes only after it.
 func TestThePaidLockHoldsTheWholeLifecycleAndQueuesEveryRequest(t *testing.T) {
-	gate, lifecycle := readAdoptionWorkflow(t, "runpod-gpu-test.yml"), readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
 	caller := ""
 	for name, job := range gate.Jobs {
 		if job.Uses == "./.github/workflows/runpod-gpu-execute.yml" {
@@ -190,7 +144,7 @@ func TestThePaidLockHoldsTheWholeLifecycleAndQueuesEveryRequest(t *testing.T) {
 // merge ref reuses its gate instead of buying a second pod, and the gate
 // publishes it as reused.
 func TestTheReuseDecisionIsMadeInsideThePaidLockRightBeforeAnySpend(t *testing.T) {
-	lifecycle := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	lifecycle := workflowtest.Read(t, "runpod-gpu-execute.yml")
 	found := false
 	for name, job := range lifecycle.Jobs {
 		reuse := ""
@@ -209,7 +163,7 @@ func TestTheReuseDecisionIsMadeInsideThePaidLockRightBeforeAnySpend(t *testing.T
 	if !found {
 		t.Fatal("the lifecycle never provisions")
 	}
-	for name, job := range readAdoptionWorkflow(t, "runpod-gpu-test.yml").Jobs {
+	for name, job := range workflowtest.Read(t, "runpod-gpu-test.yml").Jobs {
 		for _, s := range job.Steps {
 			if s.With["step"] == "publish" && (!strings.Contains(s.With["kind"], "needs.execute.outputs.reused_from != '' && 'reused'") ||
 				!strings.Contains(s.With["reused-from-id"], "needs.execute.outputs.reused_from")) {
@@ -225,7 +179,7 @@ func TestTheReuseDecisionIsMadeInsideThePaidLockRightBeforeAnySpend(t *testing.T
 // through the environment, never spliced into the script) before anything
 // else runs on the pod.
 func TestTheGPUJobEchoesTheAcceptedPodNextToNvidiaSMI(t *testing.T) {
-	lifecycle := readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	lifecycle := workflowtest.Read(t, "runpod-gpu-execute.yml")
 	job, ok := lifecycle.Jobs["gpu-tests"]
 	if !ok || len(job.Steps) == 0 {
 		t.Fatal("no gpu-tests job")
@@ -255,7 +209,7 @@ func TestTheGPUJobEchoesTheAcceptedPodNextToNvidiaSMI(t *testing.T) {
 // record": the reaper workflow uploads its decisions even when the sweep
 // failed in part, and cancels an expired pod's run only when executing.
 func TestTheReaperUploadsItsDecisionsAsTheRecoveryRecord(t *testing.T) {
-	reap := readAdoptionWorkflow(t, "runpod-reap.yml")
+	reap := workflowtest.Read(t, "runpod-reap.yml")
 	uploads := 0
 	for _, job := range reap.Jobs {
 		for _, s := range job.Steps {
@@ -286,7 +240,7 @@ func TestTheReaperUploadsItsDecisionsAsTheRecoveryRecord(t *testing.T) {
 // The dispatch input reaches provisioning, and the record is uploaded under
 // its name even when provisioning failed.
 func TestKeepFailedPodsReachesProvisioningAndItsRecordIsUploaded(t *testing.T) {
-	gate, lifecycle := readAdoptionWorkflow(t, "runpod-gpu-test.yml"), readAdoptionWorkflow(t, "runpod-gpu-execute.yml")
+	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
 	if got := gate.Jobs["execute"].With["keep_failed_pods"]; got != "${{ inputs.keep_failed_pods == true }}" {
 		t.Errorf("the gate passes keep_failed_pods = %q", got)
 	}
@@ -312,7 +266,7 @@ func TestKeepFailedPodsReachesProvisioningAndItsRecordIsUploaded(t *testing.T) {
 // errors stop retries." The job needs nothing of gpugate, and its script
 // is run here against a loopback server.
 func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
-	job, ok := readAdoptionWorkflow(t, "runpod-gpu-execute.yml").Jobs["cleanup-fallback"]
+	job, ok := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["cleanup-fallback"]
 	if !ok || len(job.Steps) != 1 {
 		t.Fatal("no single-step cleanup-fallback job")
 	}
