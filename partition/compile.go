@@ -260,6 +260,65 @@ func (s ChainState) Pending() []string {
 	return out
 }
 
+// CombineChainStates folds the state files a chain leaves behind (one per
+// cell and link, uploaded as artifacts, so no two writers share one) into
+// one state: each cell at the furthest link any file records, and done
+// when any file says so. The order of the files does not matter, so a
+// re-run's newer file and an earlier attempt's older one combine alike.
+func CombineChainStates(states ...ChainState) ChainState {
+	out := ChainState{}
+	for _, s := range states {
+		for cell, st := range s {
+			cur := out[cell]
+			out[cell] = CellState{Link: max(cur.Link, st.Link), Done: cur.Done || st.Done}
+		}
+	}
+	return out
+}
+
+// ResumePoint is where an unfinished cell's next link starts: the
+// checkpoint its last link uploaded, or a fresh checkout at link 0.
+type ResumePoint struct {
+	Cell string `json:"cell"`
+	Link int    `json:"link"`
+}
+
+// Resume lists, in the order of cells, every cell that is not done and the
+// link whose checkpoint it resumes from; a cell the state does not know
+// has not started (link 0). A re-run therefore continues from the furthest
+// checkpoint, including the one a chain that ran out left behind, instead
+// of losing that link's compute.
+func (s ChainState) Resume(cells []string) []ResumePoint {
+	out := []ResumePoint{}
+	for _, c := range cells {
+		if st := s[c]; !st.Done {
+			out = append(out, ResumePoint{Cell: c, Link: st.Link})
+		}
+	}
+	return out
+}
+
+// ErrUnfinished is matched when a chain left a cell unfinished.
+var ErrUnfinished = errors.New("partition: the checkpoint chain did not finish every cell")
+
+// Finished is the chain's completion check, the one a required check
+// should run: nil when every cell is done, otherwise an error wrapping
+// ErrUnfinished that names each unfinished cell and the link it reached.
+func (s ChainState) Finished(cells []string) error {
+	left := s.Resume(cells)
+	if len(left) == 0 {
+		return nil
+	}
+	parts := make([]string, len(left))
+	for i, r := range left {
+		parts[i] = fmt.Sprintf("%s (at link %d)", r.Cell, r.Link)
+		if r.Link == 0 {
+			parts[i] = r.Cell + " (never checkpointed)"
+		}
+	}
+	return fmt.Errorf("%w: %s; re-run the failed jobs to resume each from its last checkpoint while the artifacts last, or raise the chain's depth", ErrUnfinished, strings.Join(parts, ", "))
+}
+
 // ErrBatches is matched when a dispatch cannot be batched safely.
 var ErrBatches = errors.New("partition: cannot batch the dispatch")
 

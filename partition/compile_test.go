@@ -128,6 +128,47 @@ func TestMergeChainState_OneCellsDoneNeverMarksAnother(t *testing.T) {
 	}
 }
 
+// The compile-sharding ADR: "a chain that runs out loses its compute
+// (checkpoints are same-run artifacts)" and "the chain done flag is a
+// matrix job output, which is last-writer-wins across cells and can starve
+// an unfinished cell". Each cell and link leaves its own state file; folded
+// in any order, every cell is at its furthest link, done stays done, and
+// every unfinished cell resumes from its own last checkpoint.
+func TestAChainResumesEachUnfinishedCellFromItsFurthestCheckpoint(t *testing.T) {
+	files := []ChainState{
+		{"linux-py312": {Link: 1}},
+		{"windows-py312": {Link: 1}},
+		{"linux-py312": {Link: 2, Done: true}},
+		{"windows-py312": {Link: 3}}, // the last link ran out: its checkpoint is kept
+		{"windows-py312": {Link: 2}}, // an earlier link's file, listed later
+	}
+	cells := []string{"windows-py312", "linux-py312", "macos-py312"}
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 0, 3, 1}} {
+		var in []ChainState
+		for _, i := range order {
+			in = append(in, files[i])
+		}
+		s := CombineChainStates(in...)
+		want := ChainState{"linux-py312": {Link: 2, Done: true}, "windows-py312": {Link: 3}}
+		if diff := cmp.Diff(want, s); diff != "" {
+			t.Errorf("order %v (-want +got):\n%s", order, diff)
+		}
+		if diff := cmp.Diff([]ResumePoint{{"windows-py312", 3}, {"macos-py312", 0}}, s.Resume(cells)); diff != "" {
+			t.Errorf("order %v: resume (-want +got):\n%s", order, diff)
+		}
+	}
+	s := CombineChainStates(files...)
+	if err := s.Finished(cells); !errors.Is(err, ErrUnfinished) {
+		t.Errorf("two unfinished cells: %v", err)
+	}
+	if err := s.Finished([]string{"linux-py312"}); err != nil {
+		t.Errorf("the done cell alone: %v", err)
+	}
+	if got := CombineChainStates().Resume(nil); got == nil || len(got) != 0 {
+		t.Errorf("no cells: %#v, want an empty list (a matrix of none)", got)
+	}
+}
+
 func TestBatches_ClearWellInsideTheTwentyFourHourQueueCap(t *testing.T) {
 	got, err := Batches(2100, 40, time.Hour, 24*time.Hour)
 	if err != nil {

@@ -6,6 +6,7 @@
 //	partition verify-objects -present LINK.sha256 SHARD.sha256...                 # sha256sum listings; exit 1 unless every shard object was reused
 //	partition chain -estimate 10h [-job-cap 6h] [-depth 2]                        # checkpoint links; exit 1 if the wired depth is too short
 //	partition chain-state -state STATE.json -cell NAME -link N [-done]            # per-cell progress, never last-writer-wins
+//	partition chain-status -cells '["a","b"]' [-cell NAME] [-require-done] DIR|STATE.json...  # fold every link's state files: where each cell resumes
 //	partition batches -jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]     # dispatch sizes that clear inside the queue cap
 //	partition checkpoint -o CKPT.tar DIR                                          # the whole tree as a PAX tar (nanosecond mtimes)
 //	partition restore -i CKPT.tar DIR                                             # into DIR, every mtime as it was; refuses escaping entries
@@ -41,7 +42,7 @@ var exampleList []byte
 //go:embed example/cuda_test_partition.tsv
 var examplePartition []byte
 
-const subcommands = "check, select, shards, verify-objects, chain, chain-state, batches, checkpoint or restore"
+const subcommands = "check, select, shards, verify-objects, chain, chain-state, chain-status, batches, checkpoint or restore"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
@@ -66,13 +67,15 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	case "select":
 		err = selectLane(args[1:], gha, stdout, stderr)
 	case "shards":
-		err = shards(args[1:], stdout, stderr)
+		err = shards(args[1:], gha, stdout, stderr)
 	case "verify-objects":
 		err = verifyObjects(args[1:], stdout, stderr)
 	case "chain":
 		err = chain(args[1:], gha, stdout, stderr)
 	case "chain-state":
 		err = chainState(args[1:], gha, stdout, stderr)
+	case "chain-status":
+		err = chainStatus(args[1:], gha, stdout, stderr)
 	case "batches":
 		err = batches(args[1:], gha, stdout, stderr)
 	case "checkpoint", "restore":
@@ -207,7 +210,7 @@ type unitJSON struct {
 	Objects []string `json:"objects"`
 }
 
-func shards(args []string, stdout, stderr io.Writer) error {
+func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition shards", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	n := fs.Int("n", 4, "number of shards")
@@ -240,7 +243,19 @@ func shards(args []string, stdout, stderr io.Writer) error {
 	for _, s := range ss {
 		fmt.Fprintf(stdout, "shard %d: %s of compiling: %s\n", s.Index, s.Cost, strings.Join(s.Units, " "))
 	}
-	return nil
+	// The compile jobs' matrix: each shard's index, units and the objects
+	// it must produce (its manifest).
+	type cell struct {
+		Index    int      `json:"index"`
+		Units    []string `json:"units"`
+		Manifest []string `json:"manifest"`
+	}
+	matrix := make([]cell, len(ss))
+	for i, s := range ss {
+		matrix[i] = cell{s.Index, s.Units, s.Manifest}
+	}
+	out, _ := json.Marshal(matrix)
+	return gha.SetOutputs([2]string{"shards", string(out)})
 }
 
 func readSums(path string) ([]partition.Object, error) {
@@ -350,6 +365,103 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "cell %s: link %d, done %v; every cell done: %v\n", *cell, state[*cell].Link, state[*cell].Done, all)
 	return gha.SetOutputs([2]string{"done", strconv.FormatBool(state[*cell].Done)}, [2]string{"all_done", strconv.FormatBool(all)})
+}
+
+// chainStatus folds the state files every link left (one per cell and
+// link) and says where each unfinished cell resumes: the matrix of the
+// next link, one cell's resume link, or, with -require-done, the chain's
+// completion check.
+func chainStatus(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partition chain-status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cellsFlag := fs.String("cells", "", `every cell of the chain: a JSON array ("[\"a\",\"b\"]", as the matrix has it) or a comma-separated list`)
+	one := fs.String("cell", "", "report this one cell's resume link (outputs link and done)")
+	requireDone := fs.Bool("require-done", false, "exit 1 unless every cell is done")
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	var cells []string
+	if c := strings.TrimSpace(*cellsFlag); strings.HasPrefix(c, "[") {
+		if err := json.Unmarshal([]byte(c), &cells); err != nil {
+			return cli.Refuse(fs, "-cells %q is not a JSON array of names: %v", c, err)
+		}
+	} else if c != "" {
+		cells = strings.Split(c, ",")
+	}
+	if *one != "" {
+		cells = []string{*one}
+	}
+	for _, c := range cells {
+		if strings.TrimSpace(c) == "" {
+			return cli.Refuse(fs, "-cells %q names an empty cell", *cellsFlag)
+		}
+	}
+	if len(cells) == 0 || fs.NArg() == 0 {
+		return cli.Refuse(fs, "give -cells (or -cell) and the state files or directories the links' artifacts were downloaded to")
+	}
+	state, files, err := readChainStates(fs.Args())
+	if err != nil {
+		return err
+	}
+	resume := state.Resume(cells)
+	fmt.Fprintf(stdout, "%d state file(s); %d of %d cell(s) unfinished\n", files, len(resume), len(cells))
+	for _, r := range resume {
+		fmt.Fprintf(stdout, "  %s resumes from link %d\n", r.Cell, r.Link)
+	}
+	if *requireDone {
+		if err := state.Finished(cells); err != nil {
+			return err
+		}
+	}
+	if *one != "" {
+		st := state[*one]
+		return gha.SetOutputs([2]string{"link", strconv.Itoa(st.Link)}, [2]string{"done", strconv.FormatBool(st.Done)})
+	}
+	data, _ := json.Marshal(resume)
+	return gha.SetOutputs([2]string{"pending", string(data)}, [2]string{"all_done", strconv.FormatBool(len(resume) == 0)})
+}
+
+// readChainStates reads every state file named, or under a directory
+// named (every *.json file). A path that does not exist holds no states:
+// the first link of a chain has none to download.
+func readChainStates(paths []string) (partition.ChainState, int, error) {
+	var states []partition.ChainState
+	read := func(path string) error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
+		var s partition.ChainState
+		if err := json.Unmarshal(data, &s); err != nil {
+			return fmt.Errorf("partition: %s is not a chain state file (partition chain-state writes them): %w", path, err)
+		}
+		states = append(states, s)
+		return nil
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, 0, fmt.Errorf("partition: %w", err)
+		case !fi.IsDir():
+			if err := read(p); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(path) != ".json" {
+				return err
+			}
+			return read(path)
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	return partition.CombineChainStates(states...), len(states), nil
 }
 
 // batches sizes dispatches so each clears well inside the queue cap.

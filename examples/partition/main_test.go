@@ -146,3 +146,84 @@ func TestCheckpointAndRestore(t *testing.T) {
 		t.Errorf("a bad checkpoint: exit %d: %s", code, out)
 	}
 }
+
+// runActions runs a subcommand as an Actions step and returns its exit
+// code, its output and the step outputs it wrote.
+func runActions(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	outFile := filepath.Join(t.TempDir(), "output")
+	env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": outFile}
+	var out bytes.Buffer
+	code := run(args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &out)
+	written, _ := os.ReadFile(outFile)
+	return code, out.String(), string(written)
+}
+
+// The compile-sharding ADR's chain, as the adoption workflow runs it: each
+// cell and link uploads its own state file; chain-status folds whatever was
+// downloaded into the next link's matrix (unfinished cells and the link
+// each resumes from), one cell's resume link, and the completion check.
+func TestChainStatusResumesEachCellFromItsOwnStateFiles(t *testing.T) {
+	dir := t.TempDir()
+	states := filepath.Join(dir, "chain-state")
+	record := func(artifact string, args ...string) {
+		t.Helper()
+		p := filepath.Join(states, artifact, "state.json")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if code, out := runCmd(t, "", append([]string{"chain-state", "-state", p}, args...)...); code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+	}
+	cells := `["natten","pytorch3d","xformers"]`
+	// The first link: nothing downloaded yet, every cell starts fresh.
+	if code, out, outputs := runActions(t, "chain-status", "-cells", cells, states); code != 0 ||
+		!strings.Contains(outputs, `pending=[{"cell":"natten","link":0},{"cell":"pytorch3d","link":0},{"cell":"xformers","link":0}]`) {
+		t.Errorf("first link: exit %d\n%s\n%s", code, out, outputs)
+	}
+	record("chain-state-natten-1", "-cell", "natten", "-link", "1")
+	record("chain-state-pytorch3d-1", "-cell", "pytorch3d", "-link", "1", "-done")
+	record("chain-state-xformers-1", "-cell", "xformers", "-link", "1")
+	record("chain-state-natten-2", "-cell", "natten", "-link", "2")
+	if code, out, outputs := runActions(t, "chain-status", "-cells", cells, states); code != 0 ||
+		!strings.Contains(outputs, `pending=[{"cell":"natten","link":2},{"cell":"xformers","link":1}]`) || !strings.Contains(outputs, "all_done=false") {
+		t.Errorf("third link: exit %d\n%s\n%s", code, out, outputs)
+	}
+	if code, _, outputs := runActions(t, "chain-status", "-cell", "natten", states); code != 0 || !strings.Contains(outputs, "link=2\ndone=false\n") {
+		t.Errorf("one cell: exit %d\n%s", code, outputs)
+	}
+	if code, out, _ := runActions(t, "chain-status", "-cells", "natten,pytorch3d,xformers", "-require-done", states); code != 1 ||
+		!strings.Contains(out, "::error::partition: the checkpoint chain did not finish every cell: natten (at link 2), xformers (at link 1)") {
+		t.Errorf("unfinished: exit %d\n%s", code, out)
+	}
+	record("chain-state-natten-3", "-cell", "natten", "-link", "3", "-done")
+	record("chain-state-xformers-2", "-cell", "xformers", "-link", "2", "-done")
+	if code, out, outputs := runActions(t, "chain-status", "-cells", cells, "-require-done", states); code != 0 || !strings.Contains(outputs, "pending=[]\nall_done=true\n") {
+		t.Errorf("finished: exit %d\n%s\n%s", code, out, outputs)
+	}
+	os.WriteFile(filepath.Join(states, "stray.json"), []byte("[1,2]"), 0o644)
+	if code, out, _ := runActions(t, "chain-status", "-cells", cells, states); code != 1 || !strings.Contains(out, "is not a chain state file") {
+		t.Errorf("a foreign file: exit %d\n%s", code, out)
+	}
+	for name, args := range map[string][]string{
+		"no cells":      {"chain-status", states},
+		"no states":     {"chain-status", "-cells", cells},
+		"a broken list": {"chain-status", "-cells", `["natten",`, states},
+		"an empty cell": {"chain-status", "-cells", "natten,,xformers", states},
+	} {
+		if code, out := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%s: exit %d: %s", name, code, out)
+		}
+	}
+}
+
+// The sharded build's plan job hands each compile job its units and the
+// objects it must produce.
+func TestShardsWritesTheCompileMatrix(t *testing.T) {
+	units := filepath.Join(t.TempDir(), "units.json")
+	os.WriteFile(units, []byte(`[{"name":"a.cu","cost":"3h"},{"name":"b.cu","cost":"2h","objects":["b1.o","b2.o"]},{"name":"c.cu","cost":"1h"}]`), 0o644)
+	code, out, outputs := runActions(t, "shards", "-n", "2", units)
+	want := `shards=[{"index":0,"units":["a.cu"],"manifest":["a.cu.o"]},{"index":1,"units":["b.cu","c.cu"],"manifest":["b1.o","b2.o","c.cu.o"]}]` + "\n"
+	if code != 0 || outputs != want {
+		t.Errorf("exit %d\n%s\noutputs %q\nwant %q", code, out, outputs, want)
+	}
+}
