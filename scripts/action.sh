@@ -149,8 +149,45 @@ cost-report)
 	need "${GPUGATE_EVIDENCE_DIR:-}" "step cost-report needs evidence-dir"
 	args=(summarize -dir "$(rel "$GPUGATE_EVIDENCE_DIR")" -out "${RUNNER_TEMP:-/tmp}/cost-summary")
 	;;
+install)
+	# gpugate's own commands for a job that runs several (a long build's
+	# chain links), built once from the Action's pinned checkout.
+	read -r -a cmds <<<"${GPUGATE_COMMANDS:-partition}"
+	bin="${RUNNER_TEMP:-/tmp}/gpugate-bin"
+	mkdir -p "$bin"
+	for c in "${cmds[@]}"; do
+		case "$c" in
+		classify | gate | provision | watch | cleanup | reap | partition | cachecheck | costreport | smoke) ;;
+		*) fail "step install: unknown command \"$c\": want classify, gate, provision, watch, cleanup, reap, partition, cachecheck, costreport or smoke" ;;
+		esac
+		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -o "$bin/$c" "./examples/$c")
+	done
+	echo "$bin" >>"${GITHUB_PATH:-/dev/null}"
+	echo "bin=$bin" >>"${GITHUB_OUTPUT:-/dev/null}"
+	echo "gpugate: installed ${cmds[*]} in $bin"
+	exit 0
+	;;
+free-disk)
+	# The compile-sharding ADR's first escape hatch: a hosted runner's
+	# unused toolchains, deleted before a long CUDA build (default on).
+	read -r -a paths <<<"${GPUGATE_FREE_PATHS:-/usr/share/dotnet /usr/local/lib/android /opt/ghc /usr/local/.ghcup /usr/share/swift}"
+	avail() { df -Pk / | awk 'NR == 2 { print $4 }'; }
+	before=$(avail)
+	for p in "${paths[@]}"; do
+		case "$p" in
+		/?*) ;;
+		*) fail "step free-disk: \"$p\" is not an absolute path" ;;
+		esac
+		[ -e "$p" ] || continue
+		if [ -w "$(dirname "$p")" ]; then rm -rf -- "$p"; else sudo -n rm -rf -- "$p"; fi
+	done
+	after=$(avail)
+	echo "freed_kib=$((after > before ? after - before : 0))" >>"${GITHUB_OUTPUT:-/dev/null}"
+	echo "gpugate: free-disk: $((after / 1024)) MiB available on / (was $((before / 1024)) MiB)"
+	exit 0
+	;;
 *)
-	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, partition-select, cache-check, cost-report, local-relay or recover"
+	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, partition-select, cache-check, cost-report, local-relay, recover, install or free-disk"
 	;;
 esac
 

@@ -193,6 +193,10 @@ exec "`+bin+`/$p" "$@"
 	os.WriteFile(fixed, append(tsv, "tenferro-cuda::capability\ttwo_device_registration\ttwo-device\n"...), 0o644)
 	pinned := filepath.Join(t.TempDir(), "nvrtc-tiers.yml")
 	os.WriteFile(pinned, []byte(strings.ReplaceAll(string(tiers.Example), `sha256: ""`, "sha256: "+strings.Repeat("ab", 32))), 0o644)
+	// free-disk deletes the toolchains it is given (here one of ours).
+	freeable := filepath.Join(t.TempDir(), "dotnet")
+	os.MkdirAll(filepath.Join(freeable, "sdk"), 0o755)
+	os.WriteFile(filepath.Join(freeable, "sdk", "big"), make([]byte, 1<<16), 0o644)
 	const apiKey = "rpa_action_test_secret_value"
 	declared := map[string]bool{}
 	for name := range a.Outputs {
@@ -234,6 +238,8 @@ exec "`+bin+`/$p" "$@"
 		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},
 		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}, nil},
 		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil, nil},
+		{"install", map[string]string{"GPUGATE_COMMANDS": "partition cachecheck"}, []string{"bin"}, nil},
+		{"free-disk", map[string]string{"GPUGATE_FREE_PATHS": freeable + " /nonexistent/gpugate-toolchain"}, []string{"freed_kib"}, nil},
 	}
 	for _, s := range steps {
 		t.Run(s.step, func(t *testing.T) {
@@ -266,6 +272,24 @@ exec "`+bin+`/$p" "$@"
 					t.Errorf("step %s writes %s, which action.yml does not declare", s.step, w)
 				}
 				declared[w] = true
+			}
+			switch s.step {
+			case "install":
+				// Each command is built from the Action's checkout into the
+				// directory the step puts on the job's PATH.
+				bin := filepath.Join(dir, "gpugate-bin")
+				for _, c := range []string{"partition", "cachecheck"} {
+					if _, err := os.Stat(filepath.Join(bin, c)); err != nil {
+						t.Errorf("install did not build %s: %v", c, err)
+					}
+				}
+				if !strings.Contains(string(written), "bin="+bin+"\n") {
+					t.Errorf("install's bin output:\n%s", written)
+				}
+			case "free-disk":
+				if _, err := os.Stat(freeable); !os.IsNotExist(err) {
+					t.Errorf("free-disk left %s: %v", freeable, err)
+				}
 			}
 			if s.step == "reap" {
 				// The reaper's decisions are its recovery record: the
@@ -304,6 +328,21 @@ exec "`+bin+`/$p" "$@"
 			t.Errorf("go build args:\n%s\nwant (smoke.ProofBuildArgs):\n%s", recorded, want)
 		}
 	})
+	for name, tc := range map[string]struct{ env, want string }{
+		"install of an unknown command":   {"GPUGATE_COMMANDS=partition rm", `::error::gpugate: step install: unknown command "rm"`},
+		"free-disk of a relative path":    {"GPUGATE_FREE_PATHS=usr/share/dotnet", `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
+		"free-disk of the root directory": {"GPUGATE_FREE_PATHS=/", `::error::gpugate: step free-disk: "/" is not an absolute path`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			step := strings.SplitN(strings.TrimPrefix(tc.want, "::error::gpugate: step "), ":", 2)[0]
+			cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+			cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RUNNER_TEMP=" + t.TempDir(), "ACTION_PATH=" + abs, "GPUGATE_STEP=" + step, tc.env}
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Errorf("%v %s", err, out)
+			}
+		})
+	}
 	t.Run("unknown step", func(t *testing.T) {
 		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
 		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "GPUGATE_STEP=deploy"}
