@@ -18,6 +18,9 @@
 // depth cannot finish; WriteCheckpoint and RestoreCheckpoint carry a link's
 // whole source and build tree as a PAX tar, so every mtime survives to the
 // nanosecond (ninja's restat) and no entry lands outside the tree;
-// MergeChainState keeps completion per matrix cell; Batches keeps
-// dispatches inside the 24-hour queue cap.
+// MergeChainState keeps completion per matrix cell, CombineChainStates
+// folds the per-cell state files every link leaves, and Resume and Finished
+// say where each unfinished cell resumes and whether the chain is done;
+// Batches keeps dispatches inside the 24-hour queue cap. The adoption
+// workflows cuda-chain-build.yml and cuda-sharded-build.yml wire these.
 package partition

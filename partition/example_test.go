@@ -32,6 +32,23 @@ func ExamplePlanChain() {
 	// true
 }
 
+// Each cell of a chain leaves one state file per link; folded in any
+// order, they say which cells the next link builds and from which
+// checkpoint each resumes, and whether the chain is done.
+func ExampleChainState_Resume() {
+	state := partition.CombineChainStates(
+		partition.ChainState{"natten": {Link: 2}},
+		partition.ChainState{"pytorch3d": {Link: 1, Done: true}},
+		partition.ChainState{"natten": {Link: 1}},
+	)
+	cells := []string{"natten", "pytorch3d", "xformers"}
+	fmt.Println(state.Resume(cells))
+	fmt.Println(state.Finished(cells))
+	// Output:
+	// [{natten 2} {xformers 0}]
+	// partition: the checkpoint chain did not finish every cell: natten (at link 2), xformers (never checkpointed); re-run the failed jobs to resume each from its last checkpoint while the artifacts last, or raise the chain's depth
+}
+
 // A checkpoint chain link: the tree goes into a PAX tar and comes back with
 // every modification time to the nanosecond, which ninja's restat needs.
 func ExampleWriteCheckpoint() {

@@ -9,7 +9,7 @@
 //	partition chain-status -cells '["a","b"]' [-cell NAME] [-require-done] DIR|STATE.json...  # fold every link's state files: where each cell resumes
 //	partition batches -jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]     # dispatch sizes that clear inside the queue cap
 //	partition checkpoint -o CKPT.tar DIR                                          # the whole tree as a PAX tar (nanosecond mtimes)
-//	partition restore -i CKPT.tar DIR                                             # into DIR, every mtime as it was; refuses escaping entries
+//	partition restore -i CKPT.tar DIR                                             # into DIR (made if missing), every mtime as it was; refuses escaping entries
 //
 // With no arguments, check runs on a bundled example (a nextest listing of
 // a CUDA workspace and its partition files) with one new test, so it shows
@@ -509,6 +509,11 @@ func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.
 			return fmt.Errorf("partition: %w", err)
 		}
 		defer f.Close()
+		// A later link restores on a fresh runner, where nothing was
+		// checked out: the tree's directory is made here.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("partition: %w", err)
+		}
 		if st, err = partition.RestoreCheckpoint(bufio.NewReaderSize(f, 1<<20), dir); err != nil {
 			return err
 		}

@@ -112,7 +112,7 @@ func TestLongCompileSubcommands(t *testing.T) {
 // fresh directory with its sub-second mtimes, and the command line refuses
 // a checkpoint inside the tree it would contain.
 func TestCheckpointAndRestore(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "fresh-runner", "source") // restore makes it
 	os.MkdirAll(filepath.Join(src, "build"), 0o755)
 	f := filepath.Join(src, "build", "gemv.o")
 	os.WriteFile(f, []byte("object"), 0o644)

@@ -40,7 +40,19 @@ type Job struct {
 	With        map[string]string `yaml:"with"`
 	Outputs     map[string]string `yaml:"outputs"`
 	Concurrency Concurrency       `yaml:"concurrency"`
-	Steps       []Step            `yaml:"steps"`
+	Env         map[string]string `yaml:"env"`
+	// TimeoutMinutes is the job's own limit; 0 when it sets none.
+	TimeoutMinutes float64  `yaml:"timeout-minutes"`
+	Strategy       Strategy `yaml:"strategy"`
+	Steps          []Step   `yaml:"steps"`
+}
+
+// Strategy is a job's matrix strategy.
+type Strategy struct {
+	FailFast *bool `yaml:"fail-fast"` // nil: GitHub's default, true
+	Matrix   struct {
+		Include string `yaml:"include"` // an expression, as the templates write it
+	} `yaml:"matrix"`
 }
 
 // NeedsJob says whether the job needs the named job.
@@ -60,15 +72,16 @@ func (j Job) NeedsJob(name string) bool {
 
 // Step is one step.
 type Step struct {
-	ID              string            `yaml:"id"`
-	Name            string            `yaml:"name"`
-	If              string            `yaml:"if"`
-	Uses            string            `yaml:"uses"`
-	Run             string            `yaml:"run"`
-	Env             map[string]string `yaml:"env"`
-	With            map[string]string `yaml:"with"`
-	TimeoutMinutes  float64           `yaml:"timeout-minutes"`
-	ContinueOnError bool              `yaml:"continue-on-error"`
+	ID               string            `yaml:"id"`
+	Name             string            `yaml:"name"`
+	If               string            `yaml:"if"`
+	Uses             string            `yaml:"uses"`
+	Run              string            `yaml:"run"`
+	Env              map[string]string `yaml:"env"`
+	With             map[string]string `yaml:"with"`
+	WorkingDirectory string            `yaml:"working-directory"`
+	TimeoutMinutes   float64           `yaml:"timeout-minutes"`
+	ContinueOnError  bool              `yaml:"continue-on-error"`
 }
 
 // Dir is the adoption workflows' directory.
