@@ -2,9 +2,11 @@ package partition
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -258,6 +260,34 @@ func (s ChainState) Pending() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ErrChainState is matched when a chain state file cannot be read.
+var ErrChainState = errors.New("partition: malformed chain state")
+
+// ParseChainState reads a state file as partition chain-state writes it
+// (a JSON object of cell name to {"link": N, "done": bool}). The file
+// comes back from an artifact, so it is checked: a cell needs a name and a
+// link of 0 or more, and nothing but the object may follow it.
+func ParseChainState(data []byte) (ChainState, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s ChainState
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrChainState, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: more than one JSON value", ErrChainState)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%w: want an object of cells, got null", ErrChainState)
+	}
+	for cell, st := range s {
+		if strings.TrimSpace(cell) == "" || st.Link < 0 {
+			return nil, fmt.Errorf("%w: cell %q at link %d: want a named cell at link 0 or more", ErrChainState, cell, st.Link)
+		}
+	}
+	return s, nil
 }
 
 // CombineChainStates folds the state files a chain leaves behind (one per

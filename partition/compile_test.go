@@ -169,6 +169,58 @@ func TestAChainResumesEachUnfinishedCellFromItsFurthestCheckpoint(t *testing.T) 
 	}
 }
 
+func TestParseChainState(t *testing.T) {
+	s, err := ParseChainState([]byte(`{"natten": {"link": 2}, "pytorch3d": {"link": 1, "done": true}}`))
+	if diff := cmp.Diff(ChainState{"natten": {Link: 2}, "pytorch3d": {Link: 1, Done: true}}, s); diff != "" || err != nil {
+		t.Errorf("%v (-want +got):\n%s", err, diff)
+	}
+	for name, in := range map[string]string{
+		"not JSON":        `natten=2`,
+		"a list":          `[1, 2]`,
+		"null":            `null`,
+		"an unknown key":  `{"natten": {"link": 2, "checkpoint": "x"}}`,
+		"a negative link": `{"natten": {"link": -1}}`,
+		"an unnamed cell": `{" ": {"link": 1}}`,
+		"two documents":   `{} {}`,
+	} {
+		if _, err := ParseChainState([]byte(in)); !errors.Is(err, ErrChainState) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzParseChainState(f *testing.F) {
+	f.Add([]byte(`{"natten": {"link": 2}, "pytorch3d": {"link": 1, "done": true}}`))
+	f.Add([]byte(`{"a": {"link": -1}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseChainState(data)
+		if err != nil {
+			if !errors.Is(err, ErrChainState) {
+				t.Fatalf("error %v does not match ErrChainState", err)
+			}
+			return
+		}
+		cells := make([]string, 0, len(s))
+		for c, st := range s {
+			if st.Link < 0 || strings.TrimSpace(c) == "" {
+				t.Fatalf("accepted cell %q at link %d", c, st.Link)
+			}
+			cells = append(cells, c)
+		}
+		// Folding a state with itself changes nothing, and every cell
+		// resumes at a link the state recorded.
+		if diff := cmp.Diff(s, CombineChainStates(s, s)); diff != "" {
+			t.Fatalf("combining with itself changed the state (-want +got):\n%s", diff)
+		}
+		for _, r := range s.Resume(cells) {
+			if r.Link != s[r.Cell].Link || s[r.Cell].Done {
+				t.Fatalf("resume %+v from %+v", r, s[r.Cell])
+			}
+		}
+	})
+}
+
 func TestBatches_ClearWellInsideTheTwentyFourHourQueueCap(t *testing.T) {
 	got, err := Batches(2100, 40, time.Hour, 24*time.Hour)
 	if err != nil {

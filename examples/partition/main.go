@@ -345,8 +345,8 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	data, err := os.ReadFile(*file)
 	switch {
 	case err == nil:
-		if err := json.Unmarshal(data, &state); err != nil {
-			return fmt.Errorf("partition: %s: %w", *file, err)
+		if state, err = partition.ParseChainState(data); err != nil {
+			return fmt.Errorf("%s: %w", *file, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("partition: %w", err)
@@ -431,9 +431,9 @@ func readChainStates(paths []string) (partition.ChainState, int, error) {
 		if err != nil {
 			return fmt.Errorf("partition: %w", err)
 		}
-		var s partition.ChainState
-		if err := json.Unmarshal(data, &s); err != nil {
-			return fmt.Errorf("partition: %s is not a chain state file (partition chain-state writes them): %w", path, err)
+		s, err := partition.ParseChainState(data)
+		if err != nil {
+			return fmt.Errorf("%s is not a chain state file (partition chain-state writes them): %w", path, err)
 		}
 		states = append(states, s)
 		return nil
