@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -277,19 +275,15 @@ func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
 	if step.Uses != "" || step.Env["RUNPOD_API"] != "https://api.runpod.io" || step.Env["RETRY_DELAY"] != "20" || !strings.Contains(step.Run, "--max-time 20") {
 		t.Fatalf("the fallback step %+v: want a bare script against REST v2, 20 s per request, 20 s apart", step)
 	}
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl to run the script")
-	}
+	r := workflowtest.NewRunner(t, "curl")
 	const key = "rpa_fallback_test_key"
-	run := func(t *testing.T, api, summary string) (int, string) {
+	run := func(t *testing.T, api string) workflowtest.Result {
 		t.Helper()
-		cmd := exec.Command("bash", "-e", "-c", step.Run)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "RUNPOD_API_KEY=" + key, "POD_ID=pod_x1", "RUNPOD_API=" + api, "RETRY_DELAY=0", "GITHUB_STEP_SUMMARY=" + summary}
-		out, _ := cmd.CombinedOutput()
-		if strings.Contains(string(out), key) {
+		res := r.Run(t, step, map[string]string{"RUNPOD_API_KEY": key, "POD_ID": "pod_x1", "RUNPOD_API": api, "RETRY_DELAY": "0"})
+		if strings.Contains(res.Out, key) || strings.Contains(res.Summary, key) {
 			t.Error("the script printed the API key")
 		}
-		return cmd.ProcessState.ExitCode(), string(out)
+		return res
 	}
 	for name, tc := range map[string]struct {
 		answers  []int // per request; the last repeats
@@ -311,24 +305,20 @@ func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
 				requests++
 			}))
 			defer srv.Close()
-			summary := filepath.Join(t.TempDir(), "summary")
-			got, out := run(t, srv.URL, summary)
-			if got != tc.code || requests != tc.requests {
-				t.Errorf("exit %d after %d request(s), want %d after %d:\n%s", got, requests, tc.code, tc.requests, out)
+			res := run(t, srv.URL)
+			if res.Code != tc.code || requests != tc.requests {
+				t.Errorf("exit %d after %d request(s), want %d after %d:\n%s", res.Code, requests, tc.code, tc.requests, res.Out)
 			}
-			if tc.code != 0 {
-				written, _ := os.ReadFile(summary)
-				if !strings.Contains(out, "::error::pod pod_x1 may still be running") || !strings.Contains(string(written), "pod_x1") {
-					t.Errorf("a failed fallback must name the pod:\n%s\nsummary: %s", out, written)
-				}
+			if tc.code != 0 && (!strings.Contains(res.Out, "::error::pod pod_x1 may still be running") || !strings.Contains(res.Summary, "pod_x1")) {
+				t.Errorf("a failed fallback must name the pod:\n%s\nsummary: %s", res.Out, res.Summary)
 			}
 		})
 	}
 	t.Run("RunPod unreachable", func(t *testing.T) {
 		closed := httptest.NewServer(http.NotFoundHandler())
 		closed.Close()
-		if code, out := run(t, closed.URL, filepath.Join(t.TempDir(), "summary")); code != 1 || strings.Count(out, "curl: ") != 5 || !strings.Contains(out, "(last answer HTTP 000)") {
-			t.Errorf("exit %d, want five failed attempts and a named pod:\n%s", code, out)
+		if res := run(t, closed.URL); res.Code != 1 || strings.Count(res.Out, "curl: ") != 5 || !strings.Contains(res.Out, "(last answer HTTP 000)") {
+			t.Errorf("exit %d, want five failed attempts and a named pod:\n%s", res.Code, res.Out)
 		}
 	})
 }

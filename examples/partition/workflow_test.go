@@ -2,9 +2,7 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,23 +21,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// stepRunner runs workflow steps' scripts the way a hosted runner does
-// (bash -e -o pipefail), in a job directory of its own.
-type stepRunner struct {
-	t      *testing.T
-	job    string // the job's workspace
-	temp   string // RUNNER_TEMP
-	path   string
-	output string // GITHUB_OUTPUT
-}
-
-func newStepRunner(t *testing.T, tools ...string) *stepRunner {
+// newRunner returns a step runner whose partition is this test binary.
+func newRunner(t *testing.T, tools ...string) *workflowtest.Runner {
 	t.Helper()
-	for _, tool := range append([]string{"bash"}, tools...) {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s", tool)
-		}
-	}
+	r := workflowtest.NewRunner(t, tools...)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -49,69 +34,18 @@ func newStepRunner(t *testing.T, tools ...string) *stepRunner {
 	if err := os.WriteFile(filepath.Join(bin, "partition"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &stepRunner{t: t, job: t.TempDir(), temp: t.TempDir(), path: bin + ":" + os.Getenv("PATH")}
-}
-
-// run runs one step with env (the values its expressions would have) and
-// returns its exit code, its output and the step outputs it wrote.
-func (r *stepRunner) run(s workflowtest.Step, env map[string]string) (int, string, string) {
-	r.t.Helper()
-	if s.Run == "" {
-		r.t.Fatalf("step %q has no script", s.Name)
-	}
-	r.output = filepath.Join(r.t.TempDir(), "output")
-	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
-	cmd.Dir = filepath.Join(r.job, s.WorkingDirectory)
-	cmd.Env = []string{"PATH=" + r.path, "HOME=" + r.temp, "RUNNER_TEMP=" + r.temp, "GITHUB_OUTPUT=" + r.output, "GITHUB_ACTIONS=true"}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			r.t.Fatalf("step %q: %v", s.Name, err)
-		}
-		code = ee.ExitCode()
-	}
-	written, _ := os.ReadFile(r.output)
-	return code, string(out), string(written)
-}
-
-// step finds the job's step whose script (or id) matches, failing the test
-// when there is none.
-func step(t *testing.T, j workflowtest.Job, match func(workflowtest.Step) bool) workflowtest.Step {
-	t.Helper()
-	for _, s := range j.Steps {
-		if match(s) {
-			return s
-		}
-	}
-	t.Fatal("no such step")
-	return workflowtest.Step{}
-}
-
-func runs(prefix string) func(workflowtest.Step) bool {
-	return func(s workflowtest.Step) bool { return strings.HasPrefix(strings.TrimSpace(s.Run), prefix) }
-}
-
-func output(outputs, name string) string {
-	m := regexp.MustCompile(`(?m)^` + name + `=(.*)$`).FindStringSubmatch(outputs)
-	if m == nil {
-		return ""
-	}
-	return m[1]
+	r.Path = bin + ":" + r.Path
+	return r
 }
 
 // The compile step maps the build's exit to the link's outcome: done,
 // timed out (checkpoint and go on), or a genuine failure that stops the
 // cell with an annotation.
 func TestTheLinkMapsTheBuildsExitToDoneCheckpointOrFailure(t *testing.T) {
-	r := newStepRunner(t, "timeout")
-	compile := step(t, workflowtest.Read(t, "cuda-build-link.yml").Jobs["build"], func(s workflowtest.Step) bool { return s.ID == "build" })
-	os.MkdirAll(filepath.Join(r.job, compile.WorkingDirectory), 0o755)
-	build := filepath.Join(r.t.TempDir(), "cuda-build.sh")
+	r := newRunner(t, "timeout")
+	compile := workflowtest.Read(t, "cuda-build-link.yml").Jobs["build"].Step(t, "build", func(s workflowtest.Step) bool { return s.ID == "build" })
+	os.MkdirAll(filepath.Join(r.Workspace, compile.WorkingDirectory), 0o755)
+	build := filepath.Join(t.TempDir(), "cuda-build.sh")
 	os.WriteFile(build, []byte("#!/bin/sh\nexit \"$EXIT\"\n"), 0o755)
 	for exit, want := range map[string]struct {
 		code    int
@@ -123,9 +57,9 @@ func TestTheLinkMapsTheBuildsExitToDoneCheckpointOrFailure(t *testing.T) {
 		"137": {0, "timed-out", "checkpointing the tree"},
 		"2":   {2, "", "::error::natten: the build failed in link 2 (exit 2)"},
 	} {
-		code, out, outputs := r.run(compile, map[string]string{"BUILD": build, "TIMEOUT": "19800", "CELL": "natten", "LINK": "2", "EXIT": exit})
-		if code != want.code || output(outputs, "outcome") != want.outcome || !strings.Contains(out, want.says) {
-			t.Errorf("build exit %s: step exit %d, outcome %q, output %q; want exit %d, outcome %q, %q", exit, code, output(outputs, "outcome"), out, want.code, want.outcome, want.says)
+		res := r.Run(t, compile, map[string]string{"BUILD": build, "TIMEOUT": "19800", "CELL": "natten", "LINK": "2", "EXIT": exit})
+		if res.Code != want.code || res.Output("outcome") != want.outcome || !strings.Contains(res.Out, want.says) {
+			t.Errorf("build exit %s: step exit %d, outcome %q, output %q; want exit %d, outcome %q, %q", exit, res.Code, res.Output("outcome"), res.Out, want.code, want.outcome, want.says)
 		}
 	}
 }
@@ -137,19 +71,19 @@ func TestTheLinkMapsTheBuildsExitToDoneCheckpointOrFailure(t *testing.T) {
 // its own checkpoint, not the first's; the third finishes, and the
 // completion check passes only then.
 func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T) {
-	r := newStepRunner(t)
+	r := newRunner(t)
 	link := workflowtest.Read(t, "cuda-build-link.yml")
 	chain := workflowtest.Read(t, "cuda-chain-build.yml")
 	build := link.Jobs["build"]
-	resume := step(t, build, runs("partition chain-status -cell "))
-	restore := step(t, build, runs("partition restore "))
-	checkpoint := step(t, build, runs("partition checkpoint "))
-	record := step(t, build, func(s workflowtest.Step) bool { return strings.Contains(s.Run, "partition chain-state ") })
-	pending := step(t, link.Jobs["pending"], runs("partition chain-status -cells "))
-	complete := step(t, chain.Jobs["complete"], runs("partition chain-status -cells "))
+	resume := build.Step(t, "resume", workflowtest.Runs("partition chain-status -cell "))
+	restore := build.Step(t, "restore", workflowtest.Runs("partition restore "))
+	checkpoint := build.Step(t, "checkpoint", workflowtest.Runs("partition checkpoint "))
+	record := build.Step(t, "record", func(s workflowtest.Step) bool { return strings.Contains(s.Run, "partition chain-state ") })
+	pending := link.Jobs["pending"].Step(t, "status", workflowtest.Runs("partition chain-status -cells "))
+	complete := chain.Jobs["complete"].Step(t, "completion check", workflowtest.Runs("partition chain-status -cells "))
 	const cells = `["natten","pytorch3d"]`
-	tree := filepath.Join(r.job, "source")
-	states := filepath.Join(r.temp, "chain-state")
+	tree := filepath.Join(r.Workspace, "source")
+	states := filepath.Join(r.Temp, "chain-state")
 	ckpts := t.TempDir() // the run's artifacts
 	mtime := time.Date(2026, 8, 14, 9, 30, 0, 123456789, time.UTC)
 
@@ -157,11 +91,11 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 	// and complete (the workspace) download every chain-state-*.
 	uploadState := func(link string) {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(r.temp, "state", "state.json"))
+		data, err := os.ReadFile(filepath.Join(r.Temp, "state", "state.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, dir := range []string{states, filepath.Join(r.job, "chain-state")} {
+		for _, dir := range []string{states, filepath.Join(r.Workspace, "chain-state")} {
 			dst := filepath.Join(dir, "chain-state-natten-"+link, "state.json")
 			os.MkdirAll(filepath.Dir(dst), 0o755)
 			os.WriteFile(dst, data, 0o644)
@@ -169,11 +103,11 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 	}
 	resumeAt := func() string {
 		t.Helper()
-		code, out, outputs := r.run(resume, map[string]string{"CELL": "natten"})
-		if code != 0 {
-			t.Fatalf("resume: %s", out)
+		res := r.Run(t, resume, map[string]string{"CELL": "natten"})
+		if res.Code != 0 {
+			t.Fatalf("resume: %s", res.Out)
 		}
-		return output(outputs, "link")
+		return res.Output("link")
 	}
 	linkOf := func(link, outcome string) {
 		t.Helper()
@@ -183,14 +117,14 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 			os.WriteFile(filepath.Join(tree, "gemv.cu"), []byte("kernel"), 0o644)
 		} else {
 			os.RemoveAll(tree) // a fresh runner
-			os.MkdirAll(filepath.Join(r.temp, "ckpt"), 0o755)
+			os.MkdirAll(filepath.Join(r.Temp, "ckpt"), 0o755)
 			data, err := os.ReadFile(filepath.Join(ckpts, "chain-ckpt-natten-"+at))
 			if err != nil {
 				t.Fatalf("link %s resumes from link %s, whose checkpoint was never uploaded", link, at)
 			}
-			os.WriteFile(filepath.Join(r.temp, "ckpt", "checkpoint.tar"), data, 0o644)
-			if code, out, _ := r.run(restore, nil); code != 0 {
-				t.Fatalf("restore: %s", out)
+			os.WriteFile(filepath.Join(r.Temp, "ckpt", "checkpoint.tar"), data, 0o644)
+			if res := r.Run(t, restore, nil); res.Code != 0 {
+				t.Fatalf("restore: %s", res.Out)
 			}
 		}
 		// The compile: one more object per link, each with its own mtime.
@@ -198,14 +132,14 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 		os.WriteFile(obj, []byte(link), 0o644)
 		os.Chtimes(obj, mtime, mtime)
 		if outcome == "timed-out" {
-			if code, out, _ := r.run(checkpoint, nil); code != 0 {
-				t.Fatalf("checkpoint: %s", out)
+			if res := r.Run(t, checkpoint, nil); res.Code != 0 {
+				t.Fatalf("checkpoint: %s", res.Out)
 			}
-			data, _ := os.ReadFile(filepath.Join(r.temp, "checkpoint.tar"))
+			data, _ := os.ReadFile(filepath.Join(r.Temp, "checkpoint.tar"))
 			os.WriteFile(filepath.Join(ckpts, "chain-ckpt-natten-"+link), data, 0o644)
 		}
-		if code, out, _ := r.run(record, map[string]string{"CELL": "natten", "LINK": link, "OUTCOME": outcome}); code != 0 {
-			t.Fatalf("record: %s", out)
+		if res := r.Run(t, record, map[string]string{"CELL": "natten", "LINK": link, "OUTCOME": outcome}); res.Code != 0 {
+			t.Fatalf("record: %s", res.Out)
 		}
 		uploadState(link)
 	}
@@ -224,19 +158,18 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 			t.Errorf("%s after restoring: %v %v", o, info, err)
 		}
 	}
-	_, _, outputs := r.run(pending, map[string]string{"CELLS": cells})
-	if got := output(outputs, "pending"); got != `[{"cell":"natten","link":2},{"cell":"pytorch3d","link":0}]` {
+	if got := r.Run(t, pending, map[string]string{"CELLS": cells}).Output("pending"); got != `[{"cell":"natten","link":2},{"cell":"pytorch3d","link":0}]` {
 		t.Errorf("the next link's matrix: %s", got)
 	}
-	if code, out, _ := r.run(complete, map[string]string{"CELLS": `["natten"]`}); code != 1 || !strings.Contains(out, "natten (at link 2)") {
-		t.Errorf("completion before the cell finished: exit %d\n%s", code, out)
+	if res := r.Run(t, complete, map[string]string{"CELLS": `["natten"]`}); res.Code != 1 || !strings.Contains(res.Out, "natten (at link 2)") {
+		t.Errorf("completion before the cell finished: exit %d\n%s", res.Code, res.Out)
 	}
 	linkOf("3", "done")
-	if code, out, _ := r.run(complete, map[string]string{"CELLS": `["natten"]`}); code != 0 {
-		t.Errorf("completion after the cell finished: exit %d\n%s", code, out)
+	if res := r.Run(t, complete, map[string]string{"CELLS": `["natten"]`}); res.Code != 0 {
+		t.Errorf("completion after the cell finished: exit %d\n%s", res.Code, res.Out)
 	}
-	if code, out, _ := r.run(complete, map[string]string{"CELLS": cells}); code != 1 || !strings.Contains(out, "pytorch3d (never checkpointed)") {
-		t.Errorf("a cell that never ran passes the completion check: exit %d\n%s", code, out)
+	if res := r.Run(t, complete, map[string]string{"CELLS": cells}); res.Code != 1 || !strings.Contains(res.Out, "pytorch3d (never checkpointed)") {
+		t.Errorf("a cell that never ran passes the completion check: exit %d\n%s", res.Code, res.Out)
 	}
 }
 
@@ -245,13 +178,13 @@ func TestACellResumesFromItsFurthestCheckpointAcrossLinksAndReruns(t *testing.T)
 // packs them; the link job passes only when it reused every object, and
 // fails loudly on a recompile, even one that reproduces the digest.
 func TestTheShardedBuildRecordsEveryObjectAndCatchesARecompile(t *testing.T) {
-	r := newStepRunner(t, "jq", "tar", "sha256sum", "xargs", "find")
+	r := newRunner(t, "jq", "tar", "sha256sum", "xargs", "find")
 	wf := workflowtest.Read(t, "cuda-sharded-build.yml")
-	pack := step(t, wf.Jobs["compile"], runs(`out="$RUNNER_TEMP/shard"`))
-	unpack := step(t, wf.Jobs["link"], runs("for t in "))
-	verify := step(t, wf.Jobs["link"], func(s workflowtest.Step) bool { return strings.Contains(s.Run, "partition verify-objects") })
-	src := filepath.Join(r.job, "source")
-	shards := filepath.Join(r.temp, "shards")
+	pack := wf.Jobs["compile"].Step(t, "pack", workflowtest.Runs(`out="$RUNNER_TEMP/shard"`))
+	unpack := wf.Jobs["link"].Step(t, "unpack", workflowtest.Runs("for t in "))
+	verify := wf.Jobs["link"].Step(t, "verify", func(s workflowtest.Step) bool { return strings.Contains(s.Run, "partition verify-objects") })
+	src := filepath.Join(r.Workspace, "source")
+	shards := filepath.Join(r.Temp, "shards")
 	os.MkdirAll(shards, 0o755)
 	// A compile job: its checkout, the objects its build wrote, and the
 	// pack step with the shard's manifest (the matrix's, as JSON).
@@ -262,12 +195,12 @@ func TestTheShardedBuildRecordsEveryObjectAndCatchesARecompile(t *testing.T) {
 		for _, o := range objects {
 			os.WriteFile(filepath.Join(src, o), []byte("object "+o), 0o644)
 		}
-		code, out, _ := r.run(pack, map[string]string{"INDEX": index, "MANIFEST": manifest})
+		res := r.Run(t, pack, map[string]string{"INDEX": index, "MANIFEST": manifest})
 		for _, ext := range []string{".sha256", ".tar"} {
-			data, _ := os.ReadFile(filepath.Join(r.temp, "shard", "shard-"+index+ext))
+			data, _ := os.ReadFile(filepath.Join(r.Temp, "shard", "shard-"+index+ext))
 			os.WriteFile(filepath.Join(shards, "shard-"+index+ext), data, 0o644)
 		}
-		return code, out
+		return res.Code, res.Out
 	}
 	if code, out := compile("0", `["build/gemv.o"]`, "build/other.o"); code == 0 {
 		t.Errorf("a shard that did not produce its object passed:\n%s", out)
@@ -282,12 +215,12 @@ func TestTheShardedBuildRecordsEveryObjectAndCatchesARecompile(t *testing.T) {
 		t.Helper()
 		os.RemoveAll(src) // the link job's fresh checkout
 		os.MkdirAll(src, 0o755)
-		if code, out, _ := r.run(unpack, nil); code != 0 {
-			t.Fatalf("unpack: %s", out)
+		if res := r.Run(t, unpack, nil); res.Code != 0 {
+			t.Fatalf("unpack: %s", res.Out)
 		}
 		relink()
-		code, out, _ := r.run(verify, nil)
-		return code, out
+		res := r.Run(t, verify, nil)
+		return res.Code, res.Out
 	}
 	if code, out := link(func() {}); code != 0 || !strings.Contains(out, "every one of the 2 shard objects was reused") {
 		t.Errorf("a link that reused every object: exit %d\n%s", code, out)

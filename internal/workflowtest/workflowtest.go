@@ -1,12 +1,15 @@
 // Package workflowtest reads the adoption workflows in examples/workflows,
 // for the tests that check a seed rule against the templates an adopting
-// repository copies.
+// repository copies, and runs their steps' scripts as written.
 package workflowtest
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -102,4 +105,92 @@ func Read(t testing.TB, name string) Workflow {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return wf
+}
+
+// Step finds the job's first step that match accepts, failing the test
+// when there is none.
+func (j Job) Step(t testing.TB, what string, match func(Step) bool) Step {
+	t.Helper()
+	for _, s := range j.Steps {
+		if match(s) {
+			return s
+		}
+	}
+	t.Fatalf("no step %s", what)
+	return Step{}
+}
+
+// Runs matches a step whose script starts with prefix.
+func Runs(prefix string) func(Step) bool {
+	return func(s Step) bool { return strings.HasPrefix(strings.TrimSpace(s.Run), prefix) }
+}
+
+// Runner runs steps' scripts as a hosted runner does (bash -e -o
+// pipefail), in a workspace of its own with its own RUNNER_TEMP, step
+// outputs and job summary. A step's working-directory is taken relative
+// to Workspace.
+type Runner struct {
+	Workspace string
+	Temp      string // RUNNER_TEMP
+	Path      string // PATH
+}
+
+// NewRunner returns a Runner with fresh directories, skipping the test
+// when bash or any of tools is not installed.
+func NewRunner(t testing.TB, tools ...string) *Runner {
+	t.Helper()
+	for _, tool := range append([]string{"bash"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s", tool)
+		}
+	}
+	return &Runner{Workspace: t.TempDir(), Temp: t.TempDir(), Path: os.Getenv("PATH")}
+}
+
+// Result is what one step did.
+type Result struct {
+	Code    int    // exit status
+	Out     string // stdout and stderr
+	Outputs string // what it wrote to GITHUB_OUTPUT
+	Summary string // what it wrote to GITHUB_STEP_SUMMARY
+}
+
+// Output returns the step output name, or "".
+func (r Result) Output(name string) string {
+	for _, line := range strings.Split(r.Outputs, "\n") {
+		if v, ok := strings.CutPrefix(line, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Run runs s with env, the values its expressions would have.
+func (r *Runner) Run(t testing.TB, s Step, env map[string]string) Result {
+	t.Helper()
+	if s.Run == "" {
+		t.Fatalf("step %q has no script", s.Name)
+	}
+	files := t.TempDir()
+	output, summary := filepath.Join(files, "output"), filepath.Join(files, "summary")
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
+	cmd.Dir = filepath.Join(r.Workspace, s.WorkingDirectory)
+	cmd.Env = []string{"PATH=" + r.Path, "HOME=" + r.Temp, "RUNNER_TEMP=" + r.Temp, "GITHUB_OUTPUT=" + output,
+		"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ACTIONS=true"}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	res := Result{Out: string(out)}
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("step %q: %v", s.Name, err)
+		}
+		res.Code = ee.ExitCode()
+	}
+	written, _ := os.ReadFile(output)
+	sum, _ := os.ReadFile(summary)
+	res.Outputs, res.Summary = string(written), string(sum)
+	return res
 }
