@@ -331,3 +331,39 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 		t.Error("no job downloads the archive")
 	}
 }
+
+// The cache-trust seed, "Observability and bounds": "The archive job logs
+// its source (cache hit / reused artifact with run id / fresh build) plus
+// archive sizes and free disk", and "The publisher logs whether a key was
+// already published (no-op) or built." The templates' own report steps,
+// run in each case.
+func TestTheArchiveJobLogsItsSourceSizesAndFreeDiskAndThePublisherWhetherItBuilt(t *testing.T) {
+	r := workflowtest.NewRunner(t, "stat", "df", "awk", "paste")
+	os.MkdirAll(filepath.Join(r.Workspace, "target", "nextest"), 0o755)
+	os.WriteFile(filepath.Join(r.Workspace, "target", "nextest", "cuda-tests.tar.zst"), make([]byte, 4096), 0o644)
+	report := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"].Step(t, "archive report",
+		func(s workflowtest.Step) bool { return s.Name == "Report the archive's source, size and free disk" })
+	const key = "cuda-archive-v1-abc"
+	for name, tc := range map[string]struct {
+		reused, hit, want string
+	}{
+		"reused":              {"success", "", "reused the artifact of run 80;"},
+		"a cache hit":         {"skipped", "true", "cache hit;"},
+		"a fresh build":       {"skipped", "false", "fresh build;"},
+		"a failed reuse":      {"failure", "false", "fresh build (reusing run 80's artifact failed);"},
+		"no trusted artifact": {"skipped", "", "fresh build;"},
+	} {
+		res := r.Run(t, report, map[string]string{"KEY": key, "REUSED": tc.reused, "REUSED_RUN": "80", "CACHE_HIT": tc.hit})
+		want := "CUDA archive " + key + ": " + tc.want + " target/nextest/cuda-tests.tar.zst 4096 bytes; "
+		if res.Code != 0 || !strings.Contains(res.Out, want) || !strings.Contains(res.Summary, want) || !strings.Contains(res.Out, " MiB free") {
+			t.Errorf("%s: exit %d, log %q, summary %q; want %q and the free disk", name, res.Code, res.Out, res.Summary, want)
+		}
+	}
+	publish := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-archive"].Step(t, "publisher report",
+		func(s workflowtest.Step) bool { return s.Name == "Report whether the key was already published" })
+	for hit, want := range map[string]string{"true": "was already published: nothing built (no-op)", "false": "built; the cache saves it"} {
+		if res := r.Run(t, publish, map[string]string{"KEY": key, "CACHE_HIT": hit}); res.Code != 0 || !strings.Contains(res.Summary, key+" "+want) {
+			t.Errorf("cache-hit %s: exit %d, summary %q, want %q", hit, res.Code, res.Summary, want)
+		}
+	}
+}
