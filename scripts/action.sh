@@ -186,8 +186,60 @@ free-disk)
 	echo "gpugate: free-disk: $((after / 1024)) MiB available on / (was $((before / 1024)) MiB)"
 	exit 0
 	;;
+cuda-tree)
+	# The cache-trust seed's CUDA trees: a restored toolkit or runtime
+	# tree is used (or published) only after it proves itself; a miss, or
+	# a reader's rejected restore, installs normally. Only the publisher
+	# saves the cache, so there a rejected restore fails instead.
+	tree="${GPUGATE_TREE:-}"
+	case "$tree" in
+	/?*) ;;
+	*) fail "step cuda-tree needs tree, the tree's fixed absolute path (got \"$tree\")" ;;
+	esac
+	need "${GPUGATE_INSTALL_SCRIPT:-}" "step cuda-tree needs install-script (run with the tree's path on a miss or a rejected restore)"
+	[ -n "${GPUGATE_REQUIRE:-}${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree needs require or compile-arch: a tree is trusted by a check, never by the cache's hit"
+	read -r -a reqs <<<"${GPUGATE_REQUIRE:-}"
+	action="${ACTION_PATH:-$(dirname "$0")/..}"
+	check() {
+		local ok=0 args=(-tree "$tree")
+		if [ ${#reqs[@]} -gt 0 ]; then
+			for r in "${reqs[@]}"; do args+=(-require "$r"); done
+			(cd "$action" && go run ./examples/cachecheck "${args[@]}") || ok=1
+		fi
+		if [ -n "${GPUGATE_COMPILE_ARCH:-}" ]; then
+			(cd "$action" && go run ./examples/smoke -compile-only "$tree/lib64" -arch "$GPUGATE_COMPILE_ARCH") || ok=1
+		fi
+		return $ok
+	}
+	install_tree() {
+		echo "gpugate: installing $tree with $GPUGATE_INSTALL_SCRIPT"
+		(cd "$ws" && "$(rel "$GPUGATE_INSTALL_SCRIPT")" "$tree") || fail "step cuda-tree: $GPUGATE_INSTALL_SCRIPT failed to install $tree"
+		check || fail "step cuda-tree: the newly installed $tree failed its check; it is not used or published"
+	}
+	if [ "${GPUGATE_CACHE_HIT:-}" = true ]; then
+		echo "gpugate: $tree: restored from the cache; checking it before use"
+		if check; then
+			source=restored
+		elif [ "${GPUGATE_PUBLISHER:-false}" = true ]; then
+			fail "step cuda-tree: the published $tree fails its check: bump the manual version in its cache key so readers stop restoring it"
+		else
+			echo "::warning::gpugate: the restored $tree failed its check: reinstalling it"
+			rm -rf -- "$tree"
+			install_tree
+			source=reinstalled
+		fi
+	else
+		echo "gpugate: $tree: cache miss; installing"
+		install_tree
+		source=installed
+	fi
+	echo "tree_source=$source" >>"${GITHUB_OUTPUT:-/dev/null}"
+	echo "CUDA tree $tree: $source" >>"${GITHUB_STEP_SUMMARY:-/dev/null}"
+	echo "gpugate: $tree: $source"
+	exit 0
+	;;
 *)
-	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, partition-select, cache-check, cost-report, local-relay, recover, install or free-disk"
+	fail "unknown step \"${GPUGATE_STEP}\": want classify, authorize, reuse, provision, watch, cleanup, publish, reap, partition-check, partition-select, cache-check, cost-report, local-relay, recover, install, free-disk or cuda-tree"
 	;;
 esac
 

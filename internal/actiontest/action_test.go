@@ -157,7 +157,7 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 	a := loadAction(t)
 	abs, _ := filepath.Abs(root)
 	bin := t.TempDir()
-	progs := []string{"classify", "gate", "provision", "watch", "cleanup", "reap", "partition", "cachecheck", "costreport"}
+	progs := []string{"classify", "gate", "provision", "watch", "cleanup", "reap", "partition", "cachecheck", "costreport", "smoke"}
 	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, func() []string {
 		var p []string
 		for _, n := range progs {
@@ -197,6 +197,18 @@ exec "`+bin+`/$p" "$@"
 	freeable := filepath.Join(t.TempDir(), "dotnet")
 	os.MkdirAll(filepath.Join(freeable, "sdk"), 0o755)
 	os.WriteFile(filepath.Join(freeable, "sdk", "big"), make([]byte, 1<<16), 0o644)
+	// cuda-tree's trees and the repository script that installs one: a
+	// complete runtime tree, or with BROKEN set one missing cuFFT.
+	trees := t.TempDir()
+	installTree := filepath.Join(t.TempDir(), "install_cuda_runtime.sh")
+	os.WriteFile(installTree, []byte(`#!/usr/bin/env bash
+set -e
+mkdir -p "$1/lib"
+echo abi >"$1/lib/libcutensor.so.2.1.0"
+ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
+[ -n "$BROKEN" ] || echo fft >"$1/lib/libcufft.so.11"
+`), 0o755)
+	runtimeReq := "lib/libcutensor.so.2 lib/libcufft.so*"
 	const apiKey = "rpa_action_test_secret_value"
 	declared := map[string]bool{}
 	for name := range a.Outputs {
@@ -240,6 +252,8 @@ exec "`+bin+`/$p" "$@"
 		{"cost-report", map[string]string{"GPUGATE_EVIDENCE_DIR": "examples/costreport/testdata/evidence"}, nil, nil},
 		{"install", map[string]string{"GPUGATE_COMMANDS": "partition cachecheck"}, []string{"bin"}, nil},
 		{"free-disk", map[string]string{"GPUGATE_FREE_PATHS": freeable + " /nonexistent/gpugate-toolchain"}, []string{"freed_kib"}, nil},
+		{"cuda-tree", map[string]string{"GPUGATE_TREE": filepath.Join(trees, "miss"), "GPUGATE_CACHE_HIT": "false", "GPUGATE_INSTALL_SCRIPT": installTree, "GPUGATE_REQUIRE": runtimeReq},
+			[]string{"tree_source"}, map[string]string{"tree_source": "installed"}},
 	}
 	for _, s := range steps {
 		t.Run(s.step, func(t *testing.T) {
@@ -328,15 +342,75 @@ exec "`+bin+`/$p" "$@"
 			t.Errorf("go build args:\n%s\nwant (smoke.ProofBuildArgs):\n%s", recorded, want)
 		}
 	})
-	for name, tc := range map[string]struct{ env, want string }{
-		"install of an unknown command":   {"GPUGATE_COMMANDS=partition rm", `::error::gpugate: step install: unknown command "rm"`},
-		"free-disk of a relative path":    {"GPUGATE_FREE_PATHS=usr/share/dotnet", `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
-		"free-disk of the root directory": {"GPUGATE_FREE_PATHS=/", `::error::gpugate: step free-disk: "/" is not an absolute path`},
+	// A restored tree is used only after its check; a reader reinstalls a
+	// rejected one, the publisher fails on it, and a tree that fails its
+	// check after installing is never used.
+	t.Run("cuda-tree trusts a tree only after its check", func(t *testing.T) {
+		restored := func(name string, broken bool) string {
+			dir := filepath.Join(trees, name)
+			env := []string{"PATH=" + os.Getenv("PATH")}
+			if broken {
+				env = append(env, "BROKEN=1")
+			}
+			cmd := exec.Command(installTree, dir)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			return dir
+		}
+		for name, tc := range map[string]struct {
+			env    map[string]string
+			broken bool // the restored tree lacks cuFFT
+			code   int
+			source string
+			says   string
+		}{
+			"a good restore":                  {map[string]string{"GPUGATE_CACHE_HIT": "true"}, false, 0, "restored", "restored from the cache; checking it"},
+			"a reader rejects a bad restore":  {map[string]string{"GPUGATE_CACHE_HIT": "true"}, true, 0, "reinstalled", "::warning::gpugate: the restored"},
+			"the publisher fails on it":       {map[string]string{"GPUGATE_CACHE_HIT": "true", "GPUGATE_PUBLISHER": "true"}, true, 1, "", "bump the manual version"},
+			"an install that fails its check": {map[string]string{"GPUGATE_CACHE_HIT": "false", "BROKEN": "1"}, false, 1, "", "the newly installed"},
+			// No NVRTC in this tree: the toolkit cannot prove itself.
+			"a toolkit that cannot compile": {map[string]string{"GPUGATE_CACHE_HIT": "false", "GPUGATE_REQUIRE": "", "GPUGATE_COMPILE_ARCH": "compute_90"}, false, 1, "", "failed its check"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				dir := filepath.Join(trees, strings.ReplaceAll(name, " ", "-"))
+				if tc.env["GPUGATE_CACHE_HIT"] == "true" {
+					restored(filepath.Base(dir), tc.broken)
+				}
+				home := t.TempDir()
+				out := filepath.Join(home, "output")
+				cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+				cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + home, "RUNNER_TEMP=" + home, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
+					"GITHUB_OUTPUT=" + out, "GPUGATE_STEP=cuda-tree", "GPUGATE_TREE=" + dir, "GPUGATE_INSTALL_SCRIPT=" + installTree, "GPUGATE_REQUIRE=" + runtimeReq}
+				for k, v := range tc.env {
+					cmd.Env = append(cmd.Env, k+"="+v)
+				}
+				got, _ := cmd.CombinedOutput()
+				written, _ := os.ReadFile(out)
+				if cmd.ProcessState.ExitCode() != tc.code || !strings.Contains(string(got), tc.says) {
+					t.Errorf("exit %d, want %d and %q:\n%s", cmd.ProcessState.ExitCode(), tc.code, tc.says, got)
+				}
+				if tc.source != "" && !strings.Contains(string(written), "tree_source="+tc.source+"\n") {
+					t.Errorf("outputs %q, want tree_source=%s", written, tc.source)
+				}
+			})
+		}
+	})
+	for name, tc := range map[string]struct {
+		env  []string
+		want string
+	}{
+		"install of an unknown command":   {[]string{"GPUGATE_COMMANDS=partition rm"}, `::error::gpugate: step install: unknown command "rm"`},
+		"free-disk of a relative path":    {[]string{"GPUGATE_FREE_PATHS=usr/share/dotnet"}, `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
+		"free-disk of the root directory": {[]string{"GPUGATE_FREE_PATHS=/"}, `::error::gpugate: step free-disk: "/" is not an absolute path`},
+		"cuda-tree without a check":       {[]string{"GPUGATE_TREE=/opt/gpugate-ci/cuda-runtime-12.8", "GPUGATE_INSTALL_SCRIPT=x"}, `::error::gpugate: step cuda-tree needs require or compile-arch`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			step := strings.SplitN(strings.TrimPrefix(tc.want, "::error::gpugate: step "), ":", 2)[0]
+			step := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(tc.want, "::error::gpugate: step "))[0], ":")
 			cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
-			cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RUNNER_TEMP=" + t.TempDir(), "ACTION_PATH=" + abs, "GPUGATE_STEP=" + step, tc.env}
+			cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "RUNNER_TEMP=" + t.TempDir(), "ACTION_PATH=" + abs, "GPUGATE_STEP=" + step}
+			cmd.Env = append(cmd.Env, tc.env...)
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tc.want) {
 				t.Errorf("%v %s", err, out)
