@@ -2,6 +2,7 @@ package cachetrust
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -278,9 +279,9 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 			if want := "${{ steps." + keyID + ".outputs.key }}"; s.With["find-artifact"] != want {
 				t.Errorf("find-artifact = %q, want the content key %q", s.With["find-artifact"], want)
 			}
-		case s.Run != "" && build < 0:
+		case strings.Contains(s.Run, "build_gpu_archive.sh"):
 			build = i
-		case strings.HasPrefix(s.Uses, "actions/upload-artifact@"):
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "cuda-tests"):
 			upload = i
 			if want := "${{ steps." + keyID + ".outputs.key }}"; s.With["name"] != want || s.If != "" {
 				t.Errorf("the archive is uploaded as %q (if %q), want always under the content key %q", s.With["name"], s.If, want)
@@ -319,7 +320,7 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 	downloads := 0
 	for name, j := range lifecycle.Jobs {
 		for _, s := range j.Steps {
-			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" {
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" && !strings.HasPrefix(s.With["name"], "cuda-runtime") {
 				downloads++
 				if s.With["name"] != "${{ inputs.archive }}" {
 					t.Errorf("job %s downloads %q, want the archive under its content key", name, s.With["name"])
@@ -365,5 +366,144 @@ func TestTheArchiveJobLogsItsSourceSizesAndFreeDiskAndThePublisherWhetherItBuilt
 		if res := r.Run(t, publish, map[string]string{"KEY": key, "CACHE_HIT": hit}); res.Code != 0 || !strings.Contains(res.Summary, key+" "+want) {
 			t.Errorf("cache-hit %s: exit %d, summary %q, want %q", hit, res.Code, res.Summary, want)
 		}
+	}
+}
+
+// The cache-trust seed: the toolkit cache "includes Ubuntu version,
+// architecture, toolkit version, installer hash and a manual version. The
+// same absolute ... path is used by publisher and reader. Only
+// ci-cache-publish.yml saves it. Restore uses no prefix fallback; a miss
+// installs normally. Both restored and newly installed trees must compile
+// a small PTX kernel before use/publication"; the runtime tree needs "a
+// nonempty, resolvable libcutensor.so.2", and "Hosted preparation rejects
+// and rebuilds restored trees missing cuFFT; Pod configuration also
+// requires it before running tests."
+func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
+	publisher := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-trees"]
+	reader := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
+	build := -1
+	for i, s := range reader.Steps {
+		if strings.Contains(s.Run, "build_gpu_archive.sh") {
+			build = i
+		}
+	}
+	for _, kind := range []string{"toolkit", "runtime"} {
+		var paths []string
+		for _, side := range []struct {
+			name    string
+			job     workflowtest.Job
+			cache   string // the cache action: the publisher saves, readers only restore
+			publish string
+		}{
+			{"publisher", publisher, "actions/cache@", "true"},
+			{"reader", reader, "actions/cache/restore@", ""},
+		} {
+			at := -1
+			for i, s := range side.job.Steps {
+				if s.ID == kind+"-cache" {
+					at = i
+				}
+			}
+			if at < 0 || at+1 >= len(side.job.Steps) {
+				t.Errorf("%s: no %s-cache step", side.name, kind)
+				continue
+			}
+			cache, check := side.job.Steps[at], side.job.Steps[at+1]
+			if _, fallback := cache.With["restore-keys"]; !strings.HasPrefix(cache.Uses, side.cache) || fallback {
+				t.Errorf("%s %s: %s with restore-keys %v, want %s with no prefix fallback", side.name, kind, cache.Uses, fallback, side.cache)
+			}
+			path := cache.With["path"]
+			paths = append(paths, path)
+			if !strings.HasPrefix(path, "/") || !strings.Contains(cache.With["key"], "-v1") || !strings.Contains(cache.With["key"], "runner.arch") {
+				t.Errorf("%s %s: path %q key %q: want a fixed absolute path and a key with the architecture and a manual version", side.name, kind, path, cache.With["key"])
+			}
+			if check.With["step"] != "cuda-tree" || check.With["tree"] != path || check.With["cache-hit"] != "${{ steps."+cache.ID+".outputs.cache-hit }}" || check.If != cache.If {
+				t.Errorf("%s %s: the step after the restore is %v (if %q): want cuda-tree on %s with its cache-hit, under the same condition", side.name, kind, check.With, check.If, path)
+			}
+			if check.With["publisher"] != side.publish && !(side.publish == "" && check.With["publisher"] == "false") {
+				t.Errorf("%s %s: publisher %q", side.name, kind, check.With["publisher"])
+			}
+			switch kind {
+			case "toolkit":
+				if check.With["compile-arch"] == "" {
+					t.Errorf("%s: the toolkit is not proven by compiling a kernel", side.name)
+				}
+				if side.name == "reader" && !(at < build) {
+					t.Error("the archive is built before the toolkit proved itself")
+				}
+			case "runtime":
+				if !strings.Contains(check.With["require"], "lib/libcutensor.so.2") || !strings.Contains(check.With["require"], "libcufft") {
+					t.Errorf("%s: the runtime tree requires %q, want libcutensor.so.2 and cuFFT", side.name, check.With["require"])
+				}
+			}
+		}
+		if len(paths) == 2 && paths[0] != paths[1] {
+			t.Errorf("%s: publisher and reader paths %q", kind, paths)
+		}
+	}
+	// The pod requires the proven runtime tree before any test runs.
+	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
+	downloaded, required := -1, -1
+	for i, s := range gpu.Steps {
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["name"] == "cuda-runtime-12.8" && downloaded < 0:
+			downloaded = i
+		case s.Name == "Require the runtime tree":
+			required = i
+		case s.Name == "Run CUDA tests from archive":
+			if downloaded < 0 || required < downloaded || required > i {
+				t.Errorf("the pod downloads the runtime tree at step %d and requires it at %d, before the tests at %d?", downloaded, required, i)
+			}
+		}
+	}
+	staged := false
+	for _, s := range reader.Steps {
+		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "cuda-runtime-12.8"
+	}
+	if !staged {
+		t.Error("the hosted side does not stage the runtime tree for the pod")
+	}
+}
+
+// The pod's own check of the staged runtime tree, run as written.
+func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
+	r := workflowtest.NewRunner(t, "tar", "readlink")
+	require := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"].Step(t, "runtime check",
+		func(s workflowtest.Step) bool { return s.Name == "Require the runtime tree" })
+	for name, tc := range map[string]struct {
+		files map[string]string // name -> content, or "-> target" for a link
+		code  int
+	}{
+		"complete":             {map[string]string{"libcutensor.so.2.1.0": "abi", "libcutensor.so.2": "-> libcutensor.so.2.1.0", "libcufft.so.11": "fft"}, 0},
+		"no cuFFT":             {map[string]string{"libcutensor.so.2": "abi"}, 1},
+		"an empty cuTENSOR":    {map[string]string{"libcutensor.so.2": "", "libcufft.so.11": "fft"}, 1},
+		"a dangling link":      {map[string]string{"libcutensor.so.2": "-> libcutensor.so.2.1.0", "libcufft.so.11": "fft"}, 1},
+		"a link out of a tree": {map[string]string{"libcutensor.so.2": "abi", "libcufft.so.11": "-> /etc/hostname"}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := t.TempDir()
+			lib := filepath.Join(src, "cuda-runtime-12.8", "lib")
+			os.MkdirAll(lib, 0o755)
+			for f, content := range tc.files {
+				if target, ok := strings.CutPrefix(content, "-> "); ok {
+					os.Symlink(target, filepath.Join(lib, f))
+					continue
+				}
+				os.WriteFile(filepath.Join(lib, f), []byte(content), 0o644)
+			}
+			os.RemoveAll(filepath.Join(r.Temp, "cuda-runtime-12.8"))
+			if out, err := exec.Command("tar", "-C", src, "-cf", filepath.Join(r.Temp, "cuda-runtime-12.8.tar"), "cuda-runtime-12.8").CombinedOutput(); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			env := filepath.Join(t.TempDir(), "env")
+			res := r.Run(t, require, map[string]string{"GITHUB_ENV": env})
+			written, _ := os.ReadFile(env)
+			if res.Code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
+			}
+			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(r.Temp, "cuda-runtime-12.8", "lib")); set != (tc.code == 0) {
+				t.Errorf("LD_LIBRARY_PATH set %v, GITHUB_ENV %q", set, written)
+			}
+		})
 	}
 }
