@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +90,59 @@ func FuzzParsePodRecord(f *testing.F) {
 		w, err := PaidWindow(rec, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		if err == nil && w.Known && (w.Seconds < 0 || math.IsNaN(w.Cost)) {
 			t.Fatalf("%+v", w)
+		}
+	})
+}
+
+// The change-aware CI seed: the cleanup artifact carries "archive/
+// cuTENSOR/CUDA cache-hit observations"; "Missing cache outputs remain
+// unknown."
+func TestMissingCacheOutputsRemainUnknown(t *testing.T) {
+	hit, miss := true, false
+	got, err := ParseCacheObservations("archive=true, cuda-toolkit= cuda-runtime=false,cutensor=unknown")
+	want := map[string]*bool{"archive": &hit, "cuda-toolkit": nil, "cuda-runtime": &miss, "cutensor": nil}
+	if diff := cmp.Diff(want, got); diff != "" || err != nil {
+		t.Errorf("%v (-want +got):\n%s", err, diff)
+	}
+	if got, err := ParseCacheObservations("  "); got != nil || err != nil {
+		t.Errorf("no observations: %v %v", got, err)
+	}
+	r := Report{Cache: got}
+	if md := r.Markdown(); !strings.Contains(md, "Cache observations: archive hit, cuda-runtime miss, cuda-toolkit unknown, cutensor unknown.") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	data, _ := json.Marshal(Report{Cache: got})
+	if !strings.Contains(string(data), `"cache":{"archive":true,"cuda-runtime":false,"cuda-toolkit":null,"cutensor":null}`) {
+		t.Errorf("JSON %s: unknown must be null, never false", data)
+	}
+	for name, in := range map[string]string{
+		"no value":              "archive",
+		"a yes":                 "archive=yes",
+		"twice":                 "archive=true,archive=false",
+		"a bad name":            "-archive=true",
+		"an expression left in": "archive=${{ steps.x.outputs.cache-hit }}",
+	} {
+		if _, err := ParseCacheObservations(in); !errors.Is(err, ErrCacheObservations) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzParseCacheObservations(f *testing.F) {
+	f.Add("archive=true,cuda-toolkit=,cuda-runtime=false")
+	f.Add("a=unknown b=true")
+	f.Fuzz(func(t *testing.T, s string) {
+		obs, err := ParseCacheObservations(s)
+		if err != nil {
+			if !errors.Is(err, ErrCacheObservations) {
+				t.Fatal(err)
+			}
+			return
+		}
+		for name := range obs {
+			if !cacheName.MatchString(name) || !strings.Contains(s, name+"=") {
+				t.Fatalf("accepted name %q from %q", name, s)
+			}
 		}
 	})
 }
@@ -472,5 +526,48 @@ func TestTheAdoptionWorkflowNamesItsCostArtifactPerAttempt(t *testing.T) {
 	}
 	if found != 1 {
 		t.Errorf("%d cost artifact uploads, want 1", found)
+	}
+}
+
+// The change-aware CI seed: "the hosted cleanup job emits a best-effort
+// JSON artifact with the tested ref, archive/cuTENSOR/CUDA cache-hit
+// observations". The gate hands the hosted preparation's restore outputs
+// to the lifecycle, whose cleanup writes them into the report.
+func TestTheCostReportCarriesTheHostedPreparationsCacheObservations(t *testing.T) {
+	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
+	prep := gate.Jobs["cuda-archive"]
+	passed := gate.Jobs["execute"].With["cache_observations"]
+	restores := 0
+	for _, s := range prep.Steps {
+		if !strings.HasPrefix(s.Uses, "actions/cache/restore@") {
+			continue
+		}
+		restores++
+		output := ""
+		for name, v := range prep.Outputs {
+			if v == "${{ steps."+s.ID+".outputs.cache-hit }}" {
+				output = name
+			}
+		}
+		if output == "" || !strings.Contains(passed, "=${{ needs.cuda-archive.outputs."+output+" }}") {
+			t.Errorf("the cache-hit of restore %s (output %q) does not reach the lifecycle: %q", s.ID, output, passed)
+		}
+	}
+	if restores < 3 {
+		t.Errorf("cuda-archive restores %d caches, want the archive, toolkit and runtime trees", restores)
+	}
+	// What the expressions expand to when every restore ran, and when none did.
+	expand := regexp.MustCompile(`\$\{\{[^}]*\}\}`)
+	for _, v := range []string{"true", ""} {
+		if _, err := ParseCacheObservations(expand.ReplaceAllString(passed, v)); err != nil {
+			t.Errorf("the expanded observations do not parse: %v", err)
+		}
+	}
+	wired := false
+	for _, s := range lifecycle.Jobs["cleanup"].Steps {
+		wired = wired || s.With["step"] == "cleanup" && s.With["cache-observations"] == "${{ inputs.cache_observations }}"
+	}
+	if !wired {
+		t.Error("the lifecycle's cleanup does not pass the observations to the report")
 	}
 }

@@ -3,11 +3,13 @@ package cost
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +43,45 @@ type Report struct {
 	// Cache observations: true hit, false miss, null unknown.
 	Cache map[string]*bool `json:"cache,omitempty"`
 	Notes []string         `json:"notes"`
+}
+
+// ErrCacheObservations is matched by ParseCacheObservations' errors.
+var ErrCacheObservations = errors.New("cost: malformed cache observations")
+
+var cacheName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ParseCacheObservations reads the cache-hit observations a workflow hands
+// the report (the change-aware CI seed: "archive/cuTENSOR/CUDA cache-hit
+// observations"): name=value pairs separated by commas or spaces, where
+// value is actions/cache's cache-hit output: "true" is a hit, "false" a
+// miss, and empty (the restore did not run) or "unknown" stays unknown,
+// never a miss. Names are letters, digits, '.', '_' and '-', each given
+// once. An empty string has no observations (nil).
+func ParseCacheObservations(s string) (map[string]*bool, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]*bool, len(fields))
+	for _, f := range fields {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || !cacheName.MatchString(name) {
+			return nil, fmt.Errorf("%w: %q: want name=true, name=false or name= (unknown)", ErrCacheObservations, f)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: %s is given twice", ErrCacheObservations, name)
+		}
+		switch value {
+		case "true", "false":
+			hit := value == "true"
+			out[name] = &hit
+		case "", "unknown":
+			out[name] = nil
+		default:
+			return nil, fmt.Errorf("%w: %s=%q: want true, false or nothing (actions/cache's cache-hit output)", ErrCacheObservations, name, value)
+		}
+	}
+	return out, nil
 }
 
 // Standard notes every report carries.

@@ -89,6 +89,7 @@ cleanup)
 	[ -z "${GPUGATE_MARKS_FILE:-}" ] || args+=(-marks "$(rel "$GPUGATE_MARKS_FILE")")
 	[ -z "${GPUGATE_JOB:-}" ] || args+=(-job "$GPUGATE_JOB")
 	[ -z "${GPUGATE_TEST_STEP:-}" ] || args+=(-test-step "$GPUGATE_TEST_STEP")
+	[ -z "${GPUGATE_CACHE_OBSERVATIONS:-}" ] || args+=(-cache "$GPUGATE_CACHE_OBSERVATIONS")
 	if [ -n "${GPUGATE_PROVISION_RESULT:-}" ]; then
 		printf '%s' "$GPUGATE_PROVISION_RESULT" > "${RUNNER_TEMP:-/tmp}/provision-result.json"
 		args+=(-provision "${RUNNER_TEMP:-/tmp}/provision-result.json")

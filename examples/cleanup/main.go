@@ -5,7 +5,7 @@
 // deletion, split into stages by the job's marks, rejected provisioning
 // attempts apart.
 //
-//	cleanup -pod ID [-marks marks.json] [-provision provision.json] [-tested-ref SHA] [-gate-kind paid] [-out cost-report.json]
+//	cleanup -pod ID [-marks marks.json] [-provision provision.json] [-tested-ref SHA] [-gate-kind paid] [-cache archive=true,...] [-out cost-report.json]
 //	cleanup -provision provision.json     # the pod (if any) from provision's result
 //	cleanup -simulate     # a fake pod, in process, no credentials
 //
@@ -50,7 +50,7 @@ func main() {
 
 type options struct {
 	pod, marks, provision, ref, kind, out string
-	job, testStep, repo                   string
+	job, testStep, repo, cache            string
 	runID                                 int64
 	runAttempt                            int
 	simulate                              bool
@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.provision, "provision", "", "provision -json output, for the rejected attempts")
 	fs.StringVar(&o.ref, "tested-ref", "", "the tested merge ref (recorded in the report)")
 	fs.StringVar(&o.kind, "gate-kind", "", "the gate's kind (paid, failed, ...), recorded in the report")
+	fs.StringVar(&o.cache, "cache", "", `the run's cache-hit observations for the report: "archive=true,cuda-runtime=false,cuda-toolkit=" (empty: unknown); a malformed value is reported and left out, never a reason not to delete`)
 	fs.StringVar(&o.out, "out", "cost-report.json", "where the cost report goes")
 	fs.BoolVar(&o.simulate, "simulate", false, "delete a fake pod in process")
 	if exit, ok := cli.Parse(fs, args); !ok {
@@ -204,6 +205,13 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, stdout
 // outputs. A report with a pod follows its confirmed deletion; one without
 // is a run that accepted no pod.
 func report(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer, rep cost.Report) error {
+	// Read only now, after the deletion: a malformed observation costs the
+	// report its cache line, never the deletion.
+	if obs, err := cost.ParseCacheObservations(o.cache); err != nil {
+		fmt.Fprintf(stdout, "cache observations left out of the report (best effort): %v\n", err)
+	} else {
+		rep.Cache = obs
+	}
 	if err := cost.WriteBounded(ctx, 10*time.Second, o.out, rep); err != nil {
 		fmt.Fprintf(stdout, "cost report not written (best effort): %v\n", err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,41 @@ func TestCleanupDeletesThenReportsCost(t *testing.T) {
 			t.Errorf("outputs: %s", outputs)
 		}
 	})
+}
+
+// The change-aware CI seed: the report carries the run's cache-hit
+// observations, and "Missing cache outputs remain unknown"; a malformed
+// observation never stands between the pod and its deletion.
+func TestCleanupRecordsCacheObservationsAfterTheDeletion(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cache string
+		want  string // the report's cache object; "" for none
+		says  string
+	}{
+		"observed":  {"archive=true,cuda-runtime=false,cuda-toolkit=", `{"archive":true,"cuda-runtime":false,"cuda-toolkit":null}`, ""},
+		"malformed": {"archive=maybe", "", "cache observations left out of the report (best effort)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "cost-report.json")
+				var stdout, stderr strings.Builder
+				code := run(context.Background(), []string{"-simulate", "-out", out, "-cache", tc.cache}, func(string) string { return "" }, &stdout, &stderr)
+				if code != 0 || !strings.Contains(stdout.String(), "(confirmed)") || !strings.Contains(stdout.String(), tc.says) {
+					t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+				}
+				data, _ := os.ReadFile(out)
+				var raw struct {
+					Cache json.RawMessage `json:"cache"`
+				}
+				json.Unmarshal(data, &raw)
+				var got bytes.Buffer
+				json.Compact(&got, raw.Cache)
+				if got.String() != tc.want {
+					t.Errorf("the report's cache is %s, want %s", got.String(), tc.want)
+				}
+			})
+		})
+	}
 }
 
 func TestCleanupRefusesWithoutKeyOrPod(t *testing.T) {
