@@ -1,6 +1,8 @@
 package cachetrust
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -503,6 +505,64 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 			}
 			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(r.Temp, "cuda-runtime-12.8", "lib")); set != (tc.code == 0) {
 				t.Errorf("LD_LIBRARY_PATH set %v, GITHUB_ENV %q", set, written)
+			}
+		})
+	}
+}
+
+// The change-aware CI seed: the pod "verifies their hosted SHA-256 sums
+// before testing", and "verifies checksums and required libraries". The
+// hosted side records a sum next to each payload it uploads; the pod's
+// check, run as written, refuses a payload that changed in transit.
+func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
+	gate := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
+	for _, sum := range []string{"cuda-tests.sha256", "cuda-runtime-12.8.sha256"} {
+		recorded, uploaded := false, false
+		for _, s := range gate.Steps {
+			recorded = recorded || strings.Contains(s.Run, "sha256sum") && strings.Contains(s.Run, ">"+sum)
+			uploaded = uploaded || recorded && strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], sum)
+		}
+		if !uploaded {
+			t.Errorf("the hosted side does not record and upload %s with its payload", sum)
+		}
+	}
+	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
+	verify, tests := -1, -1
+	for i, s := range gpu.Steps {
+		switch s.Name {
+		case "Verify the payload checksums":
+			verify = i
+		case "Run CUDA tests from archive":
+			tests = i
+		}
+	}
+	if verify < 0 || verify > tests {
+		t.Fatalf("the pod verifies the checksums at step %d, the tests run at %d", verify, tests)
+	}
+	r := workflowtest.NewRunner(t, "sha256sum")
+	write := func(dir, name, content string) {
+		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+	}
+	for name, tc := range map[string]struct {
+		archive, runtime string // what arrived
+		code             int
+	}{
+		"intact":            {"archive", "runtime", 0},
+		"a changed archive": {"archive!", "runtime", 1},
+		"a changed runtime": {"archive", "runtime!", 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The sums the hosted side recorded (sha256sum's format) for
+			// what it built, next to what arrived.
+			for _, p := range []struct{ dir, file, sum, built, arrived string }{
+				{r.Workspace, "cuda-tests.tar.zst", "cuda-tests.sha256", "archive", tc.archive},
+				{r.Temp, "cuda-runtime-12.8.tar", "cuda-runtime-12.8.sha256", "runtime", tc.runtime},
+			} {
+				write(p.dir, p.sum, fmt.Sprintf("%x  %s\n", sha256.Sum256([]byte(p.built)), p.file))
+				write(p.dir, p.file, p.arrived)
+			}
+			if res := r.Run(t, gpu.Steps[verify], nil); res.Code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
 			}
 		})
 	}
