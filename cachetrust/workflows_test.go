@@ -511,7 +511,9 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 }
 
 // The change-aware CI seed: the pod "verifies their hosted SHA-256 sums
-// before testing", and "verifies checksums and required libraries". The
+// before testing", "verifies checksums and required libraries", and
+// "Cargo/nextest ... are staged; no Rust toolchain installation ... occurs
+// on the accepted GPU". The
 // hosted side records a sum next to each payload it uploads; the pod's
 // check, run as written, refuses a payload that changed in transit.
 func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
@@ -539,30 +541,51 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 	if verify < 0 || verify > tests {
 		t.Fatalf("the pod verifies the checksums at step %d, the tests run at %d", verify, tests)
 	}
+	if !strings.HasPrefix(gpu.Steps[tests].Run, "./cargo-nextest nextest run --archive-file cuda-tests.tar.zst") {
+		t.Errorf("the pod runs %q, want the staged cargo-nextest (no cargo on the pod)", gpu.Steps[tests].Run)
+	}
+	staged := false
+	for _, s := range gate.Steps {
+		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "target/nextest/cargo-nextest") && strings.Contains(s.With["path"], "cuda-tests.tar.zst")
+	}
+	if !staged {
+		t.Error("cargo-nextest does not travel with the archive")
+	}
 	r := workflowtest.NewRunner(t, "sha256sum")
 	write := func(dir, name, content string) {
 		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
 	}
 	for name, tc := range map[string]struct {
-		archive, runtime string // what arrived
-		code             int
+		archive, nextest, runtime string // what arrived
+		code                      int
 	}{
-		"intact":            {"archive", "runtime", 0},
-		"a changed archive": {"archive!", "runtime", 1},
-		"a changed runtime": {"archive", "runtime!", 1},
+		"intact":                  {"archive", "nextest", "runtime", 0},
+		"a changed archive":       {"archive!", "nextest", "runtime", 1},
+		"a changed cargo-nextest": {"archive", "nextest!", "runtime", 1},
+		"a changed runtime":       {"archive", "nextest", "runtime!", 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// The sums the hosted side recorded (sha256sum's format) for
 			// what it built, next to what arrived.
-			for _, p := range []struct{ dir, file, sum, built, arrived string }{
-				{r.Workspace, "cuda-tests.tar.zst", "cuda-tests.sha256", "archive", tc.archive},
-				{r.Temp, "cuda-runtime-12.8.tar", "cuda-runtime-12.8.sha256", "runtime", tc.runtime},
+			for _, p := range []struct {
+				dir, sum string
+				files    [][3]string // name, built, arrived
+			}{
+				{r.Workspace, "cuda-tests.sha256", [][3]string{{"cuda-tests.tar.zst", "archive", tc.archive}, {"cargo-nextest", "nextest", tc.nextest}}},
+				{r.Temp, "cuda-runtime-12.8.sha256", [][3]string{{"cuda-runtime-12.8.tar", "runtime", tc.runtime}}},
 			} {
-				write(p.dir, p.sum, fmt.Sprintf("%x  %s\n", sha256.Sum256([]byte(p.built)), p.file))
-				write(p.dir, p.file, p.arrived)
+				var sums strings.Builder
+				for _, f := range p.files {
+					fmt.Fprintf(&sums, "%x  %s\n", sha256.Sum256([]byte(f[1])), f[0])
+					write(p.dir, f[0], f[2])
+				}
+				write(p.dir, p.sum, sums.String())
 			}
 			if res := r.Run(t, gpu.Steps[verify], nil); res.Code != tc.code {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
+			}
+			if info, err := os.Stat(filepath.Join(r.Workspace, "cargo-nextest")); tc.code == 0 && (err != nil || info.Mode()&0o100 == 0) {
+				t.Errorf("the staged cargo-nextest is not executable after the check: %v %v", info, err)
 			}
 		})
 	}
