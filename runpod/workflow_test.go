@@ -261,15 +261,28 @@ func TestKeepFailedPodsReachesProvisioningAndItsRecordIsUploaded(t *testing.T) {
 // independent of Python files and reports the remaining Pod ID", with the
 // shared cleanup bound: "at most five DELETE attempts within 180 seconds,
 // with 20-second request timeouts ... A 404 confirms deletion; permanent
-// errors stop retries." The job needs nothing of gpugate, and its script
-// is run here against a loopback server.
-func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
-	job, ok := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["cleanup-fallback"]
-	if !ok || len(job.Steps) != 1 {
-		t.Fatal("no single-step cleanup-fallback job")
+// errors stop retries." And: "A bounded inline deletion step also covers
+// checkout/helper failures before the guard can finish". The lifecycle
+// calls the curl deletion when cleanup did not succeed and when the
+// watchdog failed or could not start; it needs nothing of gpugate, and its
+// script is run here against a loopback server.
+func TestTheCurlFallbackDeletesWhenCleanupOrTheWatchdogFailedAndIsBounded(t *testing.T) {
+	lifecycle := workflowtest.Read(t, "runpod-gpu-execute.yml")
+	for job, after := range map[string]struct{ needs, cond string }{
+		"cleanup-fallback": {"cleanup", "needs.cleanup.result != 'success'"},
+		"watch-fallback":   {"watch", "needs.watch.result == 'failure'"},
+	} {
+		j := lifecycle.Jobs[job]
+		if want := "always() && needs.start-runpod.outputs.pod_id != '' && " + after.cond; j.If != want || !j.NeedsJob(after.needs) {
+			t.Errorf("%s runs if %q (needs %v), want %q", job, j.If, j.Needs, want)
+		}
+		if j.Uses != "./.github/workflows/runpod-delete-fallback.yml" || j.With["pod_id"] != "${{ needs.start-runpod.outputs.pod_id }}" {
+			t.Errorf("%s calls %q with %v, want the curl deletion of the accepted pod", job, j.Uses, j.With)
+		}
 	}
-	if want := "always() && needs.start-runpod.outputs.pod_id != '' && needs.cleanup.result != 'success'"; job.If != want {
-		t.Errorf("the fallback runs if %q, want %q", job.If, want)
+	job := workflowtest.Read(t, "runpod-delete-fallback.yml").Jobs["delete"]
+	if len(job.Steps) != 1 {
+		t.Fatal("no single-step delete job")
 	}
 	step := job.Steps[0]
 	if step.Uses != "" || step.Env["RUNPOD_API"] != "https://api.runpod.io" || step.Env["RETRY_DELAY"] != "20" || !strings.Contains(step.Run, "--max-time 20") {
@@ -279,7 +292,7 @@ func TestTheCurlFallbackDeletesWhenCleanupFailedAndIsBounded(t *testing.T) {
 	const key = "rpa_fallback_test_key"
 	run := func(t *testing.T, api string) workflowtest.Result {
 		t.Helper()
-		res := r.Run(t, step, map[string]string{"RUNPOD_API_KEY": key, "POD_ID": "pod_x1", "RUNPOD_API": api, "RETRY_DELAY": "0"})
+		res := r.Run(t, step, map[string]string{"RUNPOD_API_KEY": key, "POD_ID": "pod_x1", "WHY": "cleanup did not succeed", "RUNPOD_API": api, "RETRY_DELAY": "0"})
 		if strings.Contains(res.Out, key) || strings.Contains(res.Summary, key) {
 			t.Error("the script printed the API key")
 		}

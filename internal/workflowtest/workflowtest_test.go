@@ -8,7 +8,7 @@ import (
 )
 
 func TestReadTheAdoptionWorkflows(t *testing.T) {
-	for _, name := range []string{"ci.yml", "runpod-gpu-test.yml", "runpod-gpu-execute.yml", "runpod-reap.yml", "ci-cache-publish.yml", "cuda-chain-build.yml", "cuda-build-link.yml", "cuda-sharded-build.yml"} {
+	for _, name := range []string{"ci.yml", "runpod-gpu-test.yml", "runpod-gpu-execute.yml", "runpod-reap.yml", "ci-cache-publish.yml", "cuda-chain-build.yml", "cuda-build-link.yml", "cuda-sharded-build.yml", "runpod-delete-fallback.yml"} {
 		if wf := Read(t, name); len(wf.Jobs) == 0 {
 			t.Errorf("%s: no jobs read", name)
 		}
