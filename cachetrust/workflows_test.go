@@ -379,7 +379,8 @@ func TestTheArchiveJobLogsItsSourceSizesAndFreeDiskAndThePublisherWhetherItBuilt
 // a small PTX kernel before use/publication"; the runtime tree needs "a
 // nonempty, resolvable libcutensor.so.2", and "Hosted preparation rejects
 // and rebuilds restored trees missing cuFFT; Pod configuration also
-// requires it before running tests."
+// requires it before running tests." And the change-aware CI seed: hosted
+// preparation "verifies the JIT headers with real NVRTC".
 func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 	publisher := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-trees"]
 	reader := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
@@ -436,6 +437,9 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 			case "runtime":
 				if !strings.Contains(check.With["require"], "lib/libcutensor.so.2") || !strings.Contains(check.With["require"], "libcufft") {
 					t.Errorf("%s: the runtime tree requires %q, want libcutensor.so.2 and cuFFT", side.name, check.With["require"])
+				}
+				if check.With["compile-arch"] == "" || check.With["headers"] == "" {
+					t.Errorf("%s: the runtime tree's JIT headers are not compiled with its own NVRTC", side.name)
 				}
 			}
 		}

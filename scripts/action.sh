@@ -200,6 +200,8 @@ cuda-tree)
 	need "${GPUGATE_INSTALL_SCRIPT:-}" "step cuda-tree needs install-script (run with the tree's path on a miss or a rejected restore)"
 	[ -n "${GPUGATE_REQUIRE:-}${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree needs require or compile-arch: a tree is trusted by a check, never by the cache's hit"
 	read -r -a reqs <<<"${GPUGATE_REQUIRE:-}"
+	read -r -a hdrs <<<"${GPUGATE_HEADERS:-}"
+	[ ${#hdrs[@]} -eq 0 ] || [ -n "${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree: headers are compiled by the tree's NVRTC: give compile-arch too"
 	action="${ACTION_PATH:-$(dirname "$0")/..}"
 	check() {
 		local ok=0 args=(-tree "$tree")
@@ -208,7 +210,12 @@ cuda-tree)
 			(cd "$action" && go run ./examples/cachecheck "${args[@]}") || ok=1
 		fi
 		if [ -n "${GPUGATE_COMPILE_ARCH:-}" ]; then
-			(cd "$action" && go run ./examples/smoke -compile-only "$tree/lib64" -arch "$GPUGATE_COMPILE_ARCH") || ok=1
+			local sargs=(-compile-only "$tree/lib64" -arch "$GPUGATE_COMPILE_ARCH")
+			if [ ${#hdrs[@]} -gt 0 ]; then
+				sargs+=(-include "$tree/include")
+				for h in "${hdrs[@]}"; do sargs+=(-header "$h"); done
+			fi
+			(cd "$action" && go run ./examples/smoke "${sargs[@]}") || ok=1
 		fi
 		return $ok
 	}

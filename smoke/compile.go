@@ -63,3 +63,73 @@ func CheckCompile(c Compiler, arch string) (string, error) {
 	}
 	return fmt.Sprintf("NVRTC %s compiled %d bytes of PTX for %s", v, len(ptx), arch), nil
 }
+
+// HeaderCompiler is a Compiler that also searches include directories
+// (NVRTC's --include-path), which CheckHeaders needs. OpenNVRTC's compiler
+// is one.
+type HeaderCompiler interface {
+	Compiler
+	// CompileIncluding compiles like Compile, with includeDirs searched
+	// for the source's #include <...> files.
+	CompileIncluding(src, name, arch string, includeDirs []string) ([]byte, error)
+}
+
+// headerKernel is the entry CheckHeaders' source defines.
+const headerKernel = "gpugate_headers"
+
+// validHeader says whether h can be spliced into an #include <...> line:
+// a relative path below the include directory, nothing that could end
+// the directive or climb out of it.
+func validHeader(h string) bool {
+	if h == "" || strings.HasPrefix(h, "/") || strings.ContainsAny(h, "<>\"\\\n\r\x00") {
+		return false
+	}
+	for part := range strings.SplitSeq(h, "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckHeaders proves a runtime tree's CUDA JIT headers with its own NVRTC
+// (the change-aware CI seed: hosted preparation "verifies the JIT headers
+// with real NVRTC"; the trees carry "CUDA JIT headers (including CRT and
+// CCCL)"): a kernel that includes every header in headers compiles for
+// arch with includeDir on the include path, and the PTX targets sm_XY and
+// defines the kernel. A header the tree lacks, or one that does not
+// compile, fails with ErrToolkit and NVRTC's log. It needs no GPU.
+func CheckHeaders(c Compiler, arch, includeDir string, headers []string) (string, error) {
+	xy := smArch(arch)
+	if xy == "" {
+		return "", fmt.Errorf("%w: architecture %q is not compute_XY (for example compute_90)", ErrToolkit, arch)
+	}
+	hc, ok := c.(HeaderCompiler)
+	if !ok {
+		return "", fmt.Errorf("%w: this compiler cannot search include directories", ErrToolkit)
+	}
+	if includeDir == "" || len(headers) == 0 {
+		return "", fmt.Errorf("%w: name the tree's include directory and at least one header to check", ErrToolkit)
+	}
+	var src strings.Builder
+	for _, h := range headers {
+		if !validHeader(h) {
+			return "", fmt.Errorf("%w: header %q: want a relative path such as cuda_fp16.h or cuda/std/cstdint", ErrToolkit, h)
+		}
+		fmt.Fprintf(&src, "#include <%s>\n", h)
+	}
+	fmt.Fprintf(&src, "extern \"C\" __global__ void %s() {}\n", headerKernel)
+	v, err := c.NVRTCVersion()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrToolkit, err)
+	}
+	ptx, err := hc.CompileIncluding(src.String(), "gpugate_headers.cu", arch, []string{includeDir})
+	if err != nil {
+		return "", fmt.Errorf("%w: NVRTC %s with %s on the include path, for %s: %w", ErrToolkit, v, includeDir, strings.Join(headers, ", "), err)
+	}
+	ptx = bytes.TrimRight(ptx, "\x00")
+	if !targets(ptx, xy) || !bytes.Contains(ptx, []byte(".entry "+headerKernel+"(")) {
+		return "", fmt.Errorf("%w: NVRTC %s's PTX including %s does not target sm_%s with the kernel %s", ErrToolkit, v, strings.Join(headers, ", "), xy, headerKernel)
+	}
+	return fmt.Sprintf("NVRTC %s compiled %s from %s for %s", v, strings.Join(headers, ", "), includeDir, arch), nil
+}

@@ -2,6 +2,8 @@ package smoke
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,7 +14,9 @@ type fakeCompiler struct {
 	ptx        string // "" : a PTX for the asked architecture
 	versionErr error
 	compileErr error
-	arch       string // what Compile was asked for
+	arch       string   // what Compile was asked for
+	includes   []string // and CompileIncluding's directories
+	src        string
 }
 
 func (f *fakeCompiler) NVRTCVersion() (Version, error) { return Version{12, 8}, f.versionErr }
@@ -26,6 +30,60 @@ func (f *fakeCompiler) Compile(src, name, arch string) ([]byte, error) {
 		return []byte(f.ptx), nil
 	}
 	return []byte(".version 8.7\n.target sm_" + strings.TrimPrefix(arch, "compute_") + "\n.address_size 64\n\n.visible .entry gpugate_add(\n)\n{\n\tret;\n}\n\x00"), nil
+}
+
+// CompileIncluding makes the fake a HeaderCompiler: it records the
+// include directories and "compiles" the headers kernel.
+func (f *fakeCompiler) CompileIncluding(src, name, arch string, includeDirs []string) ([]byte, error) {
+	f.arch, f.includes, f.src = arch, includeDirs, src
+	if f.compileErr != nil {
+		return nil, f.compileErr
+	}
+	if f.ptx != "" {
+		return []byte(f.ptx), nil
+	}
+	return []byte(".target sm_" + strings.TrimPrefix(arch, "compute_") + "\n.visible .entry gpugate_headers(\n)\n\x00"), nil
+}
+
+// plainCompiler cannot search include directories: its CompileIncluding,
+// of another signature, hides the fake's.
+type plainCompiler struct{ fakeCompiler }
+
+func (p *plainCompiler) CompileIncluding() {}
+
+// The change-aware CI seed: hosted preparation "verifies the JIT headers
+// with real NVRTC", the runtime trees carrying "CUDA JIT headers
+// (including CRT and CCCL)". A kernel including every header must compile
+// with the tree's include directory on NVRTC's path.
+func TestCheckHeaders_TheRuntimeTreesJITHeadersCompileWithItsNVRTC(t *testing.T) {
+	f := &fakeCompiler{}
+	text, err := CheckHeaders(f, "compute_90", "/opt/ci/cuda-runtime-12.8/include", []string{"cuda_fp16.h", "cuda/std/cstdint"})
+	if err != nil || !strings.Contains(text, "compiled cuda_fp16.h, cuda/std/cstdint from /opt/ci/cuda-runtime-12.8/include for compute_90") {
+		t.Fatalf("%q %v", text, err)
+	}
+	if len(f.includes) != 1 || f.includes[0] != "/opt/ci/cuda-runtime-12.8/include" ||
+		!strings.Contains(f.src, "#include <cuda_fp16.h>\n#include <cuda/std/cstdint>\n") || !strings.Contains(f.src, `extern "C" __global__ void gpugate_headers()`) {
+		t.Errorf("compiled %q with %v", f.src, f.includes)
+	}
+	missing := &CUDAError{Call: "nvrtcCompileProgram", Code: 6, NVRTC: true, Log: `gpugate_headers.cu(1): catastrophic error: cannot open source file "cuda/std/cstdint"`}
+	for name, tc := range map[string]struct {
+		c       Compiler
+		headers []string
+		want    string
+	}{
+		"a header the tree lacks": {&fakeCompiler{compileErr: missing}, []string{"cuda/std/cstdint"}, "cannot open source file"},
+		"another target":          {&fakeCompiler{ptx: ".target sm_52\n.visible .entry gpugate_headers(\n"}, []string{"cuda_fp16.h"}, "does not target sm_90"},
+		"no headers":              {&fakeCompiler{}, nil, "at least one header"},
+		"an absolute header":      {&fakeCompiler{}, []string{"/etc/passwd"}, "want a relative path"},
+		"a climbing header":       {&fakeCompiler{}, []string{"../../etc/passwd"}, "want a relative path"},
+		"a spliced directive":     {&fakeCompiler{}, []string{"cuda_fp16.h>\n#include <x"}, "want a relative path"},
+		"no include search":       {&plainCompiler{}, []string{"cuda_fp16.h"}, "cannot search include directories"},
+	} {
+		_, err := CheckHeaders(tc.c, "compute_90", "/opt/ci/include", tc.headers)
+		if !errors.Is(err, ErrToolkit) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrToolkit naming %q", name, err, tc.want)
+		}
+	}
 }
 
 // The cache-trust seed: "Both restored and newly installed trees must
@@ -85,6 +143,53 @@ func TestOpenNVRTC_CompilesWithoutTheDriver(t *testing.T) {
 	if _, err := OpenNVRTC(t.TempDir()); !errors.Is(err, ErrLibrary) {
 		t.Errorf("an empty directory: %v, want ErrLibrary", err)
 	}
+}
+
+// The same check through the purego bindings, against the C stand-in for
+// NVRTC: a header present under the include path compiles, one missing
+// fails with NVRTC's log.
+func TestOpenNVRTC_ChecksHeadersOnTheIncludePath(t *testing.T) {
+	d := loadFakeDriver(t)
+	c, err := OpenNVRTC(d.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	include := t.TempDir()
+	os.MkdirAll(filepath.Join(include, "cuda", "std"), 0o755)
+	os.WriteFile(filepath.Join(include, "cuda_fp16.h"), []byte("#pragma once\n"), 0o644)
+	os.WriteFile(filepath.Join(include, "cuda", "std", "cstdint"), []byte("#pragma once\n"), 0o644)
+	if text, err := CheckHeaders(c, "compute_89", include, []string{"cuda_fp16.h", "cuda/std/cstdint"}); err != nil || !strings.Contains(text, "for compute_89") {
+		t.Errorf("present headers: %q, %v", text, err)
+	}
+	_, err = CheckHeaders(c, "compute_89", include, []string{"cuda_fp16.h", "cub/cub.cuh"})
+	var cerr *CUDAError
+	if !errors.Is(err, ErrToolkit) || !errors.As(err, &cerr) || !strings.Contains(cerr.Log, `cannot open source file "cub/cub.cuh"`) {
+		t.Errorf("a missing header: %v", err)
+	}
+	if n := d.nvrtcLeft(); n != 0 {
+		t.Errorf("%d NVRTC programs left behind", n)
+	}
+}
+
+// Header names come from a workflow input and are spliced into source:
+// an accepted one stays one #include line below the include directory.
+func FuzzCheckHeaders(f *testing.F) {
+	f.Add("cuda_fp16.h")
+	f.Add("cuda/std/cstdint")
+	f.Add("../x.h")
+	f.Add("a>\n#include <b")
+	f.Fuzz(func(t *testing.T, h string) {
+		fc := &fakeCompiler{}
+		if _, err := CheckHeaders(fc, "compute_90", "/inc", []string{h}); err != nil {
+			if !errors.Is(err, ErrToolkit) {
+				t.Fatalf("err %v is not ErrToolkit", err)
+			}
+			return
+		}
+		if strings.Count(fc.src, "\n") != 2 || strings.HasPrefix(h, "/") || strings.Contains("/"+h+"/", "/../") || !strings.HasPrefix(fc.src, "#include <"+h+">\n") {
+			t.Fatalf("accepted header %q as source %q", h, fc.src)
+		}
+	})
 }
 
 func FuzzCheckCompile(f *testing.F) {

@@ -162,12 +162,20 @@ func cstr(s string) *byte {
 }
 
 func (c *puregoNVRTC) Compile(src, name, arch string) ([]byte, error) {
+	return c.CompileIncluding(src, name, arch, nil)
+}
+
+// CompileIncluding compiles with includeDirs as NVRTC's --include-path.
+func (c *puregoNVRTC) CompileIncluding(src, name, arch string, includeDirs []string) ([]byte, error) {
 	var prog uintptr
 	if err := nvrtcCheck("nvrtcCreateProgram", c.nvrtcCreateProgram(&prog, src, name, 0, nil, nil)); err != nil {
 		return nil, err
 	}
 	defer c.nvrtcDestroyProgram(&prog)
 	opts := []*byte{cstr("--gpu-architecture=" + arch), cstr("--std=c++17")}
+	for _, d := range includeDirs {
+		opts = append(opts, cstr("--include-path="+d))
+	}
 	code := c.nvrtcCompileProgram(prog, int32(len(opts)), unsafe.Pointer(&opts[0]))
 	runtime.KeepAlive(opts)
 	if code != 0 {

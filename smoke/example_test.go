@@ -1,6 +1,7 @@
 package smoke_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -64,4 +65,23 @@ func ExampleCheckCompile() {
 	fmt.Println(err)
 	// Output:
 	// smoke: the CUDA toolkit cannot compile the proof kernel: NVRTC 11.0's PTX for compute_90 does not target sm_90
+}
+
+// treeWithoutCCCL is a runtime tree whose NVRTC cannot find one of the JIT
+// headers the kernels include.
+type treeWithoutCCCL struct{ oldToolkit }
+
+func (treeWithoutCCCL) CompileIncluding(src, name, arch string, includeDirs []string) ([]byte, error) {
+	return nil, &smoke.CUDAError{Call: "nvrtcCompileProgram", Code: 6, NVRTC: true,
+		Log: `gpugate_headers.cu(2): catastrophic error: cannot open source file "cuda/std/cstdint"`}
+}
+
+// A runtime tree's JIT headers are proven with its own NVRTC: a kernel
+// including each must compile with the tree's include directory.
+func ExampleCheckHeaders() {
+	_, err := smoke.CheckHeaders(treeWithoutCCCL{}, "compute_90", "/opt/gpugate-ci/cuda-runtime-12.8/include", []string{"cuda_fp16.h", "cuda/std/cstdint"})
+	var cerr *smoke.CUDAError
+	fmt.Println(errors.Is(err, smoke.ErrToolkit), errors.As(err, &cerr) && strings.Contains(cerr.Log, `cannot open source file "cuda/std/cstdint"`))
+	// Output:
+	// true true
 }

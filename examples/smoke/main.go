@@ -2,7 +2,7 @@
 // the pod's startup script before the runner registers:
 //
 //	smoke [-tiers tiers.json] [-min-vram-gb 20] [-json]
-//	smoke -compile-only LIBDIR [-arch compute_90]   # a toolkit tree's NVRTC, no GPU
+//	smoke -compile-only LIBDIR [-arch compute_90] [-include DIR -header H...]   # a tree's NVRTC (and its JIT headers), no GPU
 //
 // Parameters normally come from the pod's non-secret environment:
 // GPUGATE_TIERS (the tier table as JSON, which smoke.NewPodStartup renders
@@ -56,14 +56,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	compileOnly := fs.String("compile-only", "", "prove a CUDA toolkit tree on a runner without a GPU: load the NVRTC in this library directory, compile the proof's kernel for -arch and check the PTX (exit 13 on failure); no driver, no tier table")
 	arch := fs.String("arch", "compute_90", "with -compile-only: the architecture to compile for")
+	include := fs.String("include", "", "with -compile-only and -header: the tree's include directory (NVRTC's --include-path)")
+	var headers []string
+	fs.Func("header", "with -compile-only: a JIT header the tree must provide and NVRTC must compile (cuda_fp16.h, cuda/std/cstdint); repeat for more", func(h string) error {
+		headers = append(headers, h)
+		return nil
+	})
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
+	}
+	if (*include != "" || len(headers) > 0) && (*compileOnly == "" || *include == "" || len(headers) == 0) {
+		fmt.Fprintln(stderr, "smoke: -include and -header go together, with -compile-only: give the tree's include directory and at least one header")
+		return 2
 	}
 	if *compileOnly != "" {
 		c, err := smoke.OpenNVRTC(*compileOnly)
 		var text string
 		if err == nil {
 			text, err = smoke.CheckCompile(c, *arch)
+		}
+		if err == nil && len(headers) > 0 {
+			fmt.Fprintln(stdout, text)
+			text, err = smoke.CheckHeaders(c, *arch, *include, headers)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)

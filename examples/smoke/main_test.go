@@ -66,3 +66,24 @@ func TestBadConfigurationExitsTwo(t *testing.T) {
 		t.Errorf("a VRAM floor that is not a number: exit %d", code)
 	}
 }
+
+// -compile-only proves a tree without a GPU: a directory without NVRTC
+// fails the compile step (exit 13); -include and -header go together.
+func TestCompileOnlyChecksATreeAndRefusesHalfAHeaderCheck(t *testing.T) {
+	tree := t.TempDir()
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"no NVRTC in the tree":        {[]string{"-compile-only", filepath.Join(tree, "lib64")}, 13, "libnvrtc"},
+		"headers without a directory": {[]string{"-compile-only", tree, "-header", "cuda_fp16.h"}, 2, "-include and -header go together"},
+		"a directory without headers": {[]string{"-compile-only", tree, "-include", tree}, 2, "-include and -header go together"},
+		"headers without a tree":      {[]string{"-include", tree, "-header", "cuda_fp16.h"}, 2, "-include and -header go together"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), tc.args, func(string) string { return "" }, brokenEnv{}, &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s%s", name, code, tc.code, tc.want, out.String(), errOut.String())
+		}
+	}
+}

@@ -401,10 +401,11 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 		env  []string
 		want string
 	}{
-		"install of an unknown command":   {[]string{"GPUGATE_COMMANDS=partition rm"}, `::error::gpugate: step install: unknown command "rm"`},
-		"free-disk of a relative path":    {[]string{"GPUGATE_FREE_PATHS=usr/share/dotnet"}, `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
-		"free-disk of the root directory": {[]string{"GPUGATE_FREE_PATHS=/"}, `::error::gpugate: step free-disk: "/" is not an absolute path`},
-		"cuda-tree without a check":       {[]string{"GPUGATE_TREE=/opt/gpugate-ci/cuda-runtime-12.8", "GPUGATE_INSTALL_SCRIPT=x"}, `::error::gpugate: step cuda-tree needs require or compile-arch`},
+		"install of an unknown command":          {[]string{"GPUGATE_COMMANDS=partition rm"}, `::error::gpugate: step install: unknown command "rm"`},
+		"free-disk of a relative path":           {[]string{"GPUGATE_FREE_PATHS=usr/share/dotnet"}, `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
+		"free-disk of the root directory":        {[]string{"GPUGATE_FREE_PATHS=/"}, `::error::gpugate: step free-disk: "/" is not an absolute path`},
+		"cuda-tree headers without compile-arch": {[]string{"GPUGATE_TREE=/opt/gpugate-ci/cuda-runtime-12.8", "GPUGATE_INSTALL_SCRIPT=x", "GPUGATE_REQUIRE=lib/x", "GPUGATE_HEADERS=cuda_fp16.h"}, `::error::gpugate: step cuda-tree: headers are compiled by the tree's NVRTC`},
+		"cuda-tree without a check":              {[]string{"GPUGATE_TREE=/opt/gpugate-ci/cuda-runtime-12.8", "GPUGATE_INSTALL_SCRIPT=x"}, `::error::gpugate: step cuda-tree needs require or compile-arch`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			step := strings.TrimSuffix(strings.Fields(strings.TrimPrefix(tc.want, "::error::gpugate: step "))[0], ":")
