@@ -42,7 +42,7 @@ func ExampleNewPodStartup() {
 	fmt.Println(slices.Sorted(maps.Keys(st.Env)))
 	fmt.Println(strings.HasPrefix(st.Command, "bash -c '"), strings.Contains(st.Command, "RUNNER_JIT_CONFIG"))
 	// Output:
-	// [GPUGATE_PROOF_00 GPUGATE_PROOF_SHA256 GPUGATE_TIERS NVIDIA_DRIVER_CAPABILITIES]
+	// [GPUGATE_PROOF_00 GPUGATE_PROOF_RESULT GPUGATE_PROOF_SHA256 GPUGATE_TIERS NVIDIA_DRIVER_CAPABILITIES]
 	// true true
 }
 

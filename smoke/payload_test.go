@@ -186,6 +186,10 @@ func TestStartupScript_ProofTravelsInsideTheStartupPayload(t *testing.T) {
 	if !strings.Contains(out, EnvTiers+"={") {
 		t.Errorf("the proof did not receive the tier table:\n%s", out)
 	}
+	// It leaves its result (the tier it chose) where the job reads it.
+	if !strings.Contains(out, EnvResult+"="+DefaultResultPath+"\n") {
+		t.Errorf("the proof was not told to write its result to %s:\n%s", DefaultResultPath, out)
+	}
 	for _, leaked := range []string{EnvProofChunk + "00=", EnvProofSHA256 + "="} {
 		if strings.Contains(out, leaked) {
 			t.Errorf("the proof's environment carries %s", leaked)

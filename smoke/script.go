@@ -31,7 +31,19 @@ type ScriptParams struct {
 	// Env are non-secret parameter defaults exported to the proof; the
 	// pod's own environment overrides them.
 	Env map[string]string
+	// ResultPath is where the proof leaves its result (the GPUs, the
+	// driver and the tier it chose; no secret) for the job that runs on
+	// this pod, so the job uses the runtime tree of the same tier.
+	// NewPodStartup passes it as EnvResult (default DefaultResultPath).
+	ResultPath string
 }
+
+// EnvResult names the pod variable that tells the proof where to write
+// its result (smoke -result's default).
+const EnvResult = "GPUGATE_PROOF_RESULT"
+
+// DefaultResultPath is where the proof writes its result on a pod.
+const DefaultResultPath = "/var/tmp/gpugate-proof.json"
 
 // ErrScript is matched by StartupScript's refusals.
 var ErrScript = errors.New("smoke: refusing to render the startup script")
@@ -174,7 +186,14 @@ func NewPodStartup(cfg Config, proof []byte, p ScriptParams) (PodStartup, error)
 	if err != nil {
 		return PodStartup{}, err
 	}
-	out := PodStartup{Env: map[string]string{EnvTiers: tiers, EnvDriverCapabilities: DriverCapabilities}}
+	result := p.ResultPath
+	if result == "" {
+		result = DefaultResultPath
+	}
+	if !strings.HasPrefix(result, "/") || strings.ContainsAny(result, "\n\r\x00") {
+		return PodStartup{}, fmt.Errorf("%w: result path %q must be absolute", ErrScript, result)
+	}
+	out := PodStartup{Env: map[string]string{EnvTiers: tiers, EnvDriverCapabilities: DriverCapabilities, EnvResult: result}}
 	if proof != nil {
 		if out.Payload, err = PackProof(proof); err != nil {
 			return PodStartup{}, err

@@ -1,7 +1,7 @@
 // Command smoke is the on-pod CUDA compatibility proof. It runs as root in
 // the pod's startup script before the runner registers:
 //
-//	smoke [-tiers tiers.json] [-min-vram-gb 20] [-json]
+//	smoke [-tiers tiers.json] [-min-vram-gb 20] [-json] [-result FILE]
 //	smoke -compile-only LIBDIR [-arch compute_90] [-include DIR -header H...]   # a tree's NVRTC (and its JIT headers), no GPU
 //
 // Parameters normally come from the pod's non-secret environment:
@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	tiers := fs.String("tiers", "", "tier table file (JSON, as smoke.Config.JSON writes it); default: $GPUGATE_TIERS")
 	minVRAM := fs.Int("min-vram-gb", -1, "VRAM floor in GiB; default GPUGATE_MIN_VRAM_GB or the tier table's")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	resultFile := fs.String("result", getenv(smoke.EnvResult), "also write the result as JSON to this file (readable by all: the GPUs, the driver and the chosen tier, no secret), passed or failed, for the job that runs on the pod; default $"+smoke.EnvResult)
 	compileOnly := fs.String("compile-only", "", "prove a CUDA toolkit tree on a runner without a GPU: load the NVRTC in this library directory, compile the proof's kernel for -arch and check the PTX (exit 13 on failure); no driver, no tier table")
 	arch := fs.String("arch", "compute_90", "with -compile-only: the architecture to compile for")
 	include := fs.String("include", "", "with -compile-only and -header: the tree's include directory (NVRTC's --include-path)")
@@ -119,6 +120,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	res, err := smoke.Run(ctx, cfg)
+	if *resultFile != "" {
+		out, _ := json.MarshalIndent(res, "", "  ")
+		if werr := os.WriteFile(*resultFile, append(out, '\n'), 0o644); werr != nil {
+			fmt.Fprintf(stderr, "smoke: the result file was not written (the job cannot read the chosen tier): %v\n", werr)
+		} else if werr := os.Chmod(*resultFile, 0o644); werr != nil {
+			fmt.Fprintf(stderr, "smoke: the result file is not readable by the job: %v\n", werr)
+		}
+	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(stdout, string(out))

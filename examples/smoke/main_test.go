@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -85,5 +86,30 @@ func TestCompileOnlyChecksATreeAndRefusesHalfAHeaderCheck(t *testing.T) {
 		if code := run(context.Background(), tc.args, func(string) string { return "" }, brokenEnv{}, &out, &errOut); code != tc.code || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%s: exit %d, want %d and %q:\n%s%s", name, code, tc.code, tc.want, out.String(), errOut.String())
 		}
+	}
+}
+
+// The proof leaves its result for the job that runs on the pod, passed or
+// failed, where the pod's environment says (smoke.EnvResult).
+func TestTheProofWritesItsResultWhereThePodSays(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "proof.json")
+	tiers := exampleEnv(t)
+	env := func(k string) string {
+		if k == smoke.EnvResult {
+			return file
+		}
+		return tiers(k)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), nil, env, brokenEnv{}, &out, &errOut); code != 10 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	data, err := os.ReadFile(file)
+	var res smoke.Result
+	if err != nil || json.Unmarshal(data, &res) != nil || len(res.Steps) == 0 || res.Steps[0].Step != smoke.StepDriver || res.Steps[0].Error == "" {
+		t.Errorf("result file %s (%v)", data, err)
+	}
+	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o644 {
+		t.Errorf("the job (another user) must read it: %v %v", info, err)
 	}
 }
