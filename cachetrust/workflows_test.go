@@ -382,12 +382,18 @@ func TestTheArchiveJobLogsItsSourceSizesAndFreeDiskAndThePublisherWhetherItBuilt
 // requires it before running tests." And the change-aware CI seed: hosted
 // preparation "verifies the JIT headers with real NVRTC".
 func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
-	publisher := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-trees"]
-	reader := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
+	published, gate := workflowtest.Read(t, "ci-cache-publish.yml"), workflowtest.Read(t, "runpod-gpu-test.yml")
+	reader := gate.Jobs["cuda-archive"]
 	build := -1
 	for i, s := range reader.Steps {
 		if strings.Contains(s.Run, "build_gpu_archive.sh") {
 			build = i
+		}
+	}
+	// The runtime trees: one per NVRTC tier the CUDA proof may choose.
+	for name, j := range map[string]workflowtest.Job{"publisher": published.Jobs["cuda-runtime"], "reader": gate.Jobs["cuda-runtime"]} {
+		if got := fmt.Sprint(j.Strategy.Matrix.Values["cuda"]); got != "[12.6 12.8]" {
+			t.Errorf("%s: the runtime trees are prepared for %s, want both tiers [12.6 12.8]", name, got)
 		}
 	}
 	for _, kind := range []string{"toolkit", "runtime"} {
@@ -398,8 +404,8 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 			cache   string // the cache action: the publisher saves, readers only restore
 			publish string
 		}{
-			{"publisher", publisher, "actions/cache@", "true"},
-			{"reader", reader, "actions/cache/restore@", ""},
+			{"publisher", published.Jobs["cuda-"+kind], "actions/cache@", "true"},
+			{"reader", map[string]workflowtest.Job{"toolkit": reader, "runtime": gate.Jobs["cuda-runtime"]}[kind], "actions/cache/restore@", ""},
 		} {
 			at := -1
 			for i, s := range side.job.Steps {
@@ -452,7 +458,7 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 	downloaded, required := -1, -1
 	for i, s := range gpu.Steps {
 		switch {
-		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["name"] == "cuda-runtime-12.8" && downloaded < 0:
+		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["name"] == "cuda-runtime-${{ steps.tier.outputs.tier }}" && downloaded < 0:
 			downloaded = i
 		case s.Name == "Require the runtime tree":
 			required = i
@@ -463,8 +469,8 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 		}
 	}
 	staged := false
-	for _, s := range reader.Steps {
-		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "cuda-runtime-12.8"
+	for _, s := range gate.Jobs["cuda-runtime"].Steps {
+		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "cuda-runtime-${{ matrix.cuda }}"
 	}
 	if !staged {
 		t.Error("the hosted side does not stage the runtime tree for the pod")
@@ -488,7 +494,7 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := t.TempDir()
-			lib := filepath.Join(src, "cuda-runtime-12.8", "lib")
+			lib := filepath.Join(src, "cuda-runtime-12.6", "lib")
 			os.MkdirAll(lib, 0o755)
 			for f, content := range tc.files {
 				if target, ok := strings.CutPrefix(content, "-> "); ok {
@@ -497,17 +503,17 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 				}
 				os.WriteFile(filepath.Join(lib, f), []byte(content), 0o644)
 			}
-			os.RemoveAll(filepath.Join(r.Temp, "cuda-runtime-12.8"))
-			if out, err := exec.Command("tar", "-C", src, "-cf", filepath.Join(r.Temp, "cuda-runtime-12.8.tar"), "cuda-runtime-12.8").CombinedOutput(); err != nil {
+			os.RemoveAll(filepath.Join(r.Temp, "cuda-runtime-12.6"))
+			if out, err := exec.Command("tar", "-C", src, "-cf", filepath.Join(r.Temp, "cuda-runtime-12.6.tar"), "cuda-runtime-12.6").CombinedOutput(); err != nil {
 				t.Fatalf("%v %s", err, out)
 			}
 			env := filepath.Join(t.TempDir(), "env")
-			res := r.Run(t, require, map[string]string{"GITHUB_ENV": env})
+			res := r.Run(t, require, map[string]string{"GITHUB_ENV": env, "TIER": "12.6"})
 			written, _ := os.ReadFile(env)
 			if res.Code != tc.code {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
 			}
-			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(r.Temp, "cuda-runtime-12.8", "lib")); set != (tc.code == 0) {
+			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(r.Temp, "cuda-runtime-12.6", "lib")); set != (tc.code == 0) {
 				t.Errorf("LD_LIBRARY_PATH set %v, GITHUB_ENV %q", set, written)
 			}
 		})
@@ -521,15 +527,16 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 // hosted side records a sum next to each payload it uploads; the pod's
 // check, run as written, refuses a payload that changed in transit.
 func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
-	gate := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
-	for _, sum := range []string{"cuda-tests.sha256", "cuda-runtime-12.8.sha256"} {
+	wf := workflowtest.Read(t, "runpod-gpu-test.yml")
+	gate := wf.Jobs["cuda-archive"]
+	for job, sum := range map[string][2]string{"cuda-archive": {">cuda-tests.sha256", "cuda-tests.sha256"}, "cuda-runtime": {`>"cuda-runtime-$CUDA.sha256"`, "cuda-runtime-${{ matrix.cuda }}.sha256"}} {
 		recorded, uploaded := false, false
-		for _, s := range gate.Steps {
-			recorded = recorded || strings.Contains(s.Run, "sha256sum") && strings.Contains(s.Run, ">"+sum)
-			uploaded = uploaded || recorded && strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], sum)
+		for _, s := range wf.Jobs[job].Steps {
+			recorded = recorded || strings.Contains(s.Run, "sha256sum") && strings.Contains(s.Run, sum[0])
+			uploaded = uploaded || recorded && strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], sum[1])
 		}
 		if !uploaded {
-			t.Errorf("the hosted side does not record and upload %s with its payload", sum)
+			t.Errorf("%s does not record and upload %s with its payload", job, sum[1])
 		}
 	}
 	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
@@ -585,7 +592,7 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 				}
 				write(p.dir, p.sum, sums.String())
 			}
-			if res := r.Run(t, gpu.Steps[verify], nil); res.Code != tc.code {
+			if res := r.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8"}); res.Code != tc.code {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
 			}
 			if info, err := os.Stat(filepath.Join(r.Workspace, "cargo-nextest")); tc.code == 0 && (err != nil || info.Mode()&0o100 == 0) {

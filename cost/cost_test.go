@@ -535,8 +535,9 @@ func TestTheAdoptionWorkflowNamesItsCostArtifactPerAttempt(t *testing.T) {
 // to the lifecycle, whose cleanup writes them into the report.
 func TestTheCostReportCarriesTheHostedPreparationsCacheObservations(t *testing.T) {
 	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
-	prep := gate.Jobs["cuda-archive"]
 	passed := gate.Jobs["execute"].With["cache_observations"]
+	// The archive and the toolkit: each restore's cache-hit is a job output.
+	prep := gate.Jobs["cuda-archive"]
 	restores := 0
 	for _, s := range prep.Steps {
 		if !strings.HasPrefix(s.Uses, "actions/cache/restore@") {
@@ -553,8 +554,25 @@ func TestTheCostReportCarriesTheHostedPreparationsCacheObservations(t *testing.T
 			t.Errorf("the cache-hit of restore %s (output %q) does not reach the lifecycle: %q", s.ID, output, passed)
 		}
 	}
-	if restores < 3 {
-		t.Errorf("cuda-archive restores %d caches, want the archive, toolkit and runtime trees", restores)
+	if restores != 2 {
+		t.Errorf("cuda-archive restores %d caches, want the archive and the toolkit", restores)
+	}
+	// The runtime trees, one matrix cell per tier: each cell writes only
+	// its own output (a shared one would be last-writer-wins).
+	runtime := gate.Jobs["cuda-runtime"]
+	for _, tier := range []string{"12_6", "12_8"} {
+		out := "runtime_" + tier + "_cache_hit"
+		if runtime.Outputs[out] != "${{ steps.observed.outputs.cache_hit_"+tier+" }}" || !strings.Contains(passed, "=${{ needs.cuda-runtime.outputs."+out+" }}") {
+			t.Errorf("the %s runtime tree's cache-hit does not reach the lifecycle: output %q, passed %q", tier, runtime.Outputs[out], passed)
+		}
+	}
+	observed := runtime.Step(t, "observed", func(s workflowtest.Step) bool { return s.ID == "observed" })
+	r := workflowtest.NewRunner(t)
+	for cuda, hit := range map[string]string{"12.6": "true", "12.8": ""} {
+		res := r.Run(t, observed, map[string]string{"CUDA": cuda, "HIT": hit})
+		if want := "cache_hit_" + strings.ReplaceAll(cuda, ".", "_") + "=" + hit + "\n"; res.Code != 0 || res.Outputs != want {
+			t.Errorf("the %s cell writes %q, want %q", cuda, res.Outputs, want)
+		}
 	}
 	// What the expressions expand to when every restore ran, and when none did.
 	expand := regexp.MustCompile(`\$\{\{[^}]*\}\}`)

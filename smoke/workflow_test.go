@@ -1,0 +1,80 @@
+package smoke_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpugate/gpugate/internal/workflowtest"
+	"github.com/gpugate/gpugate/smoke"
+	"github.com/gpugate/gpugate/smoke/tiers"
+)
+
+// The change-aware CI seed: "After registration the GPU selects the
+// driver-compatible SDK (12.8 for the full capability tier), transfers
+// only that SDK", and "rejects runtimes below 12.6 or NVRTC newer than the
+// driver". The job on the pod takes the tier from the proof's own result
+// (the one decision, SelectTier's), as the adoption workflow's step runs
+// it, and downloads that tier's runtime tree only.
+func TestTheJobUsesTheRuntimeTierTheProofChose(t *testing.T) {
+	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
+	tier := gpu.Step(t, "tier", func(s workflowtest.Step) bool { return s.ID == "tier" })
+	if tier.Env["PROOF_RESULT"] != smoke.DefaultResultPath {
+		t.Errorf("the step reads %q, but the proof writes %s", tier.Env["PROOF_RESULT"], smoke.DefaultResultPath)
+	}
+	downloads := 0
+	for _, s := range gpu.Steps {
+		if strings.HasPrefix(s.Uses, "actions/download-artifact@") && strings.HasPrefix(s.With["name"], "cuda-runtime-") {
+			downloads++
+			if s.With["name"] != "cuda-runtime-${{ steps.tier.outputs.tier }}" {
+				t.Errorf("the pod downloads %q, not the chosen tier's tree", s.With["name"])
+			}
+		}
+	}
+	if downloads == 0 {
+		t.Error("the pod downloads no runtime tree")
+	}
+	// Every tier the example table lets the proof choose has a staged tree.
+	cfg, err := tiers.Load(tiers.Example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matrix := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-runtime"].Strategy.Matrix.Values["cuda"]
+	staged := map[string]bool{}
+	if list, ok := matrix.([]any); ok {
+		for _, v := range list {
+			staged[fmt.Sprint(v)] = true
+		}
+	}
+	for _, tr := range cfg.Tiers {
+		if !staged[tr.CUDA] {
+			t.Errorf("the proof may choose tier %s (CUDA %s), but the hosted side stages runtime trees for %v only", tr.Name, tr.CUDA, matrix)
+		}
+	}
+	r := workflowtest.NewRunner(t, "python3")
+	for name, tc := range map[string]struct {
+		result any // nil: no result file
+		code   int
+		tier   string
+	}{
+		"the full tier":     {smoke.Result{Tier: smoke.Tier{Name: "full", CUDA: "12.8"}}, 0, "12.8"},
+		"the baseline tier": {smoke.Result{Tier: smoke.Tier{Name: "baseline", CUDA: "12.6"}}, 0, "12.6"},
+		"an unstaged tier":  {smoke.Result{Tier: smoke.Tier{Name: "old", CUDA: "11.8"}}, 1, ""},
+		"no result":         {nil, 1, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "proof.json")
+			if tc.result != nil {
+				data, _ := json.Marshal(tc.result)
+				os.WriteFile(file, data, 0o644)
+			}
+			res := r.Run(t, tier, map[string]string{"PROOF_RESULT": file})
+			if res.Code != tc.code || res.Output("tier") != tc.tier || (tc.code != 0) != strings.Contains(res.Out, "::error::") {
+				t.Errorf("exit %d, tier %q, want %d and %q:\n%s", res.Code, res.Output("tier"), tc.code, tc.tier, res.Out)
+			}
+		})
+	}
+}
