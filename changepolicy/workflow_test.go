@@ -3,6 +3,7 @@ package changepolicy
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,5 +69,40 @@ func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
 	}
 	if !strings.Contains(string(gpu), "github.event.workflow_run.event == 'pull_request'") {
 		t.Error("the paid workflow must run for pull requests only: a push to main adds no paid GPU run")
+	}
+}
+
+// The change-aware CI seed: "A CI-only diff requires the GPU gate only
+// when it can change what the pod executes or whether it can execute: the
+// archive and its payload, the test partitions, the pod
+// request/provision/staging path, and the cache the pod consumes". Every
+// repository script the paid workflows run to build or stage what the pod
+// consumes is device control in the example policy: a pull request that
+// changes only that script still buys its GPU run.
+func TestEveryScriptThePaidWorkflowsStageForThePodRequiresTheGPUGate(t *testing.T) {
+	p, err := Load(ExamplePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := regexp.MustCompile(`scripts/ci/[A-Za-z0-9_.-]+`)
+	seen := map[string]bool{}
+	for _, name := range []string{"runpod-gpu-test.yml", "runpod-gpu-execute.yml"} {
+		data, err := os.ReadFile(filepath.Join(workflowtest.Dir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range script.FindAllString(string(data), -1) {
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			d, err := Classify(p, []Change{{Path: path, Status: Modified}})
+			if err != nil || d.Class != CIOnly || !d.GPU {
+				t.Errorf("%s (run by %s): class %s, GPU gate %v (%v); want a CI-only change that requires the GPU gate", path, name, d.Class, d.GPU, err)
+			}
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("found only %v in the paid workflows", seen)
 	}
 }

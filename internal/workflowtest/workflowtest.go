@@ -55,7 +55,7 @@ type Strategy struct {
 	FailFast *bool `yaml:"fail-fast"` // nil: GitHub's default, true
 	Matrix   struct {
 		Include string         `yaml:"include"` // an expression, as the templates write it
-		Values  map[string]any `yaml:",inline"`  // the other keys: each a list of values
+		Values  map[string]any `yaml:",inline"` // the other keys: each a list of values
 	} `yaml:"matrix"`
 }
 
