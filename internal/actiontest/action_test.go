@@ -236,7 +236,7 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 		// A debug dispatch keeps the bundled scenario's exited candidate.
 		{"provision", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_KEEP_FAILED_PODS": "true"}, []string{"retention_record", "retention_file"}, map[string]string{"retention_record": "runpod-debug-retained-1-1-pod000001"}},
 		{"watch", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"outcome", "deleted"}, nil},
-		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true"}, []string{"deleted", "cost", "cost_known"}, nil},
+		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_CACHE_OBSERVATIONS": "archive=true,cuda-runtime-12.8="}, []string{"deleted", "cost", "cost_known"}, nil},
 		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_PROVISION_RESULT": `{"attempts":[{"n":1,"name":"gpugate-1-1-c1","candidate":{"gpu_type_id":"NVIDIA L4"},"pod_id":"p1","outcome":"exited","seconds":95,"estimated_cost":0.018}]}`}, []string{"deleted", "cost"}, nil},
 		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil, nil},
 		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil, nil},
@@ -299,6 +299,11 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 				}
 				if !strings.Contains(string(written), "bin="+bin+"\n") {
 					t.Errorf("install's bin output:\n%s", written)
+				}
+			case "cleanup":
+				// The observations reach the cost report.
+				if rep, _ := os.ReadFile(filepath.Join(dir, "cost-report.json")); s.env["GPUGATE_CACHE_OBSERVATIONS"] != "" && !strings.Contains(string(rep), `"archive": true`) {
+					t.Errorf("the cost report carries no cache observations:\n%s", rep)
 				}
 			case "free-disk":
 				if _, err := os.Stat(freeable); !os.IsNotExist(err) {
