@@ -391,10 +391,12 @@ func chainStatus(args []string, gha ghaction.Env, stdout, stderr io.Writer) erro
 	if *one != "" {
 		cells = []string{*one}
 	}
+	seen := map[string]bool{}
 	for _, c := range cells {
-		if strings.TrimSpace(c) == "" {
-			return cli.Refuse(fs, "-cells %q names an empty cell", *cellsFlag)
+		if strings.TrimSpace(c) == "" || seen[c] {
+			return cli.Refuse(fs, "-cells %q names an empty cell or one twice", *cellsFlag)
 		}
+		seen[c] = true
 	}
 	if len(cells) == 0 || fs.NArg() == 0 {
 		return cli.Refuse(fs, "give -cells (or -cell) and the state files or directories the links' artifacts were downloaded to")

@@ -209,6 +209,7 @@ func TestChainStatusResumesEachCellFromItsOwnStateFiles(t *testing.T) {
 		"no states":     {"chain-status", "-cells", cells},
 		"a broken list": {"chain-status", "-cells", `["natten",`, states},
 		"an empty cell": {"chain-status", "-cells", "natten,,xformers", states},
+		"a cell twice":  {"chain-status", "-cells", `["natten","natten"]`, states},
 	} {
 		if code, out := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%s: exit %d: %s", name, code, out)
