@@ -228,6 +228,9 @@ func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return fmt.Errorf("partition: %s: %w", fs.Arg(0), err)
 	}
+	if len(raw) == 0 {
+		return fmt.Errorf("partition: %s lists no compile units: there is nothing to shard", fs.Arg(0))
+	}
 	var units []partition.Unit
 	for _, u := range raw {
 		d, err := time.ParseDuration(u.Cost)
@@ -250,9 +253,12 @@ func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 		Units    []string `json:"units"`
 		Manifest []string `json:"manifest"`
 	}
-	matrix := make([]cell, len(ss))
-	for i, s := range ss {
-		matrix[i] = cell{s.Index, s.Units, s.Manifest}
+	// A shard with nothing to compile gets no job.
+	var matrix []cell
+	for _, s := range ss {
+		if len(s.Units) > 0 {
+			matrix = append(matrix, cell{s.Index, s.Units, s.Manifest})
+		}
 	}
 	out, _ := json.Marshal(matrix)
 	return gha.SetOutputs([2]string{"shards", string(out)})

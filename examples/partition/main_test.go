@@ -227,4 +227,13 @@ func TestShardsWritesTheCompileMatrix(t *testing.T) {
 	if code != 0 || outputs != want {
 		t.Errorf("exit %d\n%s\noutputs %q\nwant %q", code, out, outputs, want)
 	}
+	// More shards than units: the empty ones get no job.
+	if _, _, outputs := runActions(t, "shards", "-n", "5", units); strings.Count(outputs, `"index"`) != 3 {
+		t.Errorf("five shards of three units: %s", outputs)
+	}
+	none := filepath.Join(t.TempDir(), "none.json")
+	os.WriteFile(none, []byte(`[]`), 0o644)
+	if code, out, _ := runActions(t, "shards", "-n", "2", none); code != 1 || !strings.Contains(out, "lists no compile units") {
+		t.Errorf("no units: exit %d\n%s", code, out)
+	}
 }
