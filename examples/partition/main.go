@@ -347,6 +347,9 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if *file == "" || *cell == "" {
 		return cli.Refuse(fs, "give -state FILE and -cell NAME")
 	}
+	if !artifactSafe(*cell) {
+		return cli.Refuse(fs, "-cell %q cannot be part of an artifact name (no \" : < > | * ? \\ / or spaces around it)", *cell)
+	}
 	state := partition.ChainState{}
 	data, err := os.ReadFile(*file)
 	switch {
@@ -371,6 +374,13 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "cell %s: link %d, done %v; every cell done: %v\n", *cell, state[*cell].Link, state[*cell].Done, all)
 	return gha.SetOutputs([2]string{"done", strconv.FormatBool(state[*cell].Done)}, [2]string{"all_done", strconv.FormatBool(all)})
+}
+
+// artifactSafe says whether a cell name can be part of an artifact name
+// (chain-state-<cell>-<link>, chain-ckpt-<cell>-<link>): upload-artifact
+// refuses " : < > | * ? \ / and line breaks.
+func artifactSafe(cell string) bool {
+	return strings.TrimSpace(cell) == cell && cell != "" && !strings.ContainsAny(cell, "\":<>|*?\\/\r\n\t")
 }
 
 // chainStatus folds the state files every link left (one per cell and
@@ -399,8 +409,8 @@ func chainStatus(args []string, gha ghaction.Env, stdout, stderr io.Writer) erro
 	}
 	seen := map[string]bool{}
 	for _, c := range cells {
-		if strings.TrimSpace(c) == "" || seen[c] {
-			return cli.Refuse(fs, "-cells %q names an empty cell or one twice", *cellsFlag)
+		if !artifactSafe(c) || seen[c] {
+			return cli.Refuse(fs, "-cells %q names a cell twice, an empty one, or one an artifact name cannot carry (\" : < > | * ? \\ / or spaces around it)", *cellsFlag)
 		}
 		seen[c] = true
 	}

@@ -210,6 +210,8 @@ func TestChainStatusResumesEachCellFromItsOwnStateFiles(t *testing.T) {
 		"a broken list": {"chain-status", "-cells", `["natten",`, states},
 		"an empty cell": {"chain-status", "-cells", "natten,,xformers", states},
 		"a cell twice":  {"chain-status", "-cells", `["natten","natten"]`, states},
+		"a cell with /": {"chain-status", "-cells", `["cu12/py3"]`, states},
+		"one cell, :":   {"chain-state", "-state", filepath.Join(dir, "s.json"), "-cell", "cu12:py3", "-link", "1"},
 	} {
 		if code, out := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%s: exit %d: %s", name, code, out)
