@@ -480,6 +480,12 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 // The pod's own check of the staged runtime tree, run as written.
 func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 	r := workflowtest.NewRunner(t, "tar", "readlink")
+	// RUNNER_TEMP reached through a symlink: the tree is still inside itself.
+	link := filepath.Join(t.TempDir(), "temp")
+	if err := os.Symlink(r.Temp, link); err != nil {
+		t.Fatal(err)
+	}
+	r.Temp = link
 	require := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"].Step(t, "runtime check",
 		func(s workflowtest.Step) bool { return s.Name == "Require the runtime tree" })
 	for name, tc := range map[string]struct {
@@ -513,7 +519,8 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 			if res.Code != tc.code {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
 			}
-			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(r.Temp, "cuda-runtime-12.6", "lib")); set != (tc.code == 0) {
+			root, _ := filepath.EvalSymlinks(r.Temp)
+			if set := strings.Contains(string(written), "LD_LIBRARY_PATH="+filepath.Join(root, "cuda-runtime-12.6", "lib")); set != (tc.code == 0) {
 				t.Errorf("LD_LIBRARY_PATH set %v, GITHUB_ENV %q", set, written)
 			}
 		})
