@@ -221,7 +221,9 @@ cuda-tree)
 	}
 	install_tree() {
 		echo "gpugate: installing $tree with $GPUGATE_INSTALL_SCRIPT"
-		(cd "$ws" && "$(rel "$GPUGATE_INSTALL_SCRIPT")" "$tree") || fail "step cuda-tree: $GPUGATE_INSTALL_SCRIPT failed to install $tree"
+		# The script is the repository's (in the GPU workflow, the pull
+		# request's): it gets no token.
+		(cd "$ws" && env -u GITHUB_TOKEN -u RUNPOD_API_KEY "$(rel "$GPUGATE_INSTALL_SCRIPT")" "$tree") || fail "step cuda-tree: $GPUGATE_INSTALL_SCRIPT failed to install $tree"
 		check || fail "step cuda-tree: the newly installed $tree failed its check; it is not used or published"
 	}
 	if [ "${GPUGATE_CACHE_HIT:-}" = true ]; then

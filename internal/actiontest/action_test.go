@@ -207,6 +207,7 @@ mkdir -p "$1/lib"
 echo abi >"$1/lib/libcutensor.so.2.1.0"
 ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 [ -n "$BROKEN" ] || echo fft >"$1/lib/libcufft.so.11"
+env >"$1/install-env"
 `), 0o755)
 	runtimeReq := "lib/libcutensor.so.2 lib/libcufft.so*"
 	const apiKey = "rpa_action_test_secret_value"
@@ -387,7 +388,8 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 				out := filepath.Join(home, "output")
 				cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
 				cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + home, "RUNNER_TEMP=" + home, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
-					"GITHUB_OUTPUT=" + out, "GPUGATE_STEP=cuda-tree", "GPUGATE_TREE=" + dir, "GPUGATE_INSTALL_SCRIPT=" + installTree, "GPUGATE_REQUIRE=" + runtimeReq}
+					"GITHUB_OUTPUT=" + out, "GPUGATE_STEP=cuda-tree", "GPUGATE_TREE=" + dir, "GPUGATE_INSTALL_SCRIPT=" + installTree, "GPUGATE_REQUIRE=" + runtimeReq,
+					"GITHUB_TOKEN=ghs_action_test_token", "RUNPOD_API_KEY=" + apiKey}
 				for k, v := range tc.env {
 					cmd.Env = append(cmd.Env, k+"="+v)
 				}
@@ -398,6 +400,10 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 				}
 				if tc.source != "" && !strings.Contains(string(written), "tree_source="+tc.source+"\n") {
 					t.Errorf("outputs %q, want tree_source=%s", written, tc.source)
+				}
+				// The repository's install script runs without the tokens.
+				if env, err := os.ReadFile(filepath.Join(dir, "install-env")); err == nil && (strings.Contains(string(env), "ghs_action_test_token") || strings.Contains(string(env), apiKey)) {
+					t.Error("the install script was given a token")
 				}
 			})
 		}
