@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -528,7 +529,8 @@ func TestThePodRequiresANonEmptyRuntimeTreeInsideItself(t *testing.T) {
 }
 
 // The change-aware CI seed: the pod "verifies their hosted SHA-256 sums
-// before testing", "verifies checksums and required libraries", and
+// before testing" ("Transfer through verification is recorded in the job
+// summary"), "verifies checksums and required libraries", and
 // "Cargo/nextest ... are staged; no Rust toolchain installation ... occurs
 // on the accepted GPU". The
 // hosted side records a sum next to each payload it uploads; the pod's
@@ -599,8 +601,13 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 				}
 				write(p.dir, p.sum, sums.String())
 			}
-			if res := r.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8"}); res.Code != tc.code {
+			res := r.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8"})
+			if res.Code != tc.code {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
+			}
+			// The transfer's verification is recorded in the job summary.
+			if recorded := strings.Contains(res.Summary, "Payload verified") && strings.Contains(res.Summary, "cuda-tests.tar.zst: "+strconv.Itoa(len(tc.archive))+" bytes"); recorded != (tc.code == 0) {
+				t.Errorf("summary %q after exit %d", res.Summary, res.Code)
 			}
 			if info, err := os.Stat(filepath.Join(r.Workspace, "cargo-nextest")); tc.code == 0 && (err != nil || info.Mode()&0o100 == 0) {
 				t.Errorf("the staged cargo-nextest is not executable after the check: %v %v", info, err)
