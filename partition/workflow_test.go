@@ -17,7 +17,8 @@ import (
 // archives used on RunPod ... This execution must succeed before
 // provisioning"; "The paid node executes only the audited single-GPU
 // partition"; and "The single-GPU workflow explicitly reports NOT RUN,
-// never PASS". The adoption workflows wire each.
+// never PASS"; "Nextest remains serial; hosted backend thread variables are
+// explicitly one." The adoption workflows wire each.
 func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	gate, lifecycle := workflowtest.Read(t, "runpod-gpu-test.yml"), workflowtest.Read(t, "runpod-gpu-execute.yml")
 	prep := gate.Jobs["cuda-archive"]
@@ -35,6 +36,11 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 			gpu = s.ID
 		case host != "" && s.Env["FILTER"] == "${{ steps."+host+".outputs.filter }}" && strings.Contains(s.Run, `-E "$FILTER"`):
 			hostRun = i
+			// "Nextest remains serial; hosted backend thread variables are
+			// explicitly one."
+			if !strings.Contains(s.Run, "--test-threads 1") || s.Env["RAYON_NUM_THREADS"] != "1" || s.Env["OMP_NUM_THREADS"] != "1" {
+				t.Errorf("the host lane runs %q with %v: want serial nextest and backend thread pools of one", s.Run, s.Env)
+			}
 		}
 	}
 	if check < 0 || host == "" || hostRun < 0 || gpu == "" {
@@ -49,11 +55,11 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	ran := false
 	for _, s := range lifecycle.Jobs["gpu-tests"].Steps {
 		if s.Name == "Run CUDA tests from archive" {
-			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`)
+			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`) && strings.Contains(s.Run, "--test-threads 1")
 		}
 	}
 	if !ran {
-		t.Error("the pod does not run only the single-GPU lane")
+		t.Error("the pod does not run only the single-GPU lane, serially")
 	}
 	publish := gate.Jobs["publish-gate"]
 	if !publish.NeedsJob("cuda-archive") {
