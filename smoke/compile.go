@@ -42,26 +42,39 @@ func targets(ptx []byte, xy string) bool {
 // hosted runner with OpenNVRTC on the tree's library directory. The text
 // says what was compiled.
 func CheckCompile(c Compiler, arch string) (string, error) {
+	v, ptx, err := provePTX(c, arch, "gpugate_add", arch, func() ([]byte, error) {
+		return c.Compile(KernelSource, "gpugate_add.cu", arch)
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("NVRTC %s compiled %d bytes of PTX for %s", v, len(ptx), arch), nil
+}
+
+// provePTX is what CheckCompile and CheckHeaders share: arch must be
+// compute_XY, NVRTC must report its version and compile, and the PTX must
+// target sm_XY and define kernel. what names the compilation in errors.
+func provePTX(c Compiler, arch, kernel, what string, compile func() ([]byte, error)) (Version, []byte, error) {
 	xy := smArch(arch)
 	if xy == "" {
-		return "", fmt.Errorf("%w: architecture %q is not compute_XY (for example compute_90)", ErrToolkit, arch)
+		return Version{}, nil, fmt.Errorf("%w: architecture %q is not compute_XY (for example compute_90)", ErrToolkit, arch)
 	}
 	v, err := c.NVRTCVersion()
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrToolkit, err)
+		return Version{}, nil, fmt.Errorf("%w: %w", ErrToolkit, err)
 	}
-	ptx, err := c.Compile(KernelSource, "gpugate_add.cu", arch)
+	ptx, err := compile()
 	if err != nil {
-		return "", fmt.Errorf("%w: NVRTC %s for %s: %w", ErrToolkit, v, arch, err)
+		return v, nil, fmt.Errorf("%w: NVRTC %s for %s: %w", ErrToolkit, v, what, err)
 	}
 	ptx = bytes.TrimRight(ptx, "\x00")
 	switch {
 	case !targets(ptx, xy):
-		return "", fmt.Errorf("%w: NVRTC %s's PTX for %s does not target sm_%s", ErrToolkit, v, arch, xy)
-	case !bytes.Contains(ptx, []byte(".entry gpugate_add(")):
-		return "", fmt.Errorf("%w: NVRTC %s's PTX for %s does not define the kernel gpugate_add", ErrToolkit, v, arch)
+		return v, nil, fmt.Errorf("%w: NVRTC %s's PTX for %s does not target sm_%s", ErrToolkit, v, what, xy)
+	case !bytes.Contains(ptx, []byte(".entry "+kernel+"(")):
+		return v, nil, fmt.Errorf("%w: NVRTC %s's PTX for %s does not define the kernel %s", ErrToolkit, v, what, kernel)
 	}
-	return fmt.Sprintf("NVRTC %s compiled %d bytes of PTX for %s", v, len(ptx), arch), nil
+	return v, ptx, nil
 }
 
 // HeaderCompiler is a Compiler that also searches include directories
@@ -100,10 +113,6 @@ func validHeader(h string) bool {
 // defines the kernel. A header the tree lacks, or one that does not
 // compile, fails with ErrToolkit and NVRTC's log. It needs no GPU.
 func CheckHeaders(c Compiler, arch, includeDir string, headers []string) (string, error) {
-	xy := smArch(arch)
-	if xy == "" {
-		return "", fmt.Errorf("%w: architecture %q is not compute_XY (for example compute_90)", ErrToolkit, arch)
-	}
 	hc, ok := c.(HeaderCompiler)
 	if !ok {
 		return "", fmt.Errorf("%w: this compiler cannot search include directories", ErrToolkit)
@@ -119,17 +128,13 @@ func CheckHeaders(c Compiler, arch, includeDir string, headers []string) (string
 		fmt.Fprintf(&src, "#include <%s>\n", h)
 	}
 	fmt.Fprintf(&src, "extern \"C\" __global__ void %s() {}\n", headerKernel)
-	v, err := c.NVRTCVersion()
+	included := strings.Join(headers, ", ")
+	what := fmt.Sprintf("%s including %s from %s", arch, included, includeDir)
+	v, _, err := provePTX(c, arch, headerKernel, what, func() ([]byte, error) {
+		return hc.CompileIncluding(src.String(), "gpugate_headers.cu", arch, []string{includeDir})
+	})
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrToolkit, err)
+		return "", err
 	}
-	ptx, err := hc.CompileIncluding(src.String(), "gpugate_headers.cu", arch, []string{includeDir})
-	if err != nil {
-		return "", fmt.Errorf("%w: NVRTC %s with %s on the include path, for %s: %w", ErrToolkit, v, includeDir, strings.Join(headers, ", "), err)
-	}
-	ptx = bytes.TrimRight(ptx, "\x00")
-	if !targets(ptx, xy) || !bytes.Contains(ptx, []byte(".entry "+headerKernel+"(")) {
-		return "", fmt.Errorf("%w: NVRTC %s's PTX including %s does not target sm_%s with the kernel %s", ErrToolkit, v, strings.Join(headers, ", "), xy, headerKernel)
-	}
-	return fmt.Sprintf("NVRTC %s compiled %s from %s for %s", v, strings.Join(headers, ", "), includeDir, arch), nil
+	return fmt.Sprintf("NVRTC %s compiled %s from %s for %s", v, included, includeDir, arch), nil
 }

@@ -368,10 +368,7 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if err := os.WriteFile(*file, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("partition: %w", err)
 	}
-	all := true
-	for _, c := range state {
-		all = all && c.Done
-	}
+	all := len(state.Pending()) == 0
 	fmt.Fprintf(stdout, "cell %s: link %d, done %v; every cell done: %v\n", *cell, state[*cell].Link, state[*cell].Done, all)
 	return gha.SetOutputs([2]string{"done", strconv.FormatBool(state[*cell].Done)}, [2]string{"all_done", strconv.FormatBool(all)})
 }
