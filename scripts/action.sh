@@ -6,6 +6,7 @@
 set -euo pipefail
 
 ws="${GITHUB_WORKSPACE:-$PWD}"
+action="${ACTION_PATH:-$(dirname "$0")/..}" # the Action's own (pinned) checkout
 rel() { case "$1" in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$ws" "$1" ;; esac; }
 fail() { echo "::error::gpugate: $*"; exit 1; }
 sim=()
@@ -62,7 +63,7 @@ provision)
 		# never from the pull request, and travels in each pod's create
 		# request. The arguments are smoke.ProofBuildArgs.
 		proof="${RUNNER_TEMP:-/tmp}/gpugate-smoke"
-		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
+		(cd "$action" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
 		args+=(-proof "$proof")
 	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
@@ -157,11 +158,8 @@ install)
 	bin="${RUNNER_TEMP:-/tmp}/gpugate-bin"
 	mkdir -p "$bin"
 	for c in "${cmds[@]}"; do
-		case "$c" in
-		classify | gate | provision | watch | cleanup | reap | partition | cachecheck | costreport | smoke) ;;
-		*) fail "step install: unknown command \"$c\": want classify, gate, provision, watch, cleanup, reap, partition, cachecheck, costreport or smoke" ;;
-		esac
-		(cd "${ACTION_PATH:-$(dirname "$0")/..}" && CGO_ENABLED=0 go build -trimpath -o "$bin/$c" "./examples/$c")
+		[[ -n "$c" && "$c" != *[!a-z]* && -f "$action/examples/$c/main.go" ]] || fail "step install: unknown command \"$c\": want one of gpugate's examples/ programs (partition, cachecheck, smoke, ...)"
+		(cd "$action" && CGO_ENABLED=0 go build -trimpath -o "$bin/$c" "./examples/$c")
 	done
 	echo "$bin" >>"${GITHUB_PATH:-/dev/null}"
 	echo "bin=$bin" >>"${GITHUB_OUTPUT:-/dev/null}"
@@ -202,7 +200,6 @@ cuda-tree)
 	read -r -a reqs <<<"${GPUGATE_REQUIRE:-}"
 	read -r -a hdrs <<<"${GPUGATE_HEADERS:-}"
 	[ ${#hdrs[@]} -eq 0 ] || [ -n "${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree: headers are compiled by the tree's NVRTC: give compile-arch too"
-	action="${ACTION_PATH:-$(dirname "$0")/..}"
 	check() {
 		local ok=0 args=(-tree "$tree")
 		if [ ${#reqs[@]} -gt 0 ]; then
@@ -260,5 +257,5 @@ authorize | publish | provision | local-relay)
 	;;
 esac
 
-cd "${ACTION_PATH:-$(dirname "$0")/..}"
+cd "$action"
 exec go run "./examples/$prog" "${args[@]}"
