@@ -413,6 +413,7 @@ env >"$1/install-env"
 		want string
 	}{
 		"install of an unknown command":          {[]string{"GPUGATE_COMMANDS=partition rm"}, `::error::gpugate: step install: unknown command "rm"`},
+		"install of a path":                      {[]string{"GPUGATE_COMMANDS=../examples/partition"}, `::error::gpugate: step install: unknown command "../examples/partition"`},
 		"free-disk of a relative path":           {[]string{"GPUGATE_FREE_PATHS=usr/share/dotnet"}, `::error::gpugate: step free-disk: "usr/share/dotnet" is not an absolute path`},
 		"free-disk of the root directory":        {[]string{"GPUGATE_FREE_PATHS=/"}, `::error::gpugate: step free-disk: "/" is not an absolute path`},
 		"cuda-tree headers without compile-arch": {[]string{"GPUGATE_TREE=/opt/gpugate-ci/cuda-runtime-12.8", "GPUGATE_INSTALL_SCRIPT=x", "GPUGATE_REQUIRE=lib/x", "GPUGATE_HEADERS=cuda_fp16.h"}, `::error::gpugate: step cuda-tree: headers are compiled by the tree's NVRTC`},
