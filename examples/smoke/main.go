@@ -120,17 +120,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	res, err := smoke.Run(ctx, cfg)
+	resultJSON, _ := json.MarshalIndent(res, "", "  ")
 	if *resultFile != "" {
-		out, _ := json.MarshalIndent(res, "", "  ")
-		if werr := os.WriteFile(*resultFile, append(out, '\n'), 0o644); werr != nil {
+		// WriteFile's mode passes through the umask; the job runs as
+		// another user, so the mode is set again.
+		if werr := os.WriteFile(*resultFile, append(resultJSON, '\n'), 0o644); werr != nil {
 			fmt.Fprintf(stderr, "smoke: the result file was not written (the job cannot read the chosen tier): %v\n", werr)
 		} else if werr := os.Chmod(*resultFile, 0o644); werr != nil {
 			fmt.Fprintf(stderr, "smoke: the result file is not readable by the job: %v\n", werr)
 		}
 	}
 	if *asJSON {
-		out, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Fprintln(stdout, string(out))
+		fmt.Fprintln(stdout, string(resultJSON))
 	} else {
 		for _, s := range res.Steps {
 			status := "ok  "
