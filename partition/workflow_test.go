@@ -46,6 +46,7 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	if check < 0 || host == "" || hostRun < 0 || gpu == "" {
 		t.Fatalf("cuda-archive: partition-check at %d, host lane %q run at %d, GPU lane %q", check, host, hostRun, gpu)
 	}
+	checkExtractedOnce(t, prep, hostRun)
 	if prep.Outputs["gpu_filter"] != "${{ steps."+gpu+".outputs.filter }}" || prep.Outputs["not_run"] != "${{ steps."+gpu+".outputs.not_run }}" {
 		t.Errorf("cuda-archive outputs %v", prep.Outputs)
 	}
@@ -68,6 +69,42 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	for _, s := range publish.Steps {
 		if s.With["step"] == "publish" && s.With["not-run"] != "${{ needs.cuda-archive.outputs.not_run }}" {
 			t.Errorf("publish's not-run is %q", s.With["not-run"])
+		}
+	}
+}
+
+// checkExtractedOnce enforces the change-aware seed's "The archive is
+// extracted once and its build metadata reused without compilation": one
+// step of the archive job opens the archive, extracting it, and the host
+// lane (step hostRun) runs from that extraction's metadata.
+func checkExtractedOnce(t *testing.T, prep workflowtest.Job, hostRun int) {
+	t.Helper()
+	var opens []string
+	for _, s := range prep.Steps {
+		if strings.Contains(s.Run, "nextest") && strings.Contains(s.Run, "--archive-file") {
+			opens = append(opens, s.Run)
+		}
+	}
+	m := regexp.MustCompile(`--extract-to "([^"]+)"`).FindStringSubmatch(strings.Join(opens, "\n"))
+	if len(opens) != 1 || m == nil {
+		t.Fatalf("the archive job opens the archive in %d nextest steps %q: want one, extracting it with --extract-to", len(opens), opens)
+	}
+	run := prep.Steps[hostRun]
+	dir := strings.ReplaceAll(m[1], "$RUNNER_TEMP", "${{ runner.temp }}")
+	var ref string
+	for k, v := range run.Env {
+		if v == dir {
+			ref = "$" + k
+		}
+	}
+	for _, flag := range []string{
+		`--binaries-metadata "` + ref + `/target/nextest/binaries-metadata.json"`,
+		`--cargo-metadata "` + ref + `/target/nextest/cargo-metadata.json"`,
+		`--target-dir-remap "` + ref + `/target"`,
+		"--workspace-remap .",
+	} {
+		if ref == "" || !strings.Contains(run.Run, flag) {
+			t.Errorf("the host lane runs %q with %v: want it to reuse the extraction at %s (%s)", run.Run, run.Env, dir, flag)
 		}
 	}
 }
