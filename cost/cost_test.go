@@ -274,6 +274,19 @@ func TestWriteBounded_AtomicAndNeverBlocks(t *testing.T) {
 	if err := WriteBounded(context.Background(), time.Second, filepath.Join(dir, "missing-dir", "x.json"), r); err == nil {
 		t.Error("an unwritable path must be an error, not a hang")
 	}
+	// A directory in the report's place: the rename fails, the error says
+	// so with the package prefix, and no temporary file is left behind.
+	taken := filepath.Join(dir, "taken")
+	if err := os.MkdirAll(filepath.Join(taken, "inside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteBounded(context.Background(), time.Second, taken, r)
+	if err == nil || !strings.HasPrefix(err.Error(), "cost: write report: ") {
+		t.Errorf("writing over a directory: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".cost-report-*")); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
 }
 
 func fixture(t testing.TB) string {

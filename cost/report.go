@@ -227,7 +227,11 @@ func WriteBounded(ctx context.Context, d time.Duration, path string, r Report) (
 			done <- fmt.Errorf("cost: write report: %w", err)
 			return
 		}
-		done <- os.Rename(tmp.Name(), path)
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			done <- fmt.Errorf("cost: write report: %w", err)
+			return
+		}
+		done <- nil
 	}()
 	select {
 	case err := <-done:
