@@ -192,6 +192,7 @@ func expand(fsys fs.FS, p string, all bool) ([]string, error) {
 // EmbedError lists embedded files the key does not cover.
 type EmbedError struct{ Missing []Embed }
 
+// Error lists each embedded file that is missing from the key's inputs.
 func (e *EmbedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cachetrust: %d embedded file(s) are not inputs of the key; add them to the key spec's include globs:", len(e.Missing))

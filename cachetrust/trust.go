@@ -62,6 +62,7 @@ type Refusal struct {
 	Reason string
 }
 
+// Error names the rule that refused the artifact and why.
 func (r *Refusal) Error() string {
 	return fmt.Sprintf("cachetrust: untrusted artifact (%s): %s", r.Rule, r.Reason)
 }

@@ -38,6 +38,8 @@ type Finding struct {
 	Message string `json:"message"`
 }
 
+// String formats the finding as file:line:column: rule: message, the
+// shape editors and problem matchers read.
 func (f Finding) String() string {
 	return fmt.Sprintf("%s:%d:%d: %s: %s", f.File, f.Line, f.Column, f.Rule, f.Message)
 }

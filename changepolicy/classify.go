@@ -116,6 +116,7 @@ type ChangeError struct {
 	Msg   string
 }
 
+// Error names the invalid change by its index and path.
 func (e *ChangeError) Error() string {
 	return fmt.Sprintf("changepolicy: invalid change %d (%q): %s", e.Index, e.Path, e.Msg)
 }

@@ -29,6 +29,8 @@ type PolicyError struct {
 	Msg  string
 }
 
+// Error says what is wrong with the policy, and where: its file and line
+// when known.
 func (e *PolicyError) Error() string {
 	var b strings.Builder
 	b.WriteString("changepolicy: invalid policy")

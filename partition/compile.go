@@ -94,6 +94,8 @@ type ObjectError struct {
 	Extra   []string // compiled at link time though no shard owns it
 }
 
+// Error lists the objects that were recompiled, changed, lost or built
+// outside every shard.
 func (e *ObjectError) Error() string {
 	var parts []string
 	if len(e.Missing) > 0 {

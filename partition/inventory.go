@@ -18,6 +18,7 @@ type TestID struct {
 	Name   string `json:"name"`
 }
 
+// String is the binary and the test name, separated by one space.
 func (id TestID) String() string { return id.Binary + " " + id.Name }
 
 // Inventory is every test that exists.

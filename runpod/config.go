@@ -68,6 +68,7 @@ type ConfigError struct {
 	Msg   string
 }
 
+// Error names the invalid configuration field and what is wrong with it.
 func (e *ConfigError) Error() string {
 	return fmt.Sprintf("runpod: invalid config: %s: %s", e.Field, e.Msg)
 }

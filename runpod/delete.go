@@ -31,6 +31,8 @@ type DeleteError struct {
 	Err      error // the last failure
 }
 
+// Error names the pod that may still be running and why its deletion was
+// not confirmed.
 func (e *DeleteError) Error() string {
 	who := "pod " + e.PodID
 	if e.PodID == "" {

@@ -70,6 +70,9 @@ type APIError struct {
 	kind error
 }
 
+// Error renders the request's method and path (no query, no body), the
+// status code, RunPod's problem document (title, detail and errors) and any
+// Retry-After.
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "runpod: %s %s: %d", e.Method, e.Path, e.StatusCode)

@@ -68,6 +68,7 @@ func (e *CUDAError) Name() string {
 	return fmt.Sprintf("unknown code %d", e.Code)
 }
 
+// Error names the failed call and its CUDA or NVRTC error code by name.
 func (e *CUDAError) Error() string {
 	s := fmt.Sprintf("smoke: %s failed: %s (%d)", e.Call, e.Name(), e.Code)
 	if e.Log != "" {

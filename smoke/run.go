@@ -62,6 +62,7 @@ type StepError struct {
 	Err  error
 }
 
+// Error names the proof step that failed and why.
 func (e *StepError) Error() string { return fmt.Sprintf("smoke: step %s failed: %v", e.Step, e.Err) }
 
 // Unwrap returns the cause.

@@ -11,6 +11,7 @@ import (
 // Version is a CUDA major.minor version.
 type Version struct{ Major, Minor int }
 
+// String formats the version as major.minor, e.g. "12.8".
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
 // Less reports whether v is older than w.

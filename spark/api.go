@@ -35,6 +35,7 @@ type APIError struct {
 	Message string `json:"error"`
 }
 
+// Error renders the HTTP status, the error code and its message.
 func (e *APIError) Error() string {
 	return fmt.Sprintf("spark: %d %s: %s", e.Status, e.Code, e.Message)
 }

@@ -63,6 +63,7 @@ type PreflightError struct {
 	Err   error
 }
 
+// Error names the preflight check that rejected the machine and why.
 func (e *PreflightError) Error() string {
 	return fmt.Sprintf("spark: preflight %s failed: %v", e.Check, e.Err)
 }
