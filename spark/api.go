@@ -65,6 +65,11 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
+// maxLeaseSeconds bounds duration_seconds before it becomes a
+// time.Duration, which a larger count would overflow; the class limit
+// applies after.
+const maxLeaseSeconds = 366 * 24 * 60 * 60
+
 // NewHandler serves the agent and CLI API over the controller with bearer
 // token authentication:
 //
@@ -99,6 +104,10 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&lr); err != nil {
 			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
+			return
+		}
+		if lr.DurationSeconds < 0 || lr.DurationSeconds > maxLeaseSeconds {
+			fail(w, fmt.Errorf("%w: duration_seconds %d: want 0 (the class default) up to the class limit", ErrInvalid, lr.DurationSeconds))
 			return
 		}
 		req, err := c.Submit(r.Context(), SubmitRequest{Class: lr.Class, Topology: lr.Topology, Host: lr.Host, Owner: lr.Owner, Suite: lr.Suite,

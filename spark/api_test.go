@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/spark"
 )
@@ -88,5 +89,30 @@ func TestAPI_BearerTokenRequired(t *testing.T) {
 	}
 	if _, err := spark.NewHandler(f.c, "short"); err == nil {
 		t.Error("a short token must be refused")
+	}
+}
+
+// duration_seconds is checked before it becomes a time.Duration: a count
+// that would overflow one, or a negative one, is a 400, never a lease of
+// some wrapped-around length.
+func TestAPI_RefusesALeaseLengthOutsideTheClassLimit(t *testing.T) {
+	f := newFleet(t)
+	h, err := spark.NewHandler(f.c, apiToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	for _, secs := range []int{-1, 1 << 62, 8*3600 + 1} {
+		_, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, DurationSeconds: secs})
+		var apiErr *spark.APIError
+		if !errors.Is(err, spark.ErrInvalid) || !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+			t.Errorf("duration_seconds %d: %v, want a 400 matching ErrInvalid", secs, err)
+		}
+	}
+	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, DurationSeconds: 3600})
+	if err != nil || st.Request.Duration != time.Hour {
+		t.Errorf("a one-hour lease: %+v %v", st.Request, err)
 	}
 }

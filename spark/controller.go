@@ -26,9 +26,11 @@ type HostConfig struct {
 // SeedOptions.
 type Options struct {
 	Hosts         []HostConfig
-	PreferredHost string                  // one-host requests prefer it (Spark 2 in the seed)
-	Priorities    map[Class]int           // default DefaultPriorities
-	Durations     map[Class]time.Duration // lease length per class
+	PreferredHost string        // one-host requests prefer it (Spark 2 in the seed)
+	Priorities    map[Class]int // default DefaultPriorities
+	// Durations is the lease length per class (default DefaultDurations):
+	// what a request gets when it names none, and the most it may ask for.
+	Durations map[Class]time.Duration
 	// PairTest declares that a real distributed test exists; until then
 	// pair requests of CI classes are refused.
 	PairTest bool
@@ -60,10 +62,15 @@ func (o *Options) defaults() {
 	if o.Priorities == nil {
 		o.Priorities = DefaultPriorities()
 	}
-	if o.Durations == nil {
-		o.Durations = map[Class]time.Duration{Development: 8 * time.Hour, ServiceStart: time.Hour, ManualPR: 2 * time.Hour,
-			MergeCI: 2 * time.Hour, Benchmark: 4 * time.Hour, BackgroundCI: 2 * time.Hour}
+	// A class the configuration leaves out keeps its default length: a
+	// zero-length lease would expire as it is granted.
+	durations := DefaultDurations()
+	for class, d := range o.Durations {
+		if d > 0 {
+			durations[class] = d
+		}
 	}
+	o.Durations = durations
 	if o.LendMinPriority == 0 {
 		o.LendMinPriority = 70
 	}
@@ -218,8 +225,13 @@ func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, erro
 	if s.PR != nil && (s.PR.Repo == "" || s.PR.Number <= 0 || s.PR.SHA == "") {
 		return Request{}, fmt.Errorf("%w: a PR request needs repo, number and SHA", ErrInvalid)
 	}
-	if s.Duration <= 0 {
-		s.Duration = c.opts.Durations[s.Class]
+	switch limit := c.opts.Durations[s.Class]; {
+	case s.Duration < 0:
+		return Request{}, fmt.Errorf("%w: lease length %s is negative; ask for a positive length, or none for the %s default of %s", ErrInvalid, s.Duration, s.Class, limit)
+	case s.Duration == 0:
+		s.Duration = limit
+	case limit > 0 && s.Duration > limit:
+		return Request{}, fmt.Errorf("%w: lease length %s is longer than the %s limit of %s; ask for at most that, and request again when it ends", ErrInvalid, s.Duration, s.Class, limit)
 	}
 	r := Request{ID: newID(), Class: s.Class, Topology: s.Topology, Host: s.Host, PR: s.PR, Owner: s.Owner, Suite: s.Suite,
 		Duration: s.Duration, Priority: prio, State: Queued, Submitted: time.Now(), Annotations: s.Annotations}

@@ -20,7 +20,8 @@
 //     actions present it. A stale heartbeat makes a host offline, never
 //     idle; an expired lease with processes leaves its host
 //     release-required; a pair fails as a unit. Without the store, the
-//     controller fails closed.
+//     controller fails closed. A lease lasts its class's configured length
+//     (DefaultDurations); a request may ask for less, never more.
 //   - The resident service is drained, stopped and verified released
 //     before its host is lent, and restored (health-checked, with a bounded
 //     retry policy and alerts) when the borrowed work releases.

@@ -536,3 +536,33 @@ func TestInvariantsUnderRandomEventSequences(t *testing.T) {
 		})
 	}
 }
+
+// A request may ask for a shorter lease than its class's length, never a
+// longer one: an agent cannot hold the shared fleet past the configured
+// limit by asking. A class the configuration leaves out keeps its default
+// length rather than a zero-length lease that expires as it is granted.
+func TestALeaseNeverOutlastsItsClassLimit(t *testing.T) {
+	f := newFleet(t, func(o *spark.Options) {
+		o.Durations = map[spark.Class]time.Duration{spark.Development: 2 * time.Hour}
+	})
+	for name, d := range map[string]time.Duration{"longer than the limit": 2*time.Hour + time.Second, "negative": -time.Minute} {
+		if _, err := f.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Duration: d}); !errors.Is(err, spark.ErrInvalid) {
+			t.Errorf("%s (%s): %v, want ErrInvalid", name, d, err)
+		}
+	}
+	for _, tc := range []struct {
+		class    spark.Class
+		ask      time.Duration
+		want     time.Duration
+		describe string
+	}{
+		{spark.Development, 0, 2 * time.Hour, "no length: the configured limit"},
+		{spark.Development, 30 * time.Minute, 30 * time.Minute, "a shorter lease"},
+		{spark.Development, 2 * time.Hour, 2 * time.Hour, "exactly the limit"},
+		{spark.Benchmark, 0, spark.DefaultDurations()[spark.Benchmark], "a class left out of the configuration"},
+	} {
+		if r := f.submit(t, spark.SubmitRequest{Class: tc.class, Duration: tc.ask}); r.Duration != tc.want {
+			t.Errorf("%s: %s lease of %s for %s asked, want %s", tc.describe, tc.class, r.Duration, tc.ask, tc.want)
+		}
+	}
+}

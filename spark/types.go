@@ -23,6 +23,13 @@ func DefaultPriorities() map[Class]int {
 	return map[Class]int{Development: 100, ServiceStart: 90, ManualPR: 80, MergeCI: 70, Benchmark: 50, BackgroundCI: 20}
 }
 
+// DefaultDurations are the lease lengths per class: the length a request
+// gets when it names none, and the most it may ask for.
+func DefaultDurations() map[Class]time.Duration {
+	return map[Class]time.Duration{Development: 8 * time.Hour, ServiceStart: time.Hour, ManualPR: 2 * time.Hour,
+		MergeCI: 2 * time.Hour, Benchmark: 4 * time.Hour, BackgroundCI: 2 * time.Hour}
+}
+
 // Topology is how many hosts a request needs.
 type Topology string
 

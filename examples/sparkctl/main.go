@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	class := fs.String("class", "development", "request: workload class")
 	topology := fs.String("topology", "single", "request: single or pair")
 	host := fs.String("host", "", "request: a specific host; preflight: the host this runs on (default: the lease's only host)")
-	duration := fs.Duration("duration", 0, "request: lease length (default per class)")
+	duration := fs.Duration("duration", 0, "request: lease length (default and maximum: the class's configured length)")
 	owner := fs.String("owner", getenv("USER"), "request: who asks")
 	var pf preflightOptions
 	fs.StringVar(&pf.workdir, "workdir", ".", "preflight: the job's work directory")
