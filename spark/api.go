@@ -259,13 +259,13 @@ func (a *APIClient) do(ctx context.Context, method, path string, query url.Value
 	u.RawQuery = query.Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return err
+		return fmt.Errorf("spark: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token.Reveal())
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
@@ -274,10 +274,15 @@ func (a *APIClient) do(ctx context.Context, method, path string, query url.Value
 		return e
 	}
 	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
+		if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
+			return fmt.Errorf("spark: %s %s: read the controller's answer: %w", method, path, err)
+		}
 	}
 	return nil
 }
+
+// maxResponseBytes bounds what the client reads of one answer.
+const maxResponseBytes = 1 << 20
 
 // Request asks for a lease.
 func (a *APIClient) Request(ctx context.Context, lr LeaseRequest) (Status, error) {

@@ -1,6 +1,7 @@
 package spark_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -114,5 +115,26 @@ func TestAPI_RefusesALeaseLengthOutsideTheClassLimit(t *testing.T) {
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, DurationSeconds: 3600})
 	if err != nil || st.Request.Duration != time.Hour {
 		t.Errorf("a one-hour lease: %+v %v", st.Request, err)
+	}
+}
+
+// The client's failures say which request failed and keep their cause: a
+// cancelled call is both ErrUnavailable and the context's error, and an
+// answer that is not JSON is an error, never an empty status.
+func TestAPIClient_FailuresKeepTheirCause(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>proxy error</html>"))
+	}))
+	defer srv.Close()
+	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	_, err := cl.Status(ctx, "r-1")
+	if err == nil || !strings.HasPrefix(err.Error(), "spark: GET /v1/leases/r-1: ") {
+		t.Errorf("a non-JSON answer: %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = cl.Status(cancelled, "r-1")
+	if !errors.Is(err, spark.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled call: %v, want ErrUnavailable wrapping context.Canceled", err)
 	}
 }
