@@ -9,21 +9,21 @@ import (
 
 // Stale is a partition entry whose test no longer exists.
 type Stale struct {
-	Entry Entry
-	Hint  string // a likely rename, when one is found
+	Entry Entry  `json:"entry"`
+	Hint  string `json:"hint,omitempty"` // a likely rename, when one is found
 }
 
 // Duplicate is a test listed more than once across an archive set's files.
 type Duplicate struct {
-	ID      TestID
-	Entries []Entry
+	ID      TestID  `json:"id"`
+	Entries []Entry `json:"entries"`
 }
 
 // Report is the result of Check.
 type Report struct {
-	New        []TestID    // in the inventory, in no category
-	Stale      []Stale     // in the partition, not in the inventory
-	Duplicates []Duplicate // in more than one line
+	New        []TestID    `json:"new"`        // in the inventory, in no category
+	Stale      []Stale     `json:"stale"`      // in the partition, not in the inventory
+	Duplicates []Duplicate `json:"duplicates"` // in more than one line
 }
 
 // OK reports whether the partition is exhaustive and disjoint and has no

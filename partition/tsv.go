@@ -12,11 +12,11 @@ import (
 
 // Entry is one partition line.
 type Entry struct {
-	ID       TestID
-	Category string
-	Note     string
-	File     string // where it was read from
-	Line     int
+	ID       TestID `json:"id"`
+	Category string `json:"category"`
+	Note     string `json:"note,omitempty"`
+	File     string `json:"file,omitempty"` // where it was read from
+	Line     int    `json:"line,omitempty"`
 }
 
 // TSV renders the entry as its partition line.

@@ -72,11 +72,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.cache, "cache", "", `the run's cache-hit observations for the report: "archive=true,cuda-runtime=false,cuda-toolkit=" (empty: unknown); a malformed value is reported and left out, never a reason not to delete`)
 	fs.StringVar(&o.out, "out", "cost-report.json", "where the cost report goes")
 	fs.BoolVar(&o.simulate, "simulate", false, "delete a fake pod in process")
+	gha, log := ghaction.FromEnv(getenv), stdout // warnings and annotations go to the log, -json or not
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
-	if err := cleanup(ctx, o, getenv, stdout); err != nil {
-		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+	if err := cleanup(ctx, o, getenv, gha, stdout, log); err != nil {
+		gha.Fail(log, stderr, err)
 		return 1
 	}
 	return 0
@@ -87,7 +89,7 @@ var connect = func(key string) (*runpod.Client, error) {
 	return runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
 }
 
-func cleanup(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) error {
+func cleanup(ctx context.Context, o options, getenv func(string) string, gha ghaction.Env, stdout, log io.Writer) error {
 	var marks cost.Marks
 	if o.marks != "" {
 		if err := readJSON(o.marks, &marks); err != nil {
@@ -121,7 +123,6 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 			return err
 		}
 	}
-	gha := ghaction.FromEnv(getenv)
 	// A rejected candidate whose deletion provisioning could not confirm
 	// is still being paid for.
 	var live error
@@ -137,7 +138,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 		rep := cost.NewRejectedReport(rejected)
 		rep.TestedRef, rep.GateKind = o.ref, o.kind
 		fmt.Fprintf(stdout, "no pod was accepted; rejected candidates cost an estimated USD %.6f\n", rep.RejectedCost())
-		return errors.Join(live, report(ctx, o, gha, stdout, rep))
+		return errors.Join(live, report(ctx, o, gha, log, rep))
 	}
 	// The billing record is read before deletion; a pod already gone has
 	// an unknown start, so its cost is reported unknown, never zero.
@@ -152,7 +153,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)
 	if o.marks == "" && !o.simulate && o.runID != 0 {
 		// Only after the confirmed deletion: reporting never delays it.
-		marks = runMarks(ctx, o, getenv, stdout)
+		marks = runMarks(ctx, o, getenv, log)
 	}
 	rep, err := cost.NewReport(rec, deletedAt, marks, rejected)
 	if err != nil {
@@ -164,7 +165,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 	} else {
 		fmt.Fprintln(stdout, "paid window unknown: the pod's start was never reported")
 	}
-	return errors.Join(live, report(ctx, o, gha, stdout, rep))
+	return errors.Join(live, report(ctx, o, gha, log, rep))
 }
 
 // runMarks reads the stage marks from this workflow run's jobs: when the
@@ -172,9 +173,9 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, stdout 
 // timestamps, through the same adapter the watchdog uses). It is best
 // effort and bounded: a failure is a warning, and its stages are reported
 // unknown, never zero.
-func runMarks(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) cost.Marks {
+func runMarks(ctx context.Context, o options, getenv func(string) string, log io.Writer) cost.Marks {
 	warn := func(err error) cost.Marks {
-		fmt.Fprintf(stdout, "::warning::cleanup: stage marks unread, the stages are reported unknown: %s\n", err)
+		fmt.Fprintf(log, "::warning::cleanup: stage marks unread, the stages are reported unknown: %s\n", err)
 		return cost.Marks{}
 	}
 	owner, repo, err := cli.SplitRepo("cleanup", o.repo)
@@ -204,16 +205,16 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, stdout
 // deletion and cannot extend a paid lifetime), the step summary and the
 // outputs. A report with a pod follows its confirmed deletion; one without
 // is a run that accepted no pod.
-func report(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer, rep cost.Report) error {
+func report(ctx context.Context, o options, gha ghaction.Env, log io.Writer, rep cost.Report) error {
 	// Read only now, after the deletion: a malformed observation costs the
 	// report its cache line, never the deletion.
 	if obs, err := cost.ParseCacheObservations(o.cache); err != nil {
-		fmt.Fprintf(stdout, "cache observations left out of the report (best effort): %v\n", err)
+		fmt.Fprintf(log, "cache observations left out of the report (best effort): %v\n", err)
 	} else {
 		rep.Cache = obs
 	}
 	if err := cost.WriteBounded(ctx, 10*time.Second, o.out, rep); err != nil {
-		fmt.Fprintf(stdout, "cost report not written (best effort): %v\n", err)
+		fmt.Fprintf(log, "cost report not written (best effort): %v\n", err)
 	}
 	if err := gha.AppendSummary(rep.Markdown()); err != nil {
 		return err

@@ -48,6 +48,23 @@ func TestCleanupDeletesThenReportsCost(t *testing.T) {
 	})
 }
 
+// -json prints the outputs as one JSON object instead of the text; the
+// report is written all the same.
+func TestCleanupJSONPrintsItsOutputs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "cost-report.json")
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"-simulate", "-json", "-out", out}, func(string) string { return "" }, &stdout, &stderr)
+		var got map[string]string
+		if err := json.Unmarshal([]byte(stdout.String()), &got); code != 0 || err != nil || got["deleted"] != "true" || got["cost_known"] != "true" {
+			t.Errorf("exit %d, %v: stdout %q stderr %q", code, err, stdout.String(), stderr.String())
+		}
+		if _, err := os.Stat(out); err != nil {
+			t.Errorf("the report: %v", err)
+		}
+	})
+}
+
 // The change-aware CI seed: the report carries the run's cache-hit
 // observations, and "Missing cache outputs remain unknown"; a malformed
 // observation never stands between the pod and its deletion.

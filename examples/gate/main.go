@@ -7,7 +7,8 @@
 //	gate recover     -pr N [-workflow FILE] [-wait]       # dispatches at the default branch
 //
 // Every subcommand reads GITHUB_TOKEN, GITHUB_REPOSITORY (or -repo) and
-// GITHUB_API_URL, writes its outputs to $GITHUB_OUTPUT, and fails with an
+// GITHUB_API_URL, prints its outputs as name=value lines (with -json, as
+// one JSON object), writes them to $GITHUB_OUTPUT, and fails with an
 // ::error:: annotation.
 package main
 
@@ -49,11 +50,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(stderr)
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
 	check := fs.String("check-name", gate.DefaultCheckName, "the required check's name")
+	gha, log := ghaction.FromEnv(getenv), stdout // annotations go to the log, -json or not
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	exec := cmd(fs)
 	if exit, ok := cli.Parse(fs, args[1:]); !ok {
 		return exit
 	}
-	gha := ghaction.FromEnv(getenv)
 	outputs, err := func() ([][2]string, error) {
 		owner, name, err := cli.SplitRepo("gate", *repo)
 		if err != nil {
@@ -72,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = werr
 	}
 	if err != nil {
-		gha.Fail(stdout, stderr, err)
+		gha.Fail(log, stderr, err)
 		return 1
 	}
 	return 0

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -90,6 +91,22 @@ func TestSubcommands(t *testing.T) {
 	got, _ := os.ReadFile(env["GITHUB_OUTPUT"])
 	if !strings.Contains(string(got), "reuse=true\n") || !strings.Contains(string(got), "head_sha="+head+"\n") {
 		t.Errorf("GITHUB_OUTPUT:\n%s", got)
+	}
+}
+
+// -json prints the outputs as one JSON object instead of name=value lines;
+// a failure still annotates the log.
+func TestJSONPrintsTheOutputsAsOneObject(t *testing.T) {
+	env, _ := fakeGitHub(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"reuse", "-json", "-head", head, "-tested-ref", merge}, func(k string) string { return env[k] }, &out, &errOut)
+	var got map[string]string
+	if err := json.Unmarshal(out.Bytes(), &got); code != 0 || err != nil || got["reuse"] != "true" || strings.Contains(out.String(), "reuse=true") {
+		t.Errorf("reuse -json: exit %d, %v, stdout %q", code, err, out.String())
+	}
+	env["GITHUB_ACTIONS"] = "true"
+	if code, out := runGate(t, env, "publish", "-json", "-pr", "9", "-head", head, "-tested-ref", merge, "-kind", "paid"); code != 1 || !strings.Contains(out, "::error::") {
+		t.Errorf("a failure with -json: exit %d, %q; want an ::error:: annotation", code, out)
 	}
 }
 

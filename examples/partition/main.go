@@ -11,6 +11,10 @@
 //	partition checkpoint -o CKPT.tar DIR                                          # the whole tree as a PAX tar (nanosecond mtimes)
 //	partition restore -i CKPT.tar DIR                                             # into DIR (made if missing), every mtime as it was; refuses escaping entries
 //
+// Every subcommand takes -json: instead of its text it prints its step
+// outputs (what it writes to $GITHUB_OUTPUT) as one JSON object; check's
+// adds the whole report (the new, stale and duplicate lines).
+//
 // With no arguments, check runs on a bundled example (a nextest listing of
 // a CUDA workspace and its partition files) with one new test, so it shows
 // what a failing check prints.
@@ -57,7 +61,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	switch args[0] {
 	case "check":
 		var ok bool
-		ok, err = check(args[1:], stdin, stdout, stderr)
+		ok, err = check(args[1:], gha, stdin, stdout, stderr)
 		if err == nil && !ok {
 			if gha.Actions {
 				fmt.Fprintln(stdout, "::error::partition: the test partition does not match the inventory; see the lines above")
@@ -69,7 +73,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	case "shards":
 		err = shards(args[1:], gha, stdout, stderr)
 	case "verify-objects":
-		err = verifyObjects(args[1:], stdout, stderr)
+		err = verifyObjects(args[1:], gha, stdout, stderr)
 	case "chain":
 		err = chain(args[1:], gha, stdout, stderr)
 	case "chain-state":
@@ -110,9 +114,10 @@ func readPartitions(paths []string) (partition.Partition, error) {
 	return p, partition.SeedConfig().Validate(p)
 }
 
-func check(args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
+func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
 	fs := flag.NewFlagSet("partition check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	invFile := fs.String("inventory", "-", "inventory file, - for stdin")
 	format := fs.String("format", "nextest", "inventory format: nextest (cargo nextest list --message-format json) or go (go test -json / -list)")
 	example := fs.Bool("example", false, "check the bundled example")
@@ -160,7 +165,18 @@ func check(args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, erro
 	r := partition.Check(inv, p)
 	fmt.Fprintf(stdout, "%d tests in the inventory, %d partition lines\n", len(inv), len(p.Entries))
 	fmt.Fprint(stdout, r)
-	return r.OK(), nil
+	outputs := [][2]string{{"ok", strconv.FormatBool(r.OK())}, {"tests", strconv.Itoa(len(inv))}, {"lines", strconv.Itoa(len(p.Entries))},
+		{"new", strconv.Itoa(len(r.New))}, {"stale", strconv.Itoa(len(r.Stale))}, {"duplicates", strconv.Itoa(len(r.Duplicates))}}
+	if gha.Echo != nil {
+		// The whole report only with -json: a first adoption can list
+		// thousands of tests, too many for a step output.
+		report, err := json.Marshal(r)
+		if err != nil {
+			return false, fmt.Errorf("partition: %w", err)
+		}
+		outputs = append(outputs, [2]string{"report", string(report)})
+	}
+	return r.OK(), gha.SetOutputs(outputs...)
 }
 
 // selectLane prints a lane; in Actions it also writes the outputs filter
@@ -169,6 +185,7 @@ func check(args []string, stdin io.Reader, stdout, stderr io.Writer) (bool, erro
 func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition select", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	cat := fs.String("category", "single-gpu", "the lane's category")
 	render := fs.String("render", "nextest", "nextest (a filterset), go (-run patterns per package), lines, or not-run")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
@@ -213,6 +230,7 @@ type unitJSON struct {
 func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition shards", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	n := fs.Int("n", 4, "number of shards")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
@@ -279,9 +297,10 @@ func readSums(path string) ([]partition.Object, error) {
 
 // verifyObjects asserts the link step reused every shard's objects: a
 // silent full recompile fails loudly.
-func verifyObjects(args []string, stdout, stderr io.Writer) error {
+func verifyObjects(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition verify-objects", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	present := fs.String("present", "", "sha256sum listing of the objects in the link step's build tree")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
@@ -307,7 +326,7 @@ func verifyObjects(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "every one of the %d shard objects was reused unchanged\n", total)
-	return nil
+	return gha.SetOutputs([2]string{"objects", strconv.Itoa(total)})
 }
 
 // chain plans the sequential checkpoint links of a build that outlasts one
@@ -315,6 +334,7 @@ func verifyObjects(args []string, stdout, stderr io.Writer) error {
 func chain(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition chain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	estimate := fs.Duration("estimate", 0, "the build's estimated compile time")
 	jobCap := fs.Duration("job-cap", 6*time.Hour, "the per-job cap (6h on GitHub-hosted runners)")
 	depth := fs.Int("depth", 2, "how many links the workflow's chain is wired for")
@@ -337,6 +357,7 @@ func chain(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition chain-state", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	file := fs.String("state", "", "the JSON state file (created when missing)")
 	cell := fs.String("cell", "", "the matrix cell")
 	link := fs.Int("link", 0, "the link the cell reached")
@@ -387,6 +408,7 @@ func artifactSafe(cell string) bool {
 func chainStatus(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition chain-status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	cellsFlag := fs.String("cells", "", `every cell of the chain: a JSON array ("[\"a\",\"b\"]", as the matrix has it) or a comma-separated list`)
 	one := fs.String("cell", "", "report this one cell's resume link (outputs link and done)")
 	requireDone := fs.Bool("require-done", false, "exit 1 unless every cell is done")
@@ -483,6 +505,7 @@ func readChainStates(paths []string) (partition.ChainState, int, error) {
 func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition batches", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	jobs := fs.Int("jobs", 0, "how many jobs to dispatch")
 	runners := fs.Int("runners", 40, "runners working the queue")
 	typical := fs.Duration("typical", time.Hour, "a typical job's duration")
@@ -505,6 +528,7 @@ func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partition "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	ghaction.JSONFlag(fs, &stdout, &gha)
 	flagName, what := "o", "the checkpoint tar to write (outside DIR)"
 	if verb == "restore" {
 		flagName, what = "i", "the checkpoint tar to restore"

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/partition"
 )
 
 func runCmd(t *testing.T, stdin string, args ...string) (int, string) {
@@ -237,5 +242,40 @@ func TestShardsWritesTheCompileMatrix(t *testing.T) {
 	os.WriteFile(none, []byte(`[]`), 0o644)
 	if code, out, _ := runActions(t, "shards", "-n", "2", none); code != 1 || !strings.Contains(out, "lists no compile units") {
 		t.Errorf("no units: exit %d\n%s", code, out)
+	}
+}
+
+// -json prints the subcommand's outputs instead of its text: the check's
+// report as JSON (the lines to add or remove, for tools), a lane's filter,
+// a chain's plan.
+func TestJSONPrintsTheOutputs(t *testing.T) {
+	code, out := runCmd(t, "", "check", "-example", "-json")
+	var got struct {
+		OK     string           `json:"ok"`
+		Tests  string           `json:"tests"`
+		Report partition.Report `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 {
+		t.Fatalf("check -example -json: exit %d, %v:\n%s", code, err, out)
+	}
+	want := []partition.TestID{{Binary: "tenferro-cuda::capability", Name: "two_device_registration"}}
+	if got.OK != "false" || got.Tests != "6" || !cmp.Equal(got.Report.New, want) {
+		t.Errorf("check -json: %+v", got)
+	}
+	// In Actions the step outputs carry the counts, not the report.
+	outFile := filepath.Join(t.TempDir(), "out")
+	var stdout, stderr bytes.Buffer
+	run([]string{"check", "-example"}, func(k string) string { return map[string]string{"GITHUB_OUTPUT": outFile}[k] }, strings.NewReader(""), &stdout, &stderr)
+	if outputs, _ := os.ReadFile(outFile); string(outputs) != "ok=false\ntests=6\nlines=5\nnew=1\nstale=0\nduplicates=0\n" {
+		t.Errorf("check's step outputs:\n%s", outputs)
+	}
+	dir := t.TempDir()
+	tsv := filepath.Join(dir, "p.tsv")
+	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB\tsingle-gpu\n"), 0o644)
+	if code, out := runCmd(t, "", "select", "-json", "-category", "single-gpu", tsv); code != 0 || out != `{"filter":"(binary_id(=example.com/m) & (test(=TestB)))","not_run":""}`+"\n" {
+		t.Errorf("select -json: exit %d %q", code, out)
+	}
+	if code, out := runCmd(t, "", "chain", "-json", "-estimate", "10h", "-job-cap", "6h", "-depth", "4"); code != 0 || !strings.HasPrefix(out, `{"links":"2","compile_timeout_seconds":"`) {
+		t.Errorf("chain -json: exit %d %q", code, out)
 	}
 }

@@ -5,12 +5,16 @@
 package ghaction
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +23,12 @@ type Env struct {
 	Actions bool   // GITHUB_ACTIONS is "true"
 	Output  string // path in GITHUB_OUTPUT
 	Summary string // path in GITHUB_STEP_SUMMARY
+	// Echo, when set, receives each SetOutputs call's pairs as one JSON
+	// object on a line of its own, in or outside Actions: a command's
+	// -json output (JSONFlag). A value that is itself a JSON object or
+	// array is embedded as JSON; every other value is a string, exactly as
+	// the step output carries it.
+	Echo io.Writer
 }
 
 // FromEnv reads the environment through getenv (os.Getenv in a main).
@@ -41,15 +51,22 @@ var outputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 // output file. Multi-line values use a random heredoc delimiter, so a value
 // can never forge another output.
 func (e Env) SetOutputs(pairs ...[2]string) error {
+	for _, kv := range pairs {
+		if !outputName.MatchString(kv[0]) {
+			return fmt.Errorf("ghaction: output name %q: use letters, digits, '_' and '-'", kv[0])
+		}
+	}
+	if e.Echo != nil {
+		if _, err := fmt.Fprintf(e.Echo, "%s\n", outputsJSON(pairs)); err != nil {
+			return fmt.Errorf("ghaction: print the outputs: %w", err)
+		}
+	}
 	if e.Output == "" {
 		return nil
 	}
 	var b strings.Builder
 	for _, kv := range pairs {
 		name, value := kv[0], kv[1]
-		if !outputName.MatchString(name) {
-			return fmt.Errorf("ghaction: output name %q: use letters, digits, '_' and '-'", name)
-		}
 		if !strings.ContainsAny(value, "\r\n") {
 			fmt.Fprintf(&b, "%s=%s\n", name, value)
 			continue
@@ -62,6 +79,58 @@ func (e Env) SetOutputs(pairs ...[2]string) error {
 		fmt.Fprintf(&b, "%s<<%s\n%s\n%s\n", name, delim, value, delim)
 	}
 	return appendFile(e.Output, b.String())
+}
+
+// JSONFlag adds -json to fs. Given, it sends the command's text to
+// io.Discard and prints its outputs instead: each SetOutputs call of gha as
+// one JSON object on the stdout the command was given. stdout and gha are
+// the command's own, so call JSONFlag before it writes anything; a later
+// -json=false undoes it.
+func JSONFlag(fs *flag.FlagSet, stdout *io.Writer, gha *Env) {
+	fs.BoolFunc("json", "print the outputs as JSON, one object, instead of text", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		switch {
+		case on && gha.Echo == nil:
+			gha.Echo, *stdout = *stdout, io.Discard
+		case !on && gha.Echo != nil:
+			*stdout, gha.Echo = gha.Echo, nil
+		}
+		return nil
+	})
+}
+
+// outputsJSON renders pairs as one JSON object, in their order (see
+// Env.Echo).
+func outputsJSON(pairs [][2]string) []byte {
+	b := []byte{'{'}
+	for i, kv := range pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendString(b, kv[0]), ':')
+		if v := strings.TrimSpace(kv[1]); (strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[")) && json.Valid([]byte(v)) {
+			var compact bytes.Buffer
+			if json.Compact(&compact, []byte(v)) == nil {
+				b = append(b, compact.Bytes()...)
+				continue
+			}
+		}
+		b = appendString(b, kv[1])
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string, leaving <, > and & as they are
+// (a nextest filterset reads better with its &).
+func appendString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 // AppendSummary appends Markdown to the job summary.

@@ -3,6 +3,9 @@ package ghaction
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +66,63 @@ func TestFail(t *testing.T) {
 	FromEnv(func(k string) string { return map[string]string{"GITHUB_ACTIONS": "true"}[k] }).Fail(&out, &errOut, errors.New("boom"))
 	if out.String() != "::error::boom\n" || errOut.String() != "boom\n" {
 		t.Errorf("in Actions: stdout %q stderr %q", out.String(), errOut.String())
+	}
+}
+
+// Echo prints each call's outputs as one JSON object, in order, in or
+// outside Actions: a JSON object or array value is embedded, every other
+// value stays the string the step output carries.
+func TestSetOutputs_EchoesOneJSONObjectPerCall(t *testing.T) {
+	var echo bytes.Buffer
+	e := Env{Echo: &echo}
+	if err := e.SetOutputs([2]string{"ok", "true"}, [2]string{"links", "3"}, [2]string{"matrix", `[{"shard": 0}]`},
+		[2]string{"filter", "test(=a) & test(=b)"}, [2]string{"sha", "0123456789"}, [2]string{"broken", "[not json"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetOutputs([2]string{"second", "call"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ok":"true","links":"3","matrix":[{"shard":0}],"filter":"test(=a) & test(=b)","sha":"0123456789","broken":"[not json"}` + "\n" + `{"second":"call"}` + "\n"
+	if echo.String() != want {
+		t.Errorf("echo:\n%s\nwant:\n%s", echo.String(), want)
+	}
+	if err := e.SetOutputs([2]string{"bad name", "x"}); err == nil || strings.Contains(echo.String(), "bad name") {
+		t.Errorf("an invalid output name: %v, echoed %q", err, echo.String())
+	}
+}
+
+// -json sends the command's text to io.Discard and its outputs, as JSON,
+// to the stdout it was given; a later -json=false undoes it.
+func TestJSONFlag(t *testing.T) {
+	tests := map[string]struct {
+		args     []string
+		wantText string
+		wantJSON string
+	}{
+		"text by default":       {nil, "human\n", ""},
+		"-json":                 {[]string{"-json"}, "", `{"k":"v"}` + "\n"},
+		"-json=false":           {[]string{"-json=false"}, "human\n", ""},
+		"-json then false":      {[]string{"-json", "-json=false"}, "human\n", ""},
+		"-json given twice":     {[]string{"-json", "-json"}, "", `{"k":"v"}` + "\n"},
+		"false then -json=true": {[]string{"-json=false", "-json=true"}, "", `{"k":"v"}` + "\n"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			var stdout io.Writer = &out
+			var gha Env
+			fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+			JSONFlag(fs, &stdout, &gha)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(stdout, "human")
+			if err := gha.SetOutputs([2]string{"k", "v"}); err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.wantText + tt.wantJSON; out.String() != want {
+				t.Errorf("stdout %q, want %q", out.String(), want)
+			}
+		})
 	}
 }
