@@ -15,15 +15,26 @@ import (
 
 const apiToken = "test-token-0123456789"
 
-func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
+// setupAPI serves a seed fleet's controller on a loopback server and
+// returns a client of it.
+func setupAPI(t *testing.T) (*fleet, *httptest.Server, *spark.APIClient) {
+	t.Helper()
 	f := newFleet(t)
 	h, err := spark.NewHandler(f.c, apiToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	defer srv.Close()
-	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	t.Cleanup(srv.Close)
+	cl, err := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, srv, cl
+}
+
+func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
+	f, _, cl := setupAPI(t)
 	if printed := fmt.Sprintf("%v %+v %#v %v", cl, cl, cl, *cl); strings.Contains(printed, apiToken) {
 		t.Errorf("a printed client shows its token: %s", printed)
 	}
@@ -74,10 +85,7 @@ func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
 }
 
 func TestAPI_BearerTokenRequired(t *testing.T) {
-	f := newFleet(t)
-	h, _ := spark.NewHandler(f.c, apiToken)
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	f, srv, _ := setupAPI(t)
 	for _, auth := range []string{"", "Bearer wrong", "Basic " + apiToken} {
 		req, _ := http.NewRequest("GET", srv.URL+"/v1/hosts", nil)
 		if auth != "" {
@@ -97,14 +105,7 @@ func TestAPI_BearerTokenRequired(t *testing.T) {
 // that would overflow one, or a negative one, is a 400, never a lease of
 // some wrapped-around length.
 func TestAPI_RefusesALeaseLengthOutsideTheClassLimit(t *testing.T) {
-	f := newFleet(t)
-	h, err := spark.NewHandler(f.c, apiToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	cl, _ := spark.NewAPIClient(srv.URL, apiToken, srv.Client())
+	_, _, cl := setupAPI(t)
 	for _, secs := range []int{-1, 1 << 62, 8*3600 + 1} {
 		_, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, DurationSeconds: secs})
 		var apiErr *spark.APIError
