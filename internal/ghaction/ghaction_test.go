@@ -2,6 +2,7 @@ package ghaction
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestSetOutputs(t *testing.T) {
@@ -125,4 +127,30 @@ func TestJSONFlag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Whatever the values, -json prints one valid JSON object whose keys are
+// the output names in order, and a value that is not embedded JSON reads
+// back as the string the step output carries (invalid UTF-8 aside, which
+// JSON cannot carry).
+func FuzzOutputsJSON(f *testing.F) {
+	f.Add("true", `[{"shard":0}]`)
+	f.Add("a & b <c>", "{not json")
+	f.Add("line\nbreak", `  {"k": [1, 2]}  `)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		out := outputsJSON([][2]string{{"a", a}, {"b", b}})
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON for %q, %q: %s", a, b, out)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(out, &got); err != nil || len(got) != 2 {
+			t.Fatalf("%s: %v", out, err)
+		}
+		for name, v := range map[string]string{"a": a, "b": b} {
+			var s string
+			if json.Unmarshal(got[name], &s) == nil && utf8.ValidString(v) && s != v {
+				t.Errorf("%s: %q reads back as %q", name, v, s)
+			}
+		}
+	})
 }
