@@ -145,8 +145,8 @@ func checkPR(pr PullRequest) error {
 	return nil
 }
 
-// Recheck, just before spending, confirms the pull request is still open,
-// same-repository, and at the authorized head. A manual revision needs no
+// Recheck confirms, just before spending, that the pull request is still
+// open, same-repository, and at the authorized head. A manual revision needs no
 // recheck: it is immutable.
 func Recheck(ctx context.Context, repo Repo, a Authorization) error {
 	if a.PR == 0 {

@@ -317,7 +317,8 @@ type RetentionRecord struct {
 
 var podIDPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
-// RetentionName formats a record name.
+// Name formats the record's artifact name,
+// runpod-debug-retained-<run>-<attempt>-<comma-separated pod IDs>.
 func (r RetentionRecord) Name() string {
 	return fmt.Sprintf("%s%d-%d-%s", RetentionPrefix, r.RunID, r.Attempt, strings.Join(r.PodIDs, ","))
 }
