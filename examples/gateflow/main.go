@@ -22,11 +22,16 @@
 // The real mode reads RUNPOD_API_KEY and GITHUB_TOKEN and drives the same
 // code against the real services: the test job is the workflow run's GPU
 // job, which the watchdog follows.
+//
+// With -json, any mode prints what happened as one JSON document instead
+// of the narration: each run's class, gate kind, provisioning attempts and
+// cost report, or the fleet simulation's rows.
 package main
 
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,6 +69,7 @@ func main() {
 
 type options struct {
 	real, simulateFleet      bool
+	json                     bool
 	repo, actor, config      string
 	image, org, job, step    string
 	pr                       int
@@ -82,6 +88,7 @@ func flags(o *options, getenv func(string) string, stderr io.Writer) *flag.FlagS
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.real, "real", false, "run against the real RunPod and GitHub (RUNPOD_API_KEY, GITHUB_TOKEN)")
 	fs.BoolVar(&o.simulateFleet, "simulate-fleet", false, "replay a month of pull requests through gpugate and the baselines")
+	fs.BoolVar(&o.json, "json", false, "print what happened as one JSON document instead of the narration")
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name (real mode)")
 	fs.IntVar(&o.pr, "pr", 0, "pull request number (real mode)")
 	fs.StringVar(&o.actor, "actor", getenv("GITHUB_ACTOR"), "who asked for validation (real mode)")
@@ -105,14 +112,39 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
-	var err error
+	narration := stdout
+	if o.json {
+		narration = io.Discard
+	}
+	var (
+		doc any
+		err error
+	)
+	// doc stays nil (nothing printed) when a mode fails before it has
+	// anything to report.
 	switch {
 	case o.simulateFleet:
-		err = simulateFleet(ctx, o, stdout)
+		var d *fleetDoc
+		if d, err = simulateFleet(ctx, o, narration); d != nil {
+			doc = d
+		}
 	case o.real:
-		err = realFlow(ctx, o, getenv, stdout)
+		var d *outcome
+		if d, err = realFlow(ctx, o, getenv, narration); d != nil {
+			doc = d
+		}
 	default:
-		err = demo(ctx, stdout)
+		var d *demoDoc
+		if d, err = demo(ctx, narration); d != nil {
+			doc = d
+		}
+	}
+	if o.json && doc != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(doc); jerr != nil && err == nil {
+			err = fmt.Errorf("gateflow: %w", jerr)
+		}
 	}
 	if err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
@@ -148,8 +180,12 @@ type world struct {
 
 // outcome is what one lifecycle did.
 type outcome struct {
-	Gate   gate.Kind
-	Result runpod.Result // the provisioning, when one ran
+	PR          int                `json:"pr"`
+	Class       changepolicy.Class `json:"class"`
+	GPURequired bool               `json:"gpu_required"`
+	Gate        gate.Kind          `json:"gate,omitempty"`
+	Result      *runpod.Result     `json:"provision,omitempty"` // when provisioning ran
+	Cost        *cost.Report       `json:"cost,omitempty"`      // when the accepted pod's record was read
 }
 
 // lifecycle runs the gate for one change. out receives what a maintainer
@@ -160,39 +196,42 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	}
 	dec, err := changepolicy.Classify(w.policy, changes)
 	if err != nil {
-		return outcome{}, err
+		return outcome{PR: pr}, err
 	}
+	oc := outcome{PR: pr, Class: dec.Class, GPURequired: dec.GPU}
 	step(1, "classify", "%s; GPU gate required: %v (%s)", dec.Class, dec.GPU, dec.Reason)
 	a, err := gate.Authorize(ctx, w.repo, gate.AuthRequest{Actor: actor, PR: pr})
 	if err != nil {
-		return outcome{}, err
+		return oc, err
 	}
 	step(2, "authorize", "%s (%s) may spend on PR #%d: head %.7s, tested merge ref %.7s", a.Actor, a.Role, pr, a.HeadSHA, a.TestedRef)
 	if !dec.GPU {
 		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindNotRequired},
 			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason}}, time.Now())
 		if err != nil {
-			return outcome{}, err
+			return oc, err
 		}
 		step(3, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
-		return outcome{Gate: gate.KindNotRequired}, nil
+		oc.Gate = gate.KindNotRequired
+		return oc, nil
 	}
 	d := gate.LookupReuse(ctx, w.checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName)
 	step(3, "reuse", "%s", d.Reason)
 	if d.Reuse {
 		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
 		if err != nil {
-			return outcome{}, err
+			return oc, err
 		}
 		step(4, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
-		return outcome{Gate: gate.KindReused}, nil
+		oc.Gate = gate.KindReused
+		return oc, nil
 	}
 	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: w.cfg.Cloud, Count: 1, MinCUDAVersion: w.cfg.MinCUDAVersion})
 	if err != nil {
 		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
 	}
 	if err := runpod.CheckGPUTypes(w.cfg, offers); err != nil {
-		return outcome{}, err
+		return oc, err
 	}
 	plan := runpod.CandidatePlan(w.cfg, offers)
 	if w.afterCatalog != nil {
@@ -209,12 +248,12 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	step(4, "plan", "%d candidates: %s", len(plan), strings.Join(names, ", "))
 	step(5, "image", "%s", w.image)
 	if err := gate.Recheck(ctx, w.repo, a); err != nil {
-		return outcome{}, err
+		return oc, err
 	}
 	tmpl := w.startup
 	tmpl.Image, tmpl.Owner, tmpl.Disk = w.image, w.owner, 40
 	res, perr := runpod.Provision(ctx, runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: a.HeadSHA, Log: w.log}, w.cfg, plan, tmpl)
-	oc := outcome{Result: res}
+	oc.Result = &res
 	for _, at := range res.Attempts {
 		price := "   -   "
 		if at.HourlyPrice > 0 {
@@ -224,6 +263,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 	}
 	if perr != nil {
 		step(6, "provision", "failed: %v", perr)
+		oc.Gate = gate.KindFailed
 		return oc, publishFailed(ctx, w, a, "provisioning failed: "+perr.Error(), perr)
 	}
 	step(6, "provision", "accepted %s at $%.2f/h after %d attempts (%.1f s); runner label %s", res.GPUTypeID, res.HourlyPrice, len(res.Attempts), res.StartupSeconds, res.Label)
@@ -270,6 +310,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		return oc, err
 	}
 	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = a.TestedRef, string(kind), pod.ID, res.GPUTypeID
+	oc.Cost = &rep
 	step(11, "cost", "accepted pod: %.1f paid s, $%.6f; rejected candidates: $%.6f", rep.Window.Seconds, rep.Window.Cost, rep.RejectedCost())
 	for _, s := range rep.Stages {
 		if s.Seconds != nil && s.Cost != nil {
@@ -299,29 +340,40 @@ func firstLine(s string) string {
 	return s
 }
 
+// demoDoc is what -json prints for the embedded demonstration.
+type demoDoc struct {
+	Runs []outcome `json:"runs"`
+	// PodCreates counts the create requests of each run, in order.
+	PodCreates []int `json:"pod_creates"`
+	// LedgerUSD is what the fake provider itself charged for every pod.
+	LedgerUSD   float64 `json:"ledger_usd"`
+	Throttled   int     `json:"throttled_answers"` // 429s the client rode out
+	PodsRunning int     `json:"pods_running"`      // after the last run: zero
+}
+
 // demo is the embedded demonstration.
-func demo(ctx context.Context, out io.Writer) error {
+func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	code, err := changepolicy.ParseNameStatus(exampleDiff)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	docs, err := changepolicy.ParseNameStatus(docsOnlyDiff)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 10*time.Second
 	fake := runpodtest.New(runpodtest.WithSchedule(200*time.Millisecond, 300*time.Millisecond))
 	api, err := fake.NewClient()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reg := fake.NewRegistry()
 	reg.SetProofTime(300 * time.Millisecond)
@@ -343,7 +395,7 @@ func demo(ctx context.Context, out io.Writer) error {
 	// in-image variant of the startup; -real packs the built proof.
 	var startup runpod.PodTemplate
 	if _, err := (podstartup.Options{}).Apply(&startup, false); err != nil {
-		return err
+		return nil, err
 	}
 	progress := &runpodtest.Progress{}
 	w := world{
@@ -358,20 +410,26 @@ func demo(ctx context.Context, out io.Writer) error {
 		afterCatalog: func() { fake.SetStock("NVIDIA L4", 0) },
 	}
 	fmt.Fprintln(out, "== PR #42: a CUDA kernel change (first run of its tested merge ref)")
+	doc := &demoDoc{}
 	first, err := lifecycle(ctx, w, code, "maintainer", 42, out)
+	doc.Runs = append(doc.Runs, first)
 	if err != nil {
-		return err
+		return doc, err
 	}
 	created := fake.Count("POST", "/v2/pods")
 	fmt.Fprintln(out, "\n== PR #42 again: a duplicate delivery for the same tested merge ref")
-	if _, err := lifecycle(ctx, w, code, "maintainer", 42, out); err != nil {
-		return err
+	second, err := lifecycle(ctx, w, code, "maintainer", 42, out)
+	doc.Runs = append(doc.Runs, second)
+	if err != nil {
+		return doc, err
 	}
 	again := fake.Count("POST", "/v2/pods") - created
 	fmt.Fprintln(out, "\n== PR #43: a docs-only change")
 	w.pr = runpodtest.NewPR(head2)
-	if _, err := lifecycle(ctx, w, docs, "maintainer", 43, out); err != nil {
-		return err
+	third, err := lifecycle(ctx, w, docs, "maintainer", 43, out)
+	doc.Runs = append(doc.Runs, third)
+	if err != nil {
+		return doc, err
 	}
 	docsCreated := fake.Count("POST", "/v2/pods") - created - again
 	total := fake.TotalCost()
@@ -382,12 +440,13 @@ func demo(ctx context.Context, out io.Writer) error {
 		}
 	}
 	fmt.Fprintf(out, "\nconclusion: CI GPU gate %s on %s for PR #42 (pod create requests: first run %d, second run %d); docs-only PR #43: gate not required, %d pods.\n",
-		first.Gate, first.Result.GPUTypeID, created, again, docsCreated)
+		first.Gate, first.Result.GPUTypeID, created, again, docsCreated) // the first run provisioned: lifecycle returned no error
 	fmt.Fprintf(out, "the fake provider's own ledger: $%.6f for every pod (the report above estimates from the pod's whole-second startedAt; simulated times are ~100x shorter than real); %d answers were 429; pods still running: %d\n", total, throttled, len(fake.Running()))
+	doc.PodCreates, doc.LedgerUSD, doc.Throttled, doc.PodsRunning = []int{created, again, docsCreated}, total, throttled, len(fake.Running())
 	if n := len(fake.Running()); n != 0 || again != 0 || docsCreated != 0 {
-		return fmt.Errorf("gateflow: invariant broken: %d pods running, %d created on reuse, %d for docs", n, again, docsCreated)
+		return doc, fmt.Errorf("gateflow: invariant broken: %d pods running, %d created on reuse, %d for docs", n, again, docsCreated)
 	}
-	return nil
+	return doc, nil
 }
 
 // playJob plays the GPU test job against the fake progress: the job

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -40,6 +44,35 @@ func TestDemoRunsTheWholeLifecycleOnEmbeddedDefaults(t *testing.T) {
 			if strings.Contains(out+errOut, secret) {
 				t.Errorf("output carries a secret (%q)", secret)
 			}
+		}
+	})
+}
+
+// -json prints what happened as one document instead of the narration:
+// each run's class, gate kind, provisioning and cost; the fleet
+// simulation's rows.
+func TestJSONPrintsTheRunsInsteadOfTheNarration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out, errOut, code := runGateflow(t, nil, "-json")
+		var doc demoDoc
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
+		}
+		var got []string
+		for _, r := range doc.Runs {
+			got = append(got, fmt.Sprintf("#%d %s %s provisioned:%v cost:%v", r.PR, r.Class, r.Gate, r.Result != nil, r.Cost != nil))
+		}
+		want := []string{"#42 code paid provisioned:true cost:true", "#42 code reused provisioned:false cost:false", "#43 docs-only not-required provisioned:false cost:false"}
+		if diff := cmp.Diff(want, got); diff != "" || !cmp.Equal(doc.PodCreates, []int{3, 0, 0}) || doc.PodsRunning != 0 {
+			t.Errorf("runs (-want +got):\n%s\npod creates %v, running %d", diff, doc.PodCreates, doc.PodsRunning)
+		}
+		if first := doc.Runs[0]; first.Result.PodID == "" || first.Cost.PodID != first.Result.PodID || len(first.Result.Attempts) != 3 {
+			t.Errorf("the paid run: %+v", first)
+		}
+		out, _, code = runGateflow(t, nil, "-json", "-simulate-fleet", "-merge-refs", "12")
+		var fleet fleetDoc
+		if err := json.Unmarshal([]byte(out), &fleet); code != 0 || err != nil || fleet.MergeRefs != 12 || len(fleet.Policies) != len(policies)+1 || fleet.Policies[0].Name != "gpugate" {
+			t.Errorf("-simulate-fleet -json: exit %d, %v: %+v", code, err, fleet)
 		}
 	})
 }

@@ -25,53 +25,54 @@ func (o options) ownership(getenv func(string) string) runpod.Ownership {
 
 // realFlow runs the lifecycle against RunPod and GitHub. The test job is
 // the GPU job of -run-id, which picks up the accepted runner by its label;
-// the watchdog follows it through the Actions API.
-func realFlow(ctx context.Context, o options, getenv func(string) string, out io.Writer) error {
+// the watchdog follows it through the Actions API. -json prints its
+// outcome.
+func realFlow(ctx context.Context, o options, getenv func(string) string, out io.Writer) (*outcome, error) {
 	key := getenv("RUNPOD_API_KEY")
 	switch {
 	case key == "":
-		return errors.New("gateflow: RUNPOD_API_KEY is not set (or run without -real for the embedded demonstration)")
+		return nil, errors.New("gateflow: RUNPOD_API_KEY is not set (or run without -real for the embedded demonstration)")
 	case o.repo == "" || o.pr == 0 || o.actor == "":
-		return errors.New("gateflow: -real needs -repo owner/name, -pr N and -actor LOGIN")
+		return nil, errors.New("gateflow: -real needs -repo owner/name, -pr N and -actor LOGIN")
 	case o.runID == 0:
-		return errors.New("gateflow: -real needs -run-id: the reaper relies on the ownership tag and the watchdog follows that run's GPU job")
+		return nil, errors.New("gateflow: -real needs -run-id: the reaper relies on the ownership tag and the watchdog follows that run's GPU job")
 	}
 	owner, name, err := cli.SplitRepo("gateflow", o.repo)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Every pod proves CUDA before its runner registers; settled before
 	// any API call.
 	var startup runpod.PodTemplate
 	if _, err := o.startup.Apply(&startup, true); err != nil {
-		return err
+		return nil, err
 	}
 	gh, err := ghaction.GitHubClient(ctx, getenv)
 	if err != nil {
-		return fmt.Errorf("gateflow: %w", err)
+		return nil, fmt.Errorf("gateflow: %w", err)
 	}
 	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
 	if o.config != "" {
 		cfg, err = runpod.LoadConfigFile(o.config)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	changes, err := changepolicy.FromPullRequest(ctx, gh, owner, name, o.pr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	image, err := runpod.ResolveImage(ctx, o.image)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
 	if o.org == "" {
@@ -96,8 +97,8 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	}
 	oc, err := lifecycle(ctx, w, changes, o.actor, o.pr, out)
 	if err != nil {
-		return err
+		return &oc, err
 	}
 	fmt.Fprintf(out, "conclusion: CI GPU gate %s\n", oc.Gate)
-	return nil
+	return &oc, nil
 }

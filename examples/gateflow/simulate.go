@@ -145,17 +145,36 @@ type tally struct {
 	Dollars, Wasted, Seconds    float64
 }
 
-func simulateFleet(ctx context.Context, o options, out io.Writer) error {
+// fleetDoc is what -json prints for -simulate-fleet: the table's rows.
+type fleetDoc struct {
+	MergeRefs          int        `json:"merge_refs"`
+	RunsPerUpstreamRun float64    `json:"runs_per_upstream_run"`
+	Seed               int64      `json:"seed"`
+	Policies           []fleetRow `json:"policies"` // the baselines and gpugate, then the oracle lower bound
+}
+
+// fleetRow is one policy's month.
+type fleetRow struct {
+	Name              string  `json:"name"`
+	PaidRunsPerRef    float64 `json:"paid_runs_per_ref"`
+	USDPerValidated   float64 `json:"usd_per_validated"`
+	USDWasted         float64 `json:"usd_wasted"` // paid time on rejected candidates
+	PaidSecondsPerRun float64 `json:"paid_seconds_per_run"`
+	Validated         int     `json:"validated"`
+	FailedGates       int     `json:"failed_gates"`
+}
+
+func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, error) {
 	if o.prsPerMonth <= 0 || o.deliveriesPerUpstreamRun < 1 {
-		return fmt.Errorf("gateflow: -merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
+		return nil, fmt.Errorf("gateflow: -merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
 	}
 	base, _, gpus, err := simConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := loadModel(o.model)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	results := make([]tally, len(policies))
 	var wg sync.WaitGroup
@@ -166,7 +185,7 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	oracle := oracleBound(o, base, m, gpus)
@@ -175,16 +194,19 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) error {
 		m.Outage*100, m.NotDelivering*100, m.MaxTriesPerRef)
 	fmt.Fprintf(out, "paid-time model: boot %.0f s, proof %.0f s, job setup %.0f s, tests %.0f s, cleanup %.0f s\n\n", model.Boot, model.Proof, model.Setup, model.Tests, model.Cleanup)
 	fmt.Fprintf(out, "%-20s %13s %12s %9s %11s %10s %13s\n", "policy", "paid runs/ref", "$/validated", "$ wasted", "paid s/run", "validated", "failed gates")
+	doc := &fleetDoc{MergeRefs: o.prsPerMonth, RunsPerUpstreamRun: o.deliveriesPerUpstreamRun, Seed: o.seed}
 	row := func(name string, t tally) {
-		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", name, ratio(float64(t.PaidRuns), float64(o.prsPerMonth)),
-			ratio(t.Dollars, float64(t.Validated)), t.Wasted, ratio(t.Seconds, float64(t.PaidRuns)), t.Validated, o.prsPerMonth, t.Failed)
+		r := fleetRow{Name: name, PaidRunsPerRef: ratio(float64(t.PaidRuns), float64(o.prsPerMonth)), USDPerValidated: ratio(t.Dollars, float64(t.Validated)),
+			USDWasted: t.Wasted, PaidSecondsPerRun: ratio(t.Seconds, float64(t.PaidRuns)), Validated: t.Validated, FailedGates: t.Failed}
+		doc.Policies = append(doc.Policies, r)
+		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", r.Name, r.PaidRunsPerRef, r.USDPerValidated, r.USDWasted, r.PaidSecondsPerRun, r.Validated, o.prsPerMonth, r.FailedGates)
 	}
 	for i, p := range policies {
 		row(p.Name, results[i])
 	}
 	row("oracle lower bound", oracle)
 	fmt.Fprintln(out, "\n$ wasted: paid time on rejected candidates. failed gates: red checks a maintainer saw before a re-run.")
-	return nil
+	return doc, nil
 }
 
 // simConfig is the bundled configuration, the failure model and the GPU
