@@ -28,6 +28,14 @@ type LeaseRequest struct {
 	PR              *PRRef   `json:"pr,omitempty"`
 }
 
+// HeartbeatReport is the API's request body for POST
+// /v1/hosts/{host}/heartbeat.
+type HeartbeatReport struct {
+	// GPUProcesses counts the compute processes on the host's GPU. It is
+	// required: absent is not zero.
+	GPUProcesses *int `json:"gpu_processes"`
+}
+
 // APIError is the API's error body.
 type APIError struct {
 	Status  int    `json:"-"`
@@ -79,6 +87,8 @@ const maxLeaseSeconds = 366 * 24 * 60 * 60
 //	POST   /v1/leases/{id}/release  {"token": N}: release an active lease
 //	DELETE /v1/leases/{id}          cancel queued work (409 when active)
 //	GET    /v1/hosts                sanitized host state
+//	GET    /v1/hosts/{host}/fencing ?token=N: 204 when N is the host's current lease token
+//	POST   /v1/hosts/{host}/heartbeat {"gpu_processes": N}: the host agent's liveness report
 func NewHandler(c *Controller, token string) (http.Handler, error) {
 	if len(token) < 16 {
 		return nil, fmt.Errorf("%w: the API token must be at least 16 characters", ErrInvalid)
@@ -191,6 +201,26 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 			return
 		}
 		if err := c.CheckToken(r.Context(), r.PathValue("host"), token); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/hosts/{host}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
+		var body HeartbeatReport
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<12))
+		dec.DisallowUnknownFields()
+		switch err := dec.Decode(&body); {
+		case err != nil:
+			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
+			return
+		case body.GPUProcesses == nil || *body.GPUProcesses < 0:
+			// Absent is not zero: a host whose agent could not count its
+			// GPU processes must not look clean.
+			fail(w, fmt.Errorf("%w: gpu_processes is required and cannot be negative; an agent that cannot count them sends no heartbeat", ErrInvalid))
+			return
+		}
+		if err := c.Heartbeat(r.Context(), HostReport{Host: r.PathValue("host"), GPUProcesses: *body.GPUProcesses}); err != nil {
 			fail(w, err)
 			return
 		}
@@ -331,6 +361,14 @@ func (a *APIClient) CheckToken(ctx context.Context, host string, token int64) er
 }
 
 var _ TokenChecker = (*APIClient)(nil)
+
+// Heartbeat reports the host's liveness and how many compute processes
+// its GPU runs (Controller.Heartbeat). A host that stops reporting goes
+// offline, never idle; an unknown or unmanaged host matches
+// ErrUnauthorized.
+func (a *APIClient) Heartbeat(ctx context.Context, host string, gpuProcesses int) error {
+	return a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/heartbeat", nil, HeartbeatReport{GPUProcesses: &gpuProcesses}, nil)
+}
 
 // Hosts lists sanitized host state.
 func (a *APIClient) Hosts(ctx context.Context) ([]map[string]any, error) {

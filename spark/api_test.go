@@ -139,3 +139,37 @@ func TestAPIClient_FailuresKeepTheirCause(t *testing.T) {
 		t.Errorf("a cancelled call: %v, want ErrUnavailable wrapping context.Canceled", err)
 	}
 }
+
+// A host agent reports over the API what Controller.Heartbeat records;
+// a report that does not say how many GPU processes run is refused, since
+// absent must never read as a clean GPU, and an unknown host is refused.
+func TestAPI_HostHeartbeat(t *testing.T) {
+	f, srv, cl := setupAPI(t)
+	if err := cl.Heartbeat(ctx, "spark-2", 3); err != nil {
+		t.Fatal(err)
+	}
+	hosts, _, err := f.c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts {
+		if h.Name == "spark-2" && h.GPUProcesses != 3 {
+			t.Errorf("spark-2 records %d GPU processes after reporting 3", h.GPUProcesses)
+		}
+	}
+	if err := cl.Heartbeat(ctx, "spark-9", 0); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("an unknown host: %v, want ErrUnauthorized", err)
+	}
+	for _, body := range []string{`{}`, `{"gpu_processes": -1}`, `{"gpu_processes": 0, "extra": 1}`, `not json`} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/hosts/spark-2/heartbeat", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("heartbeat body %s: status %d, want 400", body, resp.StatusCode)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 //	sparkctl release ID TOKEN
 //	sparkctl cancel  ID      # queued work only
 //	sparkctl hosts
+//	sparkctl [-host H] heartbeat   # the host agent's liveness report, with its GPU's process count
 //	sparkctl [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] preflight ID
 //
 // preflight runs on the leased host before a job starts (the managed
@@ -18,6 +19,13 @@
 // from the runner's environment (SPARK_SERVICE_HOST, SPARK_INTERCONNECT_CMD,
 // SPARK_SERVICE_RELEASED_CMD), so the workflow need not know the host. Any
 // refusal exits 1 naming the check.
+//
+// heartbeat is what a managed host runs every few seconds (a systemd timer,
+// or a loop in its agent), well inside the controller's heartbeat timeout:
+// it counts the compute processes on this host's GPU with nvidia-smi and
+// reports them. When nvidia-smi fails it sends nothing and exits 1, so the
+// host goes offline rather than look clean. The host is -host or
+// SPARK_HOST.
 //
 // The API address is -addr or SPARK_ADDR (default http://127.0.0.1:8765);
 // the token is SPARK_TOKEN or the file named by -token-file or
@@ -69,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|preflight [ID] [TOKEN]")
+		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|heartbeat|preflight [ID] [TOKEN]")
 		return 2
 	}
 	token := getenv("SPARK_TOKEN")
@@ -144,6 +152,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err = preflight(ctx, cl, rest[1], pf); err == nil {
 			fmt.Fprintf(stdout, "preflight passed for lease %s\n", rest[1])
 		}
+	case "heartbeat":
+		h := or(*host, getenv("SPARK_HOST"))
+		if h == "" {
+			fmt.Fprintln(stderr, "sparkctl heartbeat needs -host or SPARK_HOST: the managed host this runs on")
+			return 2
+		}
+		var n int
+		if n, err = heartbeat(ctx, cl, h, spark.NvidiaSMIApps{}); err == nil {
+			fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
+		}
 	case "hosts":
 		var hosts []map[string]any
 		if hosts, err = cl.Hosts(ctx); err == nil {
@@ -165,6 +183,17 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// heartbeat reports host's liveness with the number of compute processes
+// gpu lists. It sends nothing when they cannot be counted: absent is not
+// zero, and a host that stops reporting goes offline, never idle.
+func heartbeat(ctx context.Context, cl *spark.APIClient, host string, gpu spark.GPUProcesses) (int, error) {
+	apps, err := gpu.ComputeApps(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("no heartbeat sent for %s: its GPU processes cannot be counted (%w); it will go offline rather than look clean", host, err)
+	}
+	return len(apps), cl.Heartbeat(ctx, host, len(apps))
 }
 
 type preflightOptions struct {

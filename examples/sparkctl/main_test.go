@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,6 +30,8 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	defer store.Close()
 	opts := spark.SeedOptions()
 	opts.Service = &sparktest.Service{}
+	// A third host that only sparkctl heartbeat reports for.
+	opts.Hosts = append(opts.Hosts, spark.HostConfig{Name: "spark-3", Managed: true})
 	c, err := spark.New(store, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +79,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 		t.Errorf("stale release: %d %s", code, out)
 	}
 	preflightOnTheHost(t, ctl, st.Request.ID)
+	heartbeatFromTheHost(t, ctl, c)
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 {
 		t.Errorf("release: %d %s", code, out)
 	}
@@ -126,4 +130,53 @@ func preflightOnTheHost(t *testing.T, ctl func(...string) (int, string), id stri
 			t.Errorf("%s: exit %d, %s; want %d and %q", tc.name, code, out, tc.code, tc.want)
 		}
 	}
+}
+
+// heartbeatFromTheHost runs the host agent's heartbeat for spark-3 with
+// the stand-in nvidia-smi preflightOnTheHost put on PATH: the controller
+// records the GPU's process count, and when nvidia-smi fails nothing is
+// sent, so the host is not refreshed.
+func heartbeatFromTheHost(t *testing.T, ctl func(...string) (int, string), c *spark.Controller) {
+	t.Helper()
+	spark3 := func() spark.Host {
+		hosts, _, err := c.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hosts {
+			if h.Name == "spark-3" {
+				return h
+			}
+		}
+		t.Fatal("no spark-3")
+		return spark.Host{}
+	}
+	apps := filepath.Join(filepath.Dir(lookPath(t, "nvidia-smi")), "apps")
+	os.WriteFile(apps, []byte("4242, python3\n"), 0o644)
+	if code, out := ctl("-host", "spark-3", "heartbeat"); code != 0 || !strings.Contains(out, "heartbeat for spark-3: 1 GPU process(es)") {
+		t.Errorf("heartbeat: exit %d, %s", code, out)
+	}
+	before := spark3()
+	if before.GPUProcesses != 1 || before.LastHeartbeat.IsZero() {
+		t.Errorf("after the heartbeat spark-3 is %+v", before)
+	}
+	os.WriteFile(lookPath(t, "nvidia-smi"), []byte("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2; exit 9\n"), 0o755)
+	if code, out := ctl("-host", "spark-3", "heartbeat"); code != 1 || !strings.Contains(out, "no heartbeat sent for spark-3") {
+		t.Errorf("heartbeat without nvidia-smi: exit %d, %s", code, out)
+	}
+	if after := spark3(); !after.LastHeartbeat.Equal(before.LastHeartbeat) {
+		t.Errorf("a failed count still refreshed spark-3: %v then %v", before.LastHeartbeat, after.LastHeartbeat)
+	}
+	if code, out := ctl("heartbeat"); code != 2 || !strings.Contains(out, "needs -host or SPARK_HOST") {
+		t.Errorf("heartbeat without a host: exit %d, %s", code, out)
+	}
+}
+
+func lookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
