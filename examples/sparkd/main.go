@@ -1,12 +1,17 @@
 // Command sparkd runs the shared-fleet controller and its agent/CLI API.
 //
-//	sparkd [-addr 127.0.0.1:8765] [-db spark.db] [-token-file FILE] [-simulate=true]
+//	sparkd [-addr 127.0.0.1:8765] [-db spark.db] [-token-file FILE] [-fleet fleet.yml | -simulate=false]
 //	       [-webhook-secret-file FILE -github-org ORG -runner-group ID -jit-dir DIR]
 //
 // With no flags it starts on an embedded default: a SQLite file in a
 // temporary directory, the seed's two hosts simulated (heartbeats and a
 // resident service on spark-1), and a fresh API token written to a file
 // readable only by you. sparkctl talks to it.
+//
+// -fleet runs a real fleet: its hosts, admission settings and the resident
+// service's commands come from the YAML file (fleet.example.yml is the
+// template, with the seed's values), nothing is simulated, and each
+// managed host reports its own heartbeats (sparkctl heartbeat).
 //
 // Routes: /v1/... is the bearer-authenticated agent and CLI API;
 // GET /dashboard.json is the sanitized, read-only dashboard mirror (no
@@ -59,7 +64,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	addr := fs.String("addr", "127.0.0.1:8765", "listen address")
 	dbPath := fs.String("db", "", "SQLite file (default: a new temporary directory)")
 	tokenFile := fs.String("token-file", "", "API token file (default: generated beside the database)")
-	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts and resident service")
+	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts' heartbeats (without -fleet)")
+	fleetFile := fs.String("fleet", "", "the fleet (YAML; see fleet.example.yml): real hosts that heartbeat themselves, and the resident service's commands")
 	every := fs.Duration("reconcile", 2*time.Second, "admission cadence")
 	whSecretFile := fs.String("webhook-secret-file", "", "GitHub webhook secret file; enables POST /github/webhook")
 	org := fs.String("github-org", "", "organization whose runner group receives one-job JIT runners")
@@ -67,6 +73,28 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for the host agent")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
+	}
+	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
+	opts.Service = &sparktest.Service{} // the seed's simulated resident service
+	if *fleetFile != "" {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "simulate" })
+		if explicit && *simulate {
+			fmt.Fprintln(stderr, "sparkd: -simulate plays the seed's hosts; a -fleet's hosts report their own heartbeats (sparkctl heartbeat)")
+			return 2
+		}
+		*simulate = false
+		data, err := os.ReadFile(*fleetFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "sparkd: -fleet:", err)
+			return 2
+		}
+		f, err := loadFleet(data)
+		if err != nil {
+			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
+			return 2
+		}
+		opts, ghConfig = f.opts, f.github
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if *dbPath == "" {
@@ -88,13 +116,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		return 1
 	}
 	defer store.Close()
-	opts := spark.SeedOptions()
 	opts.Log = log
-	svc := &sparktest.Service{}
-	opts.Service = svc // a simulated resident service; a real deployment supplies its own
 	var gh *sparkgh.Integration
 	if *whSecretFile != "" {
-		if gh, err = github(ctx, *whSecretFile, *org, *group, *jitDir, log); err != nil {
+		if gh, err = github(ctx, ghConfig, *whSecretFile, *org, *group, *jitDir, log); err != nil {
 			fmt.Fprintln(stderr, "sparkd:", err)
 			return 1
 		}
@@ -112,7 +137,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 	h := http.NewServeMux()
 	h.Handle("/", api)
-	h.Handle("/dashboard.json", c.DashboardHandler(sparkgh.SeedConfig("").HostNames))
+	h.Handle("/dashboard.json", c.DashboardHandler(ghConfig.HostNames))
 	if gh != nil {
 		gh.SetController(c)
 		wh := gh.NewWebhook(0)
@@ -163,9 +188,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 }
 
-// github builds the GitHub integration from the seed's labels and
-// commands, the webhook secret file and GITHUB_TOKEN.
-func github(ctx context.Context, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
+// github builds the GitHub integration from cfg (the seed's labels and
+// commands, or the fleet file's), the webhook secret file and
+// GITHUB_TOKEN.
+func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
 	if org == "" || jitDir == "" {
 		return nil, errors.New("-webhook-secret-file needs -github-org (where JIT runners are minted) and -jit-dir (where the host agent collects them)")
 	}
@@ -177,7 +203,8 @@ func github(ctx context.Context, secretFile, org string, group int64, jitDir str
 	if err != nil {
 		return nil, fmt.Errorf("-webhook-secret-file: %w", err)
 	}
-	in, err := sparkgh.New(sparkgh.SeedConfig(strings.TrimSpace(string(data))), nil,
+	cfg.WebhookSecret = sparkgh.Secret(strings.TrimSpace(string(data)))
+	in, err := sparkgh.New(cfg, nil,
 		&sparkgh.GitHubAPI{Client: client, Org: org, RunnerGroupID: group}, log)
 	if err != nil {
 		return nil, err

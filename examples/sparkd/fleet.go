@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
+)
+
+// exampleFleet is the seed's fleet as a -fleet file: the template to copy.
+//
+//go:embed fleet.example.yml
+var exampleFleet []byte
+
+// errFleet marks a -fleet file sparkd cannot run with.
+var errFleet = errors.New("sparkd: invalid fleet file")
+
+// fleetFile is the -fleet YAML: the hosts, the admission settings and the
+// resident service's commands.
+type fleetFile struct {
+	Hosts            []spark.HostConfig `yaml:"hosts"`
+	PreferredHost    string             `yaml:"preferred_host"`
+	PairTest         bool               `yaml:"pair_test"`
+	HeartbeatTimeout time.Duration      `yaml:"heartbeat_timeout"`
+	LendMinPriority  int                `yaml:"lend_min_priority"`
+	RestoreAttempts  int                `yaml:"restore_attempts"`
+	RestoreBackoff   time.Duration      `yaml:"restore_backoff"`
+	Durations        map[string]string  `yaml:"durations"`
+	Service          *serviceCommands   `yaml:"service"`
+	GitHub           *githubSettings    `yaml:"github"`
+}
+
+// githubSettings override the seed's GitHub integration (labels, commands,
+// the runner labels the dispatched workflow's runs-on names, the check and
+// the workflow file) for -webhook-secret-file.
+type githubSettings struct {
+	Labels        map[string]sparkgh.Lane `yaml:"labels"`
+	CommandPrefix string                  `yaml:"command_prefix"`
+	MinRole       string                  `yaml:"min_role"`
+	CheckName     string                  `yaml:"check_name"`
+	Workflow      string                  `yaml:"workflow"`
+	RunnerLabels  []string                `yaml:"runner_labels"`
+	HostNames     map[string]string       `yaml:"host_names"`
+}
+
+// fleet is a loaded -fleet file: the controller's options and the GitHub
+// integration's configuration (the seed's, with the file's overrides; its
+// webhook secret is filled in from -webhook-secret-file).
+type fleet struct {
+	opts   spark.Options
+	github sparkgh.Config
+}
+
+// serviceCommands drive the resident service: each is a shell command run
+// by sparkd, done when it exits 0.
+type serviceCommands struct {
+	DrainCmd          string `yaml:"drain"`           // stop taking new work
+	StopCmd           string `yaml:"stop"`            // stop it completely (a pause is not a release)
+	VerifyReleasedCmd string `yaml:"verify_released"` // exit 0 only when it holds no GPU memory or process
+	StartCmd          string `yaml:"start"`
+	HealthyCmd        string `yaml:"healthy"` // the model-ready health check
+}
+
+// loadFleet parses a -fleet file strictly (unknown keys are errors) into
+// the controller's options and the GitHub integration's configuration.
+// The service commands become the controller's ResidentService; a fleet
+// whose service host has no complete set of them is refused, since the
+// service host could then never be lent or restored safely.
+func loadFleet(data []byte) (fleet, error) {
+	var f fleetFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fleet{}, fmt.Errorf("%w: the file is empty; start from fleet.example.yml", errFleet)
+		}
+		return fleet{}, fmt.Errorf("%w: %v", errFleet, err)
+	}
+	opts, err := f.options()
+	if err != nil {
+		return fleet{}, err
+	}
+	gh, err := f.GitHub.config()
+	if err != nil {
+		return fleet{}, err
+	}
+	return fleet{opts: opts, github: gh}, nil
+}
+
+// config is the seed's GitHub integration with the file's overrides.
+func (g *githubSettings) config() (sparkgh.Config, error) {
+	c := sparkgh.SeedConfig("")
+	if g == nil {
+		return c, nil
+	}
+	if len(g.Labels) > 0 {
+		for label, lane := range g.Labels {
+			switch {
+			case strings.TrimSpace(label) == "":
+				return c, fmt.Errorf("%w: github.labels: a label name is empty", errFleet)
+			case lane.Suite != "smoke" && lane.Suite != "performance":
+				return c, fmt.Errorf("%w: github.labels.%s: suite %q: smoke or performance", errFleet, label, lane.Suite)
+			case lane.Topology != spark.Single && lane.Topology != spark.Pair:
+				return c, fmt.Errorf("%w: github.labels.%s: topology %q: single or pair", errFleet, label, lane.Topology)
+			}
+		}
+		c.Labels = g.Labels
+	}
+	roles := []string{"read", "triage", "write", "maintain", "admin"}
+	if g.MinRole != "" && !slices.Contains(roles, g.MinRole) {
+		return c, fmt.Errorf("%w: github.min_role %q: one of %s", errFleet, g.MinRole, strings.Join(roles, ", "))
+	}
+	if len(g.RunnerLabels) > 0 {
+		if slices.ContainsFunc(g.RunnerLabels, func(l string) bool { return strings.TrimSpace(l) == "" }) {
+			return c, fmt.Errorf("%w: github.runner_labels: a label is empty", errFleet)
+		}
+		c.RunnerLabels = g.RunnerLabels
+	}
+	if g.HostNames != nil {
+		c.HostNames = g.HostNames
+	}
+	c.CommandPrefix, c.MinRole, c.CheckName, c.Workflow = g.CommandPrefix, g.MinRole, g.CheckName, g.Workflow
+	return c, nil
+}
+
+// options validates the file's fleet into the controller's options.
+func (f fleetFile) options() (spark.Options, error) {
+	opts := spark.Options{
+		Hosts: f.Hosts, PreferredHost: f.PreferredHost, PairTest: f.PairTest, HeartbeatTimeout: f.HeartbeatTimeout,
+		LendMinPriority: f.LendMinPriority, RestoreAttempts: f.RestoreAttempts, RestoreBackoff: f.RestoreBackoff,
+	}
+	switch {
+	case len(f.Hosts) == 0:
+		return opts, fmt.Errorf("%w: hosts: list at least one host (name, managed, service)", errFleet)
+	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0:
+		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts and lend_min_priority cannot be negative", errFleet)
+	}
+	if len(f.Durations) > 0 {
+		known := spark.DefaultDurations()
+		opts.Durations = map[spark.Class]time.Duration{}
+		for class, v := range f.Durations {
+			if _, ok := known[spark.Class(class)]; !ok {
+				return opts, fmt.Errorf("%w: durations: unknown class %q (the classes are development, service-start, manual-pr, merge-ci, benchmark and background-ci)", errFleet, class)
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return opts, fmt.Errorf("%w: durations: %s: %q is not a positive duration such as 2h", errFleet, class, v)
+			}
+			opts.Durations[spark.Class(class)] = d
+		}
+	}
+	serviceHost := ""
+	for _, h := range f.Hosts {
+		if h.Service {
+			if serviceHost != "" {
+				return opts, fmt.Errorf("%w: hosts: %s and %s both run the resident service; one host does", errFleet, serviceHost, h.Name)
+			}
+			serviceHost = h.Name
+		}
+	}
+	switch {
+	case serviceHost != "" && f.Service == nil:
+		return opts, fmt.Errorf("%w: host %s runs the resident service, so service: needs its drain, stop, verify_released, start and healthy commands", errFleet, serviceHost)
+	case serviceHost == "" && f.Service != nil:
+		return opts, fmt.Errorf("%w: service: commands are given but no host has service: true", errFleet)
+	case f.Service != nil:
+		for _, c := range []struct{ key, cmd string }{
+			{"drain", f.Service.DrainCmd}, {"stop", f.Service.StopCmd}, {"verify_released", f.Service.VerifyReleasedCmd},
+			{"start", f.Service.StartCmd}, {"healthy", f.Service.HealthyCmd},
+		} {
+			if strings.TrimSpace(c.cmd) == "" {
+				return opts, fmt.Errorf("%w: service.%s is empty: every step of lending and restoring the service needs its command", errFleet, c.key)
+			}
+		}
+		opts.Service = f.Service
+	}
+	return opts, nil
+}
+
+var _ spark.ResidentService = (*serviceCommands)(nil)
+
+// run runs one command. Its error names the step and the exit status,
+// with the last line of its output; never the command, which may carry
+// host names or credentials the controller's events must not keep.
+func (s *serviceCommands) run(ctx context.Context, step, cmd string) error {
+	out, err := exec.CommandContext(ctx, "sh", "-c", cmd).CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	last := strings.TrimSpace(string(out))
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	if len(last) > 200 {
+		last = last[:200] + "…"
+	}
+	if last != "" {
+		return fmt.Errorf("resident service %s command: %w: %s", step, err, last)
+	}
+	return fmt.Errorf("resident service %s command: %w", step, err)
+}
+
+// Drain runs the drain command.
+func (s *serviceCommands) Drain(ctx context.Context) error { return s.run(ctx, "drain", s.DrainCmd) }
+
+// Stop runs the stop command.
+func (s *serviceCommands) Stop(ctx context.Context) error { return s.run(ctx, "stop", s.StopCmd) }
+
+// VerifyReleased runs the verify_released command.
+func (s *serviceCommands) VerifyReleased(ctx context.Context) error {
+	return s.run(ctx, "verify_released", s.VerifyReleasedCmd)
+}
+
+// Start runs the start command.
+func (s *serviceCommands) Start(ctx context.Context) error { return s.run(ctx, "start", s.StartCmd) }
+
+// Healthy runs the healthy command.
+func (s *serviceCommands) Healthy(ctx context.Context) error {
+	return s.run(ctx, "healthy", s.HealthyCmd)
+}

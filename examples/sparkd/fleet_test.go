@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
+)
+
+// The shipped fleet.example.yml is the seed's fleet: two managed hosts,
+// the resident service on spark-1, spark-2 preferred, the seed's lease
+// lengths, and the service's five commands.
+func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
+	f, err := loadFleet(exampleFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := f.opts
+	want := spark.SeedOptions()
+	want.PairTest, want.HeartbeatTimeout, want.LendMinPriority, want.RestoreAttempts, want.RestoreBackoff = false, 90*time.Second, 70, 5, 30*time.Second
+	want.Durations = spark.DefaultDurations()
+	if diff := cmp.Diff(want, opts, cmpopts.IgnoreFields(spark.Options{}, "Service")); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	wantGH := sparkgh.SeedConfig("")
+	wantGH.CommandPrefix, wantGH.MinRole, wantGH.CheckName, wantGH.Workflow = "/spark", "maintain", "Spark test", "spark-test.yml"
+	if diff := cmp.Diff(wantGH, f.github); diff != "" {
+		t.Errorf("GitHub integration (-want +got):\n%s", diff)
+	}
+	svc, ok := opts.Service.(*serviceCommands)
+	if !ok || svc.DrainCmd == "" || svc.StopCmd == "" || svc.VerifyReleasedCmd == "" || svc.StartCmd == "" || svc.HealthyCmd == "" {
+		t.Errorf("service %#v", opts.Service)
+	}
+}
+
+// A fleet file sparkd cannot run safely is refused, naming what to fix.
+func TestFleetFile_RefusesWhatItCannotRunSafely(t *testing.T) {
+	const hosts = "hosts:\n  - {name: a, managed: true}\n"
+	const svcHost = "hosts:\n  - {name: a, managed: true, service: true}\n"
+	const cmds = "service: {drain: 'true', stop: 'true', verify_released: 'true', start: 'true', healthy: 'true'}\n"
+	for name, tc := range map[string]struct{ file, want string }{
+		"empty":                           {"", "the file is empty"},
+		"an unknown key":                  {hosts + "prefered_host: a\n", "prefered_host"},
+		"no hosts":                        {"preferred_host: a\n", "list at least one host"},
+		"a negative timeout":              {hosts + "heartbeat_timeout: -1s\n", "cannot be negative"},
+		"an unknown class":                {hosts + "durations: {develop: 2h}\n", `unknown class "develop"`},
+		"a length that is not a duration": {hosts + "durations: {development: forever}\n", `"forever" is not a positive duration`},
+		"a zero length":                   {hosts + "durations: {development: 0s}\n", "not a positive duration"},
+		"two service hosts":               {"hosts:\n  - {name: a, managed: true, service: true}\n  - {name: b, managed: true, service: true}\n" + cmds, "a and b both run the resident service"},
+		"a service host without commands": {svcHost, "service: needs its drain, stop, verify_released, start and healthy commands"},
+		"commands without a service host": {hosts + cmds, "no host has service: true"},
+		"a missing command":               {svcHost + "service: {drain: 'true', stop: 'true', start: 'true', healthy: 'true'}\n", "service.verify_released is empty"},
+		"not YAML":                        {"hosts: [", "invalid fleet file"},
+		"a lane's unknown suite":          {hosts + "github: {labels: {gpu-test: {suite: full, topology: single}}}\n", `suite "full"`},
+		"a lane's unknown topology":       {hosts + "github: {labels: {gpu-test: {suite: smoke, topology: trio}}}\n", `topology "trio"`},
+		"an unknown role":                 {hosts + "github: {min_role: owner}\n", `min_role "owner"`},
+		"an empty runner label":           {hosts + "github: {runner_labels: [self-hosted, '']}\n", "runner_labels: a label is empty"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := loadFleet([]byte(tc.file))
+			if !errors.Is(err, errFleet) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want errFleet saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The service's commands are the controller's ResidentService: exit 0 is
+// done; a failure names the step, the exit status and the output's last
+// line, never the command (which may carry host names or credentials).
+func TestServiceCommands_FailuresNameTheStepNotTheCommand(t *testing.T) {
+	s := &serviceCommands{DrainCmd: "true", StopCmd: "echo stopping; echo still holding 3 GiB >&2; exit 3",
+		VerifyReleasedCmd: "true", StartCmd: "exit 1", HealthyCmd: "true"}
+	ctx := context.Background()
+	if err := s.Drain(ctx); err != nil {
+		t.Errorf("drain: %v", err)
+	}
+	err := s.Stop(ctx)
+	if err == nil || err.Error() != "resident service stop command: exit status 3: still holding 3 GiB" {
+		t.Errorf("stop: %v", err)
+	}
+	if err := s.Start(ctx); err == nil || strings.Contains(err.Error(), "exit 1") || !strings.Contains(err.Error(), "start command: exit status 1") {
+		t.Errorf("start: %v", err)
+	}
+}
+
+// With -fleet nothing is simulated: a request waits until its host
+// reports a heartbeat itself (sparkctl heartbeat, here the API client),
+// and is granted then.
+func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
+	dir := t.TempDir()
+	fleet := filepath.Join(dir, "fleet.yml")
+	os.WriteFile(fleet, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan [2]string, 1)
+	done := make(chan int, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "spark.db"), "-reconcile", "20ms", "-fleet", fleet}, &logs, ready)
+	}()
+	var info [2]string
+	select {
+	case info = <-ready:
+	case code := <-done:
+		t.Fatalf("sparkd exited %d: %s", code, logs.String())
+	}
+	token, _ := os.ReadFile(info[1])
+	cl, _ := spark.NewAPIClient(info[0], strings.TrimSpace(string(token)), nil)
+	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
+	if err != nil || st.Request.State != spark.Queued || !strings.Contains(st.Pending, "gpu-a") {
+		t.Fatalf("before any heartbeat: %+v %v", st, err)
+	}
+	if err := cl.Heartbeat(ctx, "gpu-a", 0); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if st, err = cl.Wait(wctx, st.Request.ID); err != nil || st.Request.State != spark.Active || !cmp.Equal(st.Request.Hosts, []string{"gpu-a"}) {
+		t.Fatalf("after the heartbeat: %+v %v", st, err)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, logs.String())
+	}
+}
+
+// -fleet and -simulate do not mix, and a bad fleet stops sparkd before it
+// listens.
+func TestFleetFlagRefusals(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.yml"), filepath.Join(dir, "bad.yml")
+	os.WriteFile(good, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
+	os.WriteFile(bad, []byte("hosts:\n  - {name: gpu-a, managed: true, service: true}\n"), 0o644)
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"-simulate with -fleet": {[]string{"-fleet", good, "-simulate"}, "a -fleet's hosts report their own heartbeats"},
+		"a bad fleet":           {[]string{"-fleet", bad}, "bad.yml"},
+		"a missing fleet":       {[]string{"-fleet", filepath.Join(dir, "missing.yml")}, "no such file"},
+	} {
+		var logs bytes.Buffer
+		if code := run(context.Background(), append([]string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "spark.db")}, tc.args...), &logs, nil); code != 2 || !strings.Contains(logs.String(), tc.want) {
+			t.Errorf("%s: exit %d: %s", name, code, logs.String())
+		}
+	}
+}
+
+// The fleet file is outside input: it loads or is refused with errFleet,
+// never a panic, and a loaded fleet always has hosts and, for a service
+// host, every command.
+func FuzzLoadFleet(f *testing.F) {
+	f.Add(exampleFleet)
+	f.Add([]byte("hosts:\n  - {name: a, managed: true}\ndurations: {development: 1h}\n"))
+	f.Add([]byte("hosts: [{name: a, service: true}]\nservice: {drain: x}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		f, err := loadFleet(data)
+		opts := f.opts
+		if err != nil {
+			if !errors.Is(err, errFleet) {
+				t.Fatalf("an error outside errFleet: %v", err)
+			}
+			return
+		}
+		if len(opts.Hosts) == 0 {
+			t.Fatal("a fleet without hosts loaded")
+		}
+		for _, h := range opts.Hosts {
+			if h.Service && opts.Service == nil {
+				t.Fatal("a service host without its commands loaded")
+			}
+		}
+		for class, d := range opts.Durations {
+			if d <= 0 {
+				t.Fatalf("class %s has lease length %s", class, d)
+			}
+		}
+	})
+}
