@@ -26,7 +26,8 @@
 //     before its host is lent, and restored (health-checked, with a bounded
 //     retry policy and alerts) when the borrowed work releases.
 //   - Preflight is the runner-side check before a job starts.
-//   - NewHandler serves the agent/CLI API; APIClient is its client.
+//   - NewHandler serves the agent/CLI API and the hosts' heartbeats;
+//     APIClient is its client.
 //
 // The authoritative store is spark/sqlitestore; spark/sparktest has fakes.
 package spark
