@@ -103,20 +103,8 @@ func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
 	os.WriteFile(fleet, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan [2]string, 1)
-	done := make(chan int, 1)
-	var logs bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "spark.db"), "-reconcile", "20ms", "-fleet", fleet}, &logs, ready)
-	}()
-	var info [2]string
-	select {
-	case info = <-ready:
-	case code := <-done:
-		t.Fatalf("sparkd exited %d: %s", code, logs.String())
-	}
-	token, _ := os.ReadFile(info[1])
-	cl, _ := spark.NewAPIClient(info[0], strings.TrimSpace(string(token)), nil)
+	d := startSparkd(ctx, t, "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet)
+	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil || st.Request.State != spark.Queued || !strings.Contains(st.Pending, "gpu-a") {
 		t.Fatalf("before any heartbeat: %+v %v", st, err)
@@ -130,8 +118,8 @@ func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
 		t.Fatalf("after the heartbeat: %+v %v", st, err)
 	}
 	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, logs.String())
+	if code := <-d.done; code != 0 {
+		t.Errorf("exit %d: %s", code, d.logs.String())
 	}
 }
 

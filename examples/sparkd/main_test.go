@@ -18,27 +18,11 @@ import (
 func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ready := make(chan [2]string, 1)
-	done := make(chan int, 1)
-	var logs bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/spark.db", "-reconcile", "20ms"}, &logs, ready)
-	}()
-	var info [2]string
-	select {
-	case info = <-ready:
-	case code := <-done:
-		t.Fatalf("sparkd exited %d: %s", code, logs.String())
-	}
-	data, err := os.ReadFile(info[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(data))
-	if fi, _ := os.Stat(info[1]); fi.Mode().Perm() != 0o600 {
+	d := startSparkd(ctx, t, "-db", t.TempDir()+"/spark.db")
+	if fi, _ := os.Stat(d.tokenFile); fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode %v", fi.Mode().Perm())
 	}
-	cl, _ := spark.NewAPIClient(info[0], token, nil)
+	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil {
 		t.Fatal(err)
@@ -49,28 +33,58 @@ func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
 		t.Fatalf("%+v %v", st, err)
 	}
 	// The dashboard mirror is read-only and needs no token.
-	resp, err := http.Get(info[0] + "/dashboard.json")
+	resp, err := http.Get(d.addr + "/dashboard.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Spark 1"`) || strings.Contains(string(body), token) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"Spark 1"`) || strings.Contains(string(body), d.token) {
 		t.Errorf("dashboard %d: %s", resp.StatusCode, body)
 	}
-	if resp, err := http.Post(info[0]+"/dashboard.json", "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+	if resp, err := http.Post(d.addr+"/dashboard.json", "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("the dashboard must be read-only: %v %v", resp.Status, err)
 	}
-	if resp, err := http.Get(info[0] + "/v1/hosts"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if resp, err := http.Get(d.addr + "/v1/hosts"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the API still needs the token: %v %v", resp.Status, err)
 	}
 	cancel()
-	if code := <-done; code != 0 {
+	if code := <-d.done; code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	if strings.Contains(logs.String(), token) {
+	if strings.Contains(d.logs.String(), d.token) {
 		t.Error("the token was logged")
 	}
+}
+
+// daemon is a sparkd that startSparkd started.
+type daemon struct {
+	addr, tokenFile, token string
+	done                   <-chan int    // its exit status, once ctx ends
+	logs                   *bytes.Buffer // read it only after done
+}
+
+// startSparkd runs sparkd with args (on a free loopback port, reconciling
+// every 20 ms) until ctx ends, and returns once its API listens.
+func startSparkd(ctx context.Context, t *testing.T, args ...string) daemon {
+	t.Helper()
+	ready := make(chan [2]string, 1)
+	done := make(chan int, 1)
+	logs := new(bytes.Buffer)
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-reconcile", "20ms"}, args...), logs, ready)
+	}()
+	select {
+	case info := <-ready:
+		data, err := os.ReadFile(info[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return daemon{addr: info[0], tokenFile: info[1], token: strings.TrimSpace(string(data)), done: done, logs: logs}
+	case code := <-done:
+		t.Fatalf("sparkd exited %d: %s", code, logs.String())
+	}
+	return daemon{}
 }
 
 func TestWebhookNeedsItsOrganizationAndJITDirectory(t *testing.T) {
