@@ -17,9 +17,12 @@
 // GET /dashboard.json is the sanitized, read-only dashboard mirror (no
 // addresses, users, commands, tokens or credentials can be carried by its
 // types, so it needs no token); POST /github/webhook receives GitHub
-// deliveries when -webhook-secret-file is set (GITHUB_TOKEN must then
-// hold a token that may write checks, dispatch workflows and mint JIT
-// runners; each minted JIT config is written 0600 to -jit-dir as
+// deliveries when -webhook-secret-file is set. It then authenticates as
+// the GitHub App (GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID and
+// GITHUB_APP_PRIVATE_KEY_FILE; it mints a fresh installation token before
+// each one expires), or with GITHUB_TOKEN for a short run; either must
+// write checks, dispatch workflows and mint JIT runners. Each minted JIT
+// config is written 0600 to -jit-dir as
 // <runner>.jitconfig, whole or not at all, for the host agent, and never
 // logged; if it cannot be written the grant fails and the lease is
 // released).
@@ -189,8 +192,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 }
 
 // github builds the GitHub integration from cfg (the seed's labels and
-// commands, or the fleet file's), the webhook secret file and
-// GITHUB_TOKEN.
+// commands, or the fleet file's), the webhook secret file and the App's
+// credentials (or GITHUB_TOKEN).
 func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
 	if org == "" || jitDir == "" {
 		return nil, errors.New("-webhook-secret-file needs -github-org (where JIT runners are minted) and -jit-dir (where the host agent collects them)")

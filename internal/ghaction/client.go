@@ -9,24 +9,43 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrNoToken is returned by GitHubClient when GITHUB_TOKEN is unset.
-var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflow's token (env: GITHUB_TOKEN: ${{ github.token }}) or a token with the permissions docs/adopting.md lists for the job")
+// ErrNoToken is returned by GitHubClient when neither GITHUB_TOKEN nor a
+// GitHub App is configured.
+var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflow's token (env: GITHUB_TOKEN: ${{ github.token }}) or a token with the permissions docs/adopting.md lists for the job; a long-running process authenticates as a GitHub App instead (" + EnvAppID + ", " + EnvAppInstallationID + ", " + EnvAppPrivateKeyFile + ")")
 
-// GitHubClient builds a go-github client authenticated with GITHUB_TOKEN
-// (through golang.org/x/oauth2) that honours GITHUB_API_URL (GitHub
-// Enterprise Server, or a test server).
+// GitHubClient builds a go-github client that honours GITHUB_API_URL
+// (GitHub Enterprise Server, or a test server). It authenticates as a
+// GitHub App installation when GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID
+// and GITHUB_APP_PRIVATE_KEY_FILE are set, minting a fresh installation
+// token shortly before each one expires, as a process that outlives one
+// token's hour needs; otherwise with GITHUB_TOKEN. Both go through
+// golang.org/x/oauth2.
 func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
-	token := getenv("GITHUB_TOKEN")
-	if token == "" {
-		return nil, ErrNoToken
-	}
-	client := github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})))
-	if api := getenv("GITHUB_API_URL"); api != "" && api != "https://api.github.com" {
-		c, err := client.WithEnterpriseURLs(api, api)
+	api := getenv("GITHUB_API_URL")
+	withAPI := func(c *github.Client) (*github.Client, error) {
+		if api == "" || api == "https://api.github.com" {
+			return c, nil
+		}
+		e, err := c.WithEnterpriseURLs(api, api)
 		if err != nil {
 			return nil, fmt.Errorf("ghaction: GITHUB_API_URL %q is not a URL: %w", api, err)
 		}
-		client = c
+		return e, nil
 	}
-	return client, nil
+	minting, err := withAPI(github.NewClient(appHTTPClient))
+	if err != nil {
+		return nil, err
+	}
+	ts, app, err := appTokenSource(getenv, minting)
+	if err != nil {
+		return nil, err
+	}
+	if !app {
+		token := getenv("GITHUB_TOKEN")
+		if token == "" {
+			return nil, ErrNoToken
+		}
+		ts = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})
+	}
+	return withAPI(github.NewClient(oauth2.NewClient(ctx, ts)))
 }
