@@ -2,7 +2,9 @@ package spark_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 
 	"github.com/gpugate/gpugate/spark"
@@ -33,4 +35,33 @@ func Example() {
 	// CI: active [spark-2]
 	// development: queued position 1
 	// spark-2 draining: true
+}
+
+// A managed host is schedulable only while it reports heartbeats; its
+// agent reports them over the API (sparkctl heartbeat), with the number of
+// compute processes on its GPU.
+func ExampleAPIClient_Heartbeat() {
+	ctx := context.Background()
+	c, _ := spark.New(sparktest.NewStore(), spark.Options{Hosts: []spark.HostConfig{{Name: "gpu-a", Managed: true}}})
+	h, _ := spark.NewHandler(c, "an-api-token-of-16+-chars")
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	cl, _ := spark.NewAPIClient(srv.URL, "an-api-token-of-16+-chars", srv.Client())
+
+	st, _ := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
+	c.Reconcile(ctx)
+	st, _ = cl.Status(ctx, st.Request.ID)
+	fmt.Println("before any heartbeat:", st.Request.State)
+
+	cl.Heartbeat(ctx, "gpu-a", 0) // a clean GPU
+	c.Reconcile(ctx)
+	st, _ = cl.Status(ctx, st.Request.ID)
+	fmt.Println("after one:", st.Request.State, st.Request.Hosts)
+
+	_, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Development, DurationSeconds: 9 * 3600})
+	fmt.Println("a 9h development lease:", errors.Is(err, spark.ErrInvalid))
+	// Output:
+	// before any heartbeat: queued
+	// after one: active [gpu-a]
+	// a 9h development lease: true
 }
