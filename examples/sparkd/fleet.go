@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -98,39 +97,26 @@ func loadFleet(data []byte) (fleet, error) {
 	return fleet{opts: opts, github: gh}, nil
 }
 
-// config is the seed's GitHub integration with the file's overrides.
+// config is the seed's GitHub integration with the file's overrides,
+// validated as sparkgh.New will.
 func (g *githubSettings) config() (sparkgh.Config, error) {
 	c := sparkgh.SeedConfig("")
 	if g == nil {
 		return c, nil
 	}
 	if len(g.Labels) > 0 {
-		for label, lane := range g.Labels {
-			switch {
-			case strings.TrimSpace(label) == "":
-				return c, fmt.Errorf("%w: github.labels: a label name is empty", errFleet)
-			case lane.Suite != "smoke" && lane.Suite != "performance":
-				return c, fmt.Errorf("%w: github.labels.%s: suite %q: smoke or performance", errFleet, label, lane.Suite)
-			case lane.Topology != spark.Single && lane.Topology != spark.Pair:
-				return c, fmt.Errorf("%w: github.labels.%s: topology %q: single or pair", errFleet, label, lane.Topology)
-			}
-		}
 		c.Labels = g.Labels
 	}
-	roles := []string{"read", "triage", "write", "maintain", "admin"}
-	if g.MinRole != "" && !slices.Contains(roles, g.MinRole) {
-		return c, fmt.Errorf("%w: github.min_role %q: one of %s", errFleet, g.MinRole, strings.Join(roles, ", "))
-	}
 	if len(g.RunnerLabels) > 0 {
-		if slices.ContainsFunc(g.RunnerLabels, func(l string) bool { return strings.TrimSpace(l) == "" }) {
-			return c, fmt.Errorf("%w: github.runner_labels: a label is empty", errFleet)
-		}
 		c.RunnerLabels = g.RunnerLabels
 	}
 	if g.HostNames != nil {
 		c.HostNames = g.HostNames
 	}
 	c.CommandPrefix, c.MinRole, c.CheckName, c.Workflow = g.CommandPrefix, g.MinRole, g.CheckName, g.Workflow
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("%w: github: %w", errFleet, err)
+	}
 	return c, nil
 }
 

@@ -63,8 +63,8 @@ func TestFleetFile_RefusesWhatItCannotRunSafely(t *testing.T) {
 		"not YAML":                        {"hosts: [", "invalid fleet file"},
 		"a lane's unknown suite":          {hosts + "github: {labels: {gpu-test: {suite: full, topology: single}}}\n", `suite "full"`},
 		"a lane's unknown topology":       {hosts + "github: {labels: {gpu-test: {suite: smoke, topology: trio}}}\n", `topology "trio"`},
-		"an unknown role":                 {hosts + "github: {min_role: owner}\n", `min_role "owner"`},
-		"an empty runner label":           {hosts + "github: {runner_labels: [self-hosted, '']}\n", "runner_labels: a label is empty"},
+		"an unknown role":                 {hosts + "github: {min_role: owner}\n", `MinRole "owner"`},
+		"an empty runner label":           {hosts + "github: {runner_labels: [self-hosted, '']}\n", "a runner label is empty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadFleet([]byte(tc.file))

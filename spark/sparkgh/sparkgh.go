@@ -144,6 +144,35 @@ func (in *Integration) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "sparkgh.Integration{webhook secret: %s}", secret.Redacted)
 }
 
+// ErrConfig is matched by Validate's errors.
+var ErrConfig = errors.New("sparkgh: invalid configuration")
+
+// roles are GitHub's repository roles, weakest first.
+var roles = []string{"none", "read", "triage", "write", "maintain", "admin"}
+
+// Validate checks the configuration New would run with (the webhook
+// secret aside): a minimum role GitHub has (a misspelt one would admit
+// every actor), lanes of a known suite and topology, and no empty label.
+func (c Config) Validate() error {
+	if c.MinRole != "" && slices.Index(roles, c.MinRole) < 1 {
+		return fmt.Errorf("%w: MinRole %q: one of %s", ErrConfig, c.MinRole, strings.Join(roles[1:], ", "))
+	}
+	for label, lane := range c.Labels {
+		switch {
+		case strings.TrimSpace(label) == "":
+			return fmt.Errorf("%w: a label name is empty", ErrConfig)
+		case lane.Suite != "smoke" && lane.Suite != "performance":
+			return fmt.Errorf("%w: label %s: suite %q: smoke or performance", ErrConfig, label, lane.Suite)
+		case lane.Topology != spark.Single && lane.Topology != spark.Pair:
+			return fmt.Errorf("%w: label %s: topology %q: single or pair", ErrConfig, label, lane.Topology)
+		}
+	}
+	if slices.ContainsFunc(c.RunnerLabels, func(l string) bool { return strings.TrimSpace(l) == "" }) {
+		return fmt.Errorf("%w: a runner label is empty", ErrConfig)
+	}
+	return nil
+}
+
 // ErrNoSecret is returned by New without a webhook secret: go-github
 // accepts unsigned payloads when no secret is expected.
 var ErrNoSecret = errors.New("sparkgh: refusing to start without a webhook secret: set Config.WebhookSecret to the GitHub webhook's secret (8 characters or more)")
@@ -152,6 +181,9 @@ var ErrNoSecret = errors.New("sparkgh: refusing to start without a webhook secre
 func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Integration, error) {
 	if len(cfg.WebhookSecret) < 8 {
 		return nil, ErrNoSecret
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cfg.defaults()
 	if log == nil {
@@ -183,8 +215,7 @@ func (in *Integration) authorize(ctx context.Context, pr PR, actor string) error
 	if err != nil {
 		return fmt.Errorf("could not read @%s's permission: %v", actor, err)
 	}
-	order := []string{"none", "read", "triage", "write", "maintain", "admin"}
-	if slices.Index(order, role) < slices.Index(order, in.cfg.MinRole) || slices.Index(order, role) < 0 {
+	if slices.Index(roles, role) < slices.Index(roles, in.cfg.MinRole) || slices.Index(roles, role) < 0 {
 		return fmt.Errorf("@%s has the %s role; requesting fleet time needs %s or higher", actor, role, in.cfg.MinRole)
 	}
 	return nil

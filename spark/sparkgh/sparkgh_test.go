@@ -519,6 +519,35 @@ func TestWebhook_RefusesToStartWithoutASecret(t *testing.T) {
 	}
 }
 
+// Label application is an authorization decision, so a configuration
+// that would weaken it is refused at New: a misspelt minimum role would
+// rank below every actor's and admit them all.
+func TestNewRefusesAConfigurationThatWouldWeakenAuthorization(t *testing.T) {
+	for name, mutate := range map[string]func(*Config){
+		"a misspelt role":       func(c *Config) { c.MinRole = "maintainer" },
+		"the none role":         func(c *Config) { c.MinRole = "none" },
+		"an unknown suite":      func(c *Config) { c.Labels = map[string]Lane{"gpu": {Suite: "everything", Topology: spark.Single}} },
+		"an unknown topology":   func(c *Config) { c.Labels = map[string]Lane{"gpu": {Suite: "smoke", Topology: "triple"}} },
+		"an empty label":        func(c *Config) { c.Labels = map[string]Lane{" ": {Suite: "smoke", Topology: spark.Single}} },
+		"an empty runner label": func(c *Config) { c.RunnerLabels = []string{"self-hosted", ""} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := SeedConfig("webhook-secret-123")
+			mutate(&cfg)
+			if _, err := New(cfg, nil, newFakeGH(), nil); !errors.Is(err, ErrConfig) {
+				t.Errorf("New: %v, want ErrConfig", err)
+			}
+		})
+	}
+	for _, role := range []string{"", "read", "triage", "write", "maintain", "admin"} {
+		cfg := SeedConfig("webhook-secret-123")
+		cfg.MinRole = role
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("MinRole %q: %v", role, err)
+		}
+	}
+}
+
 func TestDashboardCarriesOnlySanitizedFields(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
