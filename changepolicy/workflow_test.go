@@ -106,3 +106,23 @@ func TestEveryScriptThePaidWorkflowsStageForThePodRequiresTheGPUGate(t *testing.
 		t.Errorf("found only %v in the paid workflows", seen)
 	}
 }
+
+// A misspelt fail-open glob (Policy.Unmatched) must not reach main: the
+// adoption CI's CI-configuration job checks the policy the classifier uses
+// against the tracked files whenever a CI path changes.
+func TestTheCIConfigurationJobChecksThePolicysGlobs(t *testing.T) {
+	wf := workflowtest.Read(t, "ci.yml")
+	var policy string
+	for _, s := range wf.Jobs["changes"].Steps {
+		if s.With["step"] == "classify" {
+			policy = s.With["policy"]
+		}
+	}
+	checked := false
+	for _, s := range wf.Jobs["ci-config"].Steps {
+		checked = checked || s.With["step"] == "classify" && s.With["check-globs"] == "true" && s.With["policy"] == policy
+	}
+	if policy == "" || !checked {
+		t.Errorf("ci-config does not check the globs of the policy the classifier uses (%q)", policy)
+	}
+}

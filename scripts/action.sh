@@ -21,7 +21,9 @@ classify)
 	prog=classify
 	need "${GPUGATE_POLICY:-}" "step classify needs the policy input (path of the change policy)"
 	args=(-policy "$(rel "$GPUGATE_POLICY")")
-	if [ -n "${GPUGATE_BASE:-}" ]; then
+	if [ "${GPUGATE_CHECK_GLOBS:-false}" = true ]; then
+		args+=(-dir "$ws" -check-globs)
+	elif [ -n "${GPUGATE_BASE:-}" ]; then
 		args+=(-base "$GPUGATE_BASE" -head "${GPUGATE_HEAD:-HEAD}" -dir "$ws")
 	elif [ -n "${GPUGATE_PR:-}" ]; then
 		args+=(-pr "$GPUGATE_PR" -repo "$GITHUB_REPOSITORY")

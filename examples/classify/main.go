@@ -6,6 +6,13 @@
 //	classify -policy .github/gpugate/policy.yml -base origin/main -head HEAD
 //	classify -policy .github/gpugate/policy.yml -pr 123 -repo owner/name   # token in GITHUB_TOKEN
 //	classify -changes changes.txt                                         # git diff --name-status output
+//	classify -policy .github/gpugate/policy.yml -check-globs              # every fail-open glob matches a tracked file
+//
+// -check-globs belongs in the CI-configuration job: a code override, a
+// gpu.device_control or gpu.hosted_only glob, or a lane trigger that matches
+// no file git tracks in -dir is most likely misspelt, and a misspelt one
+// fails open (a change to what the paid pod runs would skip the GPU gate).
+// It exits 1 naming each.
 //
 // In GitHub Actions it writes the outputs class, docs, ci, gpu, lanes and
 // jobs (JSON) to $GITHUB_OUTPUT and a per-file table to the step summary,
@@ -41,7 +48,7 @@ func main() {
 type options struct {
 	policy, base, head, dir, repo, changes string
 	pr                                     int
-	json                                   bool
+	json, checkGlobs                       bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -56,6 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name, with -pr")
 	fs.StringVar(&o.changes, "changes", "", "file of `git diff --name-status` output (- for stdin)")
 	fs.BoolVar(&o.json, "json", false, "print the decision as JSON")
+	fs.BoolVar(&o.checkGlobs, "check-globs", false, "instead of classifying, fail when a code, gpu or lane-trigger glob matches no file git tracks in -dir")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: classify [flags]\n\nWith no flags, classifies a bundled example diff under the bundled example policy.\n\n")
 		fs.PrintDefaults()
@@ -64,6 +72,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exit
 	}
 	gha := ghaction.FromEnv(getenv)
+	if o.checkGlobs {
+		if err := checkGlobs(ctx, o, gha, stdout); err != nil {
+			gha.Fail(stdout, stderr, err)
+			return 1
+		}
+		return 0
+	}
 	d, err := classify(ctx, o, getenv, stdin)
 	if err == nil {
 		err = report(o, d, gha, stdout)
@@ -75,16 +90,47 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return 0
 }
 
-func classify(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) (changepolicy.Decision, error) {
-	var (
-		p   *changepolicy.Policy
-		err error
-	)
+// loadPolicy loads -policy, or the bundled example policy.
+func loadPolicy(o options) (*changepolicy.Policy, error) {
 	if o.policy == "" {
-		p, err = changepolicy.Load(changepolicy.ExamplePolicy)
-	} else {
-		p, err = changepolicy.LoadFile(o.policy)
+		return changepolicy.Load(changepolicy.ExamplePolicy)
 	}
+	return changepolicy.LoadFile(o.policy)
+}
+
+// errUnmatched is checkGlobs' failure.
+var errUnmatched = errors.New("classify: policy globs match no tracked file")
+
+// checkGlobs fails naming every fail-open glob that matches no file git
+// tracks in -dir (changepolicy.Policy.Unmatched).
+func checkGlobs(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer) error {
+	if o.base != "" || o.pr != 0 || o.changes != "" {
+		return errors.New("classify: -check-globs reads the policy and the tracked files; it takes no -base, -pr or -changes")
+	}
+	p, err := loadPolicy(o)
+	if err != nil {
+		return err
+	}
+	files, err := changepolicy.TrackedFiles(ctx, o.dir)
+	if err != nil {
+		return err
+	}
+	unmatched := p.Unmatched(files)
+	if err := gha.SetOutputs([2]string{"unmatched", strconv.Itoa(len(unmatched))}); err != nil {
+		return err
+	}
+	if len(unmatched) == 0 {
+		fmt.Fprintf(stdout, "every code, gpu and lane-trigger glob matches at least one of the %d tracked files\n", len(files))
+		return nil
+	}
+	for _, u := range unmatched {
+		fmt.Fprintf(stdout, "%s matches no tracked file: fix the glob, or remove it if the file is gone\n", u)
+	}
+	return fmt.Errorf("%w: %d, listed above; a misspelt one fails open", errUnmatched, len(unmatched))
+}
+
+func classify(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) (changepolicy.Decision, error) {
+	p, err := loadPolicy(o)
 	if err != nil {
 		return changepolicy.Decision{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,47 @@ func TestFailureIsAnErrorAnnotation(t *testing.T) {
 	}
 	if code, _, _ := runMain(t, nil, "", "stray"); code != 2 {
 		t.Errorf("stray argument: exit %d, want 2", code)
+	}
+}
+
+// -check-globs names every fail-open glob that matches no file git tracks,
+// and passes once the glob is fixed.
+func TestCheckGlobsFailsOnAMisspeltDeviceControlGlob(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	policy := func(deviceControl string) string {
+		return "ci: [\"scripts/ci/**\", \".github/**\"]\ngpu:\n  device_control: [\"" + deviceControl + "\"]\njobs:\n  - {name: \"CI GPU gate\", runs_for: [gpu]}\n"
+	}
+	os.MkdirAll(filepath.Join(dir, "scripts/ci"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".github/gpugate"), 0o755)
+	os.WriteFile(filepath.Join(dir, "scripts/ci/runpod_provision.py"), []byte("x\n"), 0o644)
+	pol := filepath.Join(dir, ".github/gpugate/policy.yml")
+	os.WriteFile(pol, []byte(policy("scripts/ci/runpod_provison.py")), 0o644)
+	git("init", "-q")
+	git("add", ".")
+	env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": filepath.Join(t.TempDir(), "out")}
+	code, out, _ := runMain(t, env, "", "-policy", pol, "-dir", dir, "-check-globs")
+	if code != 1 || !strings.Contains(out, `gpu.device_control: "scripts/ci/runpod_provison.py" matches no tracked file`) || !strings.Contains(out, "::error::") {
+		t.Errorf("a misspelt glob: exit %d:\n%s", code, out)
+	}
+	if got, _ := os.ReadFile(env["GITHUB_OUTPUT"]); string(got) != "unmatched=1\n" {
+		t.Errorf("GITHUB_OUTPUT %q", got)
+	}
+	os.WriteFile(pol, []byte(policy("scripts/ci/runpod_provision.py")), 0o644)
+	if code, out, errOut := runMain(t, nil, "", "-policy", pol, "-dir", dir, "-check-globs"); code != 0 || !strings.Contains(out, "matches at least one of the 2 tracked files") {
+		t.Errorf("the fixed glob: exit %d: %s%s", code, out, errOut)
+	}
+	if code, _, _ := runMain(t, nil, "", "-policy", pol, "-dir", dir, "-check-globs", "-changes", "-"); code != 1 {
+		t.Errorf("-check-globs with -changes: exit %d, want 1", code)
 	}
 }

@@ -222,6 +222,9 @@ env >"$1/install-env"
 		is    map[string]string
 	}{
 		{"classify", map[string]string{"GPUGATE_POLICY": "changepolicy/example_policy.yml", "GPUGATE_PR": "5"}, []string{"class", "docs", "ci", "gpu", "lanes", "jobs", "reason"}, nil},
+		// The policy check over the workspace's tracked files (this
+		// repository's own checkout).
+		{"classify", map[string]string{"GPUGATE_POLICY": "internal/actiontest/testdata/globs-policy.yml", "GPUGATE_CHECK_GLOBS": "true"}, []string{"unmatched"}, map[string]string{"unmatched": "0"}},
 		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5"}, []string{"head_sha", "tested_ref", "local_gpu_validation"}, map[string]string{"local_gpu_validation": "true"}},
 		// A repository that names its own label: PR 5's default label no
 		// longer marks it validated locally, at each step that reads it.
@@ -258,6 +261,11 @@ env >"$1/install-env"
 	}
 	for _, s := range steps {
 		t.Run(s.step, func(t *testing.T) {
+			if s.env["GPUGATE_CHECK_GLOBS"] == "true" {
+				if err := exec.Command("git", "-C", abs, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+					t.Skip("the repository is not a git checkout here, so it has no tracked files to check")
+				}
+			}
 			dir := t.TempDir()
 			outFile := filepath.Join(dir, "output")
 			env := []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
