@@ -83,3 +83,21 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUnmatched measures the policy check over a repository of 2,000
+// tracked files and the 100x case (200,000), with the 200-glob policy.
+func BenchmarkUnmatched(b *testing.B) {
+	for _, n := range []int{2_000, 200_000} {
+		b.Run(fmt.Sprintf("files=%d/globs=200", n), func(b *testing.B) {
+			p := benchPolicy(b, 200)
+			files := make([]string, n)
+			for i, c := range benchChanges(n) {
+				files[i] = c.Path
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Unmatched(files)
+			}
+		})
+	}
+}

@@ -27,6 +27,12 @@
 // never a cheaper class, and FromPullRequest withholds a partial file list
 // (ErrIncomplete) rather than let it be classified.
 //
+// Unknown paths fail safe, but a misspelt glob need not: a device-control
+// pattern that matches nothing lets a change to what the pod runs skip the
+// GPU gate. Policy.Unmatched, over TrackedFiles, names every code,
+// device-control, hosted-only and lane-trigger glob that matches no file
+// of the repository; run it in CI whenever the policy or a CI path changes.
+//
 // This implements the "Change policy" and "macOS support gate" sections of
 // the change-aware CI seed. Usage:
 //

@@ -66,3 +66,19 @@ func ExampleParseNameStatus() {
 	// renamed docs/old.md (from "src/old.rs")
 	// modified README.md (from "")
 }
+
+func ExamplePolicy_Unmatched() {
+	p, _ := changepolicy.Load([]byte(`
+ci: ["scripts/ci/**"]
+gpu:
+  device_control: ["scripts/ci/runpod_provison.py"]
+jobs:
+  - {name: "CI GPU gate", runs_for: [gpu]}
+`))
+	tracked := []string{"scripts/ci/runpod_provision.py", "src/lib.rs"}
+	for _, u := range p.Unmatched(tracked) {
+		fmt.Println(u, "matches no tracked file")
+	}
+	// Output:
+	// gpu.device_control: "scripts/ci/runpod_provison.py" matches no tracked file
+}

@@ -31,14 +31,24 @@ func (u UnmatchedGlob) String() string { return fmt.Sprintf("%s: %q", u.Section,
 // and ci lists, whose misses fall back to code, are not checked.
 func (p *Policy) Unmatched(files []string) []UnmatchedGlob {
 	var out []UnmatchedGlob
+	tracked := make(map[string]bool, len(files))
+	for _, f := range files {
+		tracked[f] = true
+	}
 	check := func(section string, globs []Glob) {
 		for _, g := range globs {
-			if strings.HasPrefix(string(g), "!") {
+			pattern := string(g)
+			switch {
+			case strings.HasPrefix(pattern, "!"):
+				continue
+			case !strings.ContainsAny(pattern, `*?[{\`): // a literal path matches only itself
+				if tracked[pattern] {
+					continue
+				}
+			case slices.ContainsFunc(files, func(f string) bool { return doublestar.MatchUnvalidated(pattern, f) }):
 				continue
 			}
-			if !slices.ContainsFunc(files, func(f string) bool { return doublestar.MatchUnvalidated(string(g), f) }) {
-				out = append(out, UnmatchedGlob{Section: section, Glob: g})
-			}
+			out = append(out, UnmatchedGlob{Section: section, Glob: g})
 		}
 	}
 	check("code", p.Code)
