@@ -56,11 +56,12 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	ran := false
 	for _, s := range lifecycle.Jobs["gpu-tests"].Steps {
 		if s.Name == "Run CUDA tests from archive" {
-			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`) && strings.Contains(s.Run, "--test-threads 1")
+			// --no-tests=fail: a filter that matched nothing must not pass.
+			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`) && strings.Contains(s.Run, "--test-threads 1") && strings.Contains(s.Run, "--no-tests=fail")
 		}
 	}
 	if !ran {
-		t.Error("the pod does not run only the single-GPU lane, serially")
+		t.Error("the pod does not run only the single-GPU lane, serially, failing when it matches no test")
 	}
 	publish := gate.Jobs["publish-gate"]
 	if !publish.NeedsJob("cuda-archive") {

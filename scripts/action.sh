@@ -121,6 +121,7 @@ partition-check | partition-select)
 		[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
 	else
 		args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
+		if [ "${GPUGATE_REQUIRE_TESTS:-true}" = true ]; then args+=(-require-tests); fi
 	fi
 	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
 	for f in "${files[@]}"; do args+=("$(rel "$f")"); done

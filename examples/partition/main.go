@@ -1,7 +1,7 @@
 // Command partition keeps test lanes exhaustive and plans long compiles:
 //
 //	partition check  [-inventory FILE|-] [-format nextest|go] PARTITION.tsv...   # exit 1 on any difference
-//	partition select -category single-gpu [-render nextest|go|lines] PARTITION.tsv...
+//	partition select -category single-gpu [-render nextest|go|lines] [-require-tests] PARTITION.tsv...
 //	partition shards -n 4 UNITS.json                                             # [{"name":..., "cost":"2h"}]
 //	partition verify-objects -present LINK.sha256 SHARD.sha256...                 # sha256sum listings; exit 1 unless every shard object was reused
 //	partition chain -estimate 10h [-job-cap 6h] [-depth 2]                        # checkpoint links; exit 1 if the wired depth is too short
@@ -188,6 +188,7 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	ghaction.JSONFlag(fs, &stdout, &gha)
 	cat := fs.String("category", "single-gpu", "the lane's category")
 	render := fs.String("render", "nextest", "nextest (a filterset), go (-run patterns per package), lines, or not-run")
+	requireTests := fs.Bool("require-tests", false, "exit 1 when the lane selects no test (a paid pod would run nothing)")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
 	}
@@ -195,7 +196,18 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	cfg := partition.SeedConfig()
+	if cfg.Kind(*cat) == "" {
+		names := make([]string, len(cfg.Categories))
+		for i, c := range cfg.Categories {
+			names[i] = c.Name
+		}
+		return fmt.Errorf("partition: -category %q is not a configured category (%s): a misspelt lane would select nothing and pass", *cat, strings.Join(names, ", "))
+	}
 	l := partition.Select(p, *cat)
+	if *requireTests && len(l.Tests) == 0 {
+		return fmt.Errorf("partition: the %s lane selects no test in %s: nothing would run; classify tests into it, or drop -require-tests where an empty lane is expected", *cat, strings.Join(fs.Args(), " "))
+	}
 	switch *render {
 	case "nextest":
 		fmt.Fprintln(stdout, l.NextestFilter())
@@ -218,7 +230,7 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	for _, s := range partition.NotRun(partition.SeedConfig(), p) {
 		notRun = append(notRun, strings.ReplaceAll(s, ",", ";")) // one item each
 	}
-	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(notRun, ",")})
+	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(notRun, ",")}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
 }
 
 type unitJSON struct {

@@ -272,10 +272,30 @@ func TestJSONPrintsTheOutputs(t *testing.T) {
 	dir := t.TempDir()
 	tsv := filepath.Join(dir, "p.tsv")
 	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB\tsingle-gpu\n"), 0o644)
-	if code, out := runCmd(t, "", "select", "-json", "-category", "single-gpu", tsv); code != 0 || out != `{"filter":"(binary_id(=example.com/m) & (test(=TestB)))","not_run":""}`+"\n" {
+	if code, out := runCmd(t, "", "select", "-json", "-category", "single-gpu", tsv); code != 0 || out != `{"filter":"(binary_id(=example.com/m) & (test(=TestB)))","not_run":"","tests":"1"}`+"\n" {
 		t.Errorf("select -json: exit %d %q", code, out)
 	}
 	if code, out := runCmd(t, "", "chain", "-json", "-estimate", "10h", "-job-cap", "6h", "-depth", "4"); code != 0 || !strings.HasPrefix(out, `{"links":"2","compile_timeout_seconds":"`) {
 		t.Errorf("chain -json: exit %d %q", code, out)
+	}
+}
+
+// A lane named wrong selects nothing, and nextest given none() runs
+// nothing: a misspelt category is refused, and -require-tests refuses an
+// empty lane before anything is bought for it.
+func TestSelectRefusesAnUnknownCategoryAndWithRequireTestsAnEmptyLane(t *testing.T) {
+	tsv := filepath.Join(t.TempDir(), "p.tsv")
+	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\n"), 0o644)
+	if code, out := runCmd(t, "", "select", "-category", "singel-gpu", tsv); code != 1 || !strings.Contains(out, `-category "singel-gpu" is not a configured category`) {
+		t.Errorf("a misspelt category: exit %d, %s", code, out)
+	}
+	if code, out := runCmd(t, "", "select", "-category", "single-gpu", tsv); code != 0 || out != "none()\n" {
+		t.Errorf("an empty lane without -require-tests: exit %d, %q", code, out)
+	}
+	if code, out := runCmd(t, "", "select", "-category", "single-gpu", "-require-tests", tsv); code != 1 || !strings.Contains(out, "the single-gpu lane selects no test") {
+		t.Errorf("an empty lane with -require-tests: exit %d, %s", code, out)
+	}
+	if code, _ := runCmd(t, "", "select", "-category", "host", "-require-tests", tsv); code != 0 {
+		t.Errorf("a lane with a test, -require-tests: exit %d", code)
 	}
 }

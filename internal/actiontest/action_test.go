@@ -244,8 +244,8 @@ env >"$1/install-env"
 		{"cleanup", map[string]string{"GPUGATE_SIMULATE": "true", "GPUGATE_PROVISION_RESULT": `{"attempts":[{"n":1,"name":"gpugate-1-1-c1","candidate":{"gpu_type_id":"NVIDIA L4"},"pod_id":"p1","outcome":"exited","seconds":95,"estimated_cost":0.018}]}`}, []string{"deleted", "cost"}, nil},
 		{"reap", map[string]string{"GPUGATE_SIMULATE": "true"}, nil, nil},
 		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil, nil},
-		{"partition-select", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_CATEGORY": "two-device"}, []string{"filter", "not_run"},
-			map[string]string{"filter": "(binary_id(=tenferro-cuda::capability) & (test(=two_device_registration)))", "not_run": "tenferro-cuda::capability two_device_registration (two-device)"}},
+		{"partition-select", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_CATEGORY": "two-device"}, []string{"filter", "not_run", "tests"},
+			map[string]string{"filter": "(binary_id(=tenferro-cuda::capability) & (test(=two_device_registration)))", "not_run": "tenferro-cuda::capability two_device_registration (two-device)", "tests": "1"}},
 		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid",
 			"GPUGATE_NOT_RUN": "tenferro-cuda::capability two_device_registration (two-device)"}, []string{"published"}, nil},
 		{"cache-check", nil, nil, nil},
@@ -438,6 +438,26 @@ env >"$1/install-env"
 			}
 		})
 	}
+	// An empty lane: nothing is selected for the pod, so the step fails
+	// before anything is bought, unless the workflow says it is expected.
+	t.Run("partition-select of an empty lane", func(t *testing.T) {
+		tsv := filepath.Join(t.TempDir(), "host-only.tsv")
+		os.WriteFile(tsv, []byte("tenferro-cuda::capability\tcpu_only\thost\n"), 0o644)
+		for _, tc := range []struct {
+			require string
+			fails   bool
+			says    string
+		}{{"", true, "the single-gpu lane selects no test"}, {"false", false, "none()"}} {
+			home := t.TempDir()
+			cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+			cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + home, "RUNNER_TEMP=" + home, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
+				"GPUGATE_STEP=partition-select", "GPUGATE_PARTITION_FILES=" + tsv, "GPUGATE_CATEGORY=single-gpu", "GPUGATE_REQUIRE_TESTS=" + tc.require}
+			out, err := cmd.CombinedOutput()
+			if (err != nil) != tc.fails || !strings.Contains(string(out), tc.says) {
+				t.Errorf("require-tests %q: %v\n%s", tc.require, err, out)
+			}
+		}
+	})
 	t.Run("unknown step", func(t *testing.T) {
 		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
 		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "GPUGATE_STEP=deploy"}
