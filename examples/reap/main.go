@@ -17,7 +17,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -124,6 +126,12 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 	} else {
 		writeTable(stdout, doc)
 	}
+	if w := otherWorkflows(doc); w != "" {
+		if ghaction.FromEnv(getenv).Actions {
+			w = "::warning::" + w
+		}
+		fmt.Fprintln(stdout, w)
+	}
 	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
 		return err
 	}
@@ -131,6 +139,27 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 		fmt.Fprintf(stdout, "pods still running in the simulation: %d\n", len(fake.Running()))
 	}
 	return sweepErr
+}
+
+// otherWorkflows warns about pods tagged for this repository but another
+// workflow: the reaper never reclaims them, so when that workflow is the
+// GPU workflow under another name, -workflow is wrong and its orphans
+// would run until someone notices.
+func otherWorkflows(doc Document) string {
+	seen := map[string]int{}
+	for _, d := range doc.Decisions {
+		if d.Rule == runpod.RuleForeign && d.Identity != nil && d.Identity.Repository == doc.Repository {
+			seen[d.Identity.Workflow]++
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, wf := range slices.Sorted(maps.Keys(seen)) {
+		parts = append(parts, fmt.Sprintf("%s (%d)", wf, seen[wf]))
+	}
+	return fmt.Sprintf("reap: pods tagged for %s but another workflow than %s are never reclaimed: %s; if one of these is the GPU workflow, fix -workflow", doc.Repository, doc.Workflow, strings.Join(parts, ", "))
 }
 
 func writeTable(w io.Writer, doc Document) {

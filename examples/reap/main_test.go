@@ -107,3 +107,23 @@ func TestTheDecisionsAreTheCostHistorysRecoveryRecord(t *testing.T) {
 		}
 	})
 }
+
+// A misconfigured -workflow makes every pod of the GPU workflow foreign,
+// and foreign pods are never reclaimed: the sweep says so, naming the
+// workflows it saw, instead of quietly leaving orphans running.
+func TestPodsOfThisRepositorysOtherWorkflowsAreCalledOut(t *testing.T) {
+	doc := Document{Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-tests.yml", Decisions: []runpod.ReapDecision{
+		{PodID: "a", Rule: runpod.RuleForeign, Identity: &runpod.Ownership{Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml"}},
+		{PodID: "b", Rule: runpod.RuleForeign, Identity: &runpod.Ownership{Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml"}},
+		{PodID: "c", Rule: runpod.RuleForeign, Identity: &runpod.Ownership{Repository: "other/repo", Workflow: ".github/workflows/x.yml"}},
+		{PodID: "d", Rule: runpod.RuleUntagged},
+	}}
+	want := "reap: pods tagged for o/r but another workflow than .github/workflows/runpod-gpu-tests.yml are never reclaimed: .github/workflows/runpod-gpu-test.yml (2); if one of these is the GPU workflow, fix -workflow"
+	if got := otherWorkflows(doc); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	doc.Decisions = doc.Decisions[2:]
+	if got := otherWorkflows(doc); got != "" {
+		t.Errorf("another repository's pods are not ours to mention: %q", got)
+	}
+}
