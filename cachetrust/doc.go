@@ -5,7 +5,9 @@
 //   - Key: content-addressed archive keys over the material inputs only
 //     (sorted path, mode and content digests, the toolchain, explicit
 //     components and a manual vN), never branch, ref or commit identity.
-//     Explain says which inputs made two keys differ.
+//     Explain says which inputs made two keys differ, and
+//     ArchiveKey.Unmatched names include globs that covered no file (a
+//     misspelt one would leave its files out of the key).
 //   - Embeds and CheckEmbeds: files compiled into binaries (Rust
 //     include_str!/include_bytes!, Go //go:embed) must be inputs of the key.
 //   - Trusted and FindArtifact: reuse an artifact only when its name is the

@@ -52,6 +52,11 @@ type ArchiveKey struct {
 	Digest  string   `json:"digest"`
 	Spec    KeySpec  `json:"spec"`
 	Records []Record `json:"records"`
+	// Unmatched lists the include globs that cover no hashed file. A
+	// repository may simply have none (no benches/); a misspelt glob
+	// leaves the files it meant out of the key, so a change to them keeps
+	// the key, and the artifact, unchanged. Review each.
+	Unmatched []string `json:"unmatched_include,omitempty"`
 }
 
 // ErrSpec is matched by errors about a KeySpec.
@@ -132,6 +137,12 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	if err := hashAll(fsys, paths, modes, records); err != nil {
 		return ArchiveKey{}, err
 	}
+	var unmatched []string
+	for _, g := range spec.Include {
+		if !slices.ContainsFunc(paths, func(p string) bool { return doublestar.MatchUnvalidated(g, p) }) {
+			unmatched = append(unmatched, g)
+		}
+	}
 	slices.SortFunc(records, func(a, b Record) int { return strings.Compare(a.Path, b.Path) })
 	h := sha256.New()
 	fmt.Fprintf(h, "gpugate-cachetrust-key v1\ntoolchain %q\n", spec.Toolchain)
@@ -143,7 +154,7 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	}
 	digest := hex.EncodeToString(h.Sum(nil))
 	name := strings.Join(append(append([]string{spec.Prefix}, spec.Components...), spec.Version, digest), "-")
-	return ArchiveKey{Key: name, Digest: digest, Spec: spec, Records: records}, nil
+	return ArchiveKey{Key: name, Digest: digest, Spec: spec, Records: records, Unmatched: unmatched}, nil
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}

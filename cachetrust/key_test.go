@@ -198,3 +198,19 @@ func BenchmarkKey(b *testing.B) {
 		})
 	}
 }
+
+// Seed 002 hashes "scripts/ci/**" so that "a PR that only edits an install
+// script" cannot "poison an artifact under an unchanged name". A misspelt
+// include glob silently drops those files from the key; Key names every
+// include glob that covers no hashed file, so the spec can be reviewed.
+func TestKey_NamesIncludeGlobsThatCoverNothing(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	s := spec()
+	s.Include = append(s.Include, "script/ci/**", ".github/workflows/**") // a typo; and a glob whose files are all excluded
+	k := key(t, dir, s)
+	want := []string{"**/examples/**", "**/benches/**", ".cargo/**", "script/ci/**", ".github/workflows/**"}
+	if diff := cmp.Diff(want, k.Unmatched); diff != "" {
+		t.Errorf("unmatched include globs (-want +got):\n%s", diff)
+	}
+}

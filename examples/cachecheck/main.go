@@ -111,6 +111,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		} else {
 			fmt.Fprintf(stdout, "key=%s\n", k.Key)
 		}
+		// A misspelt include glob leaves the files it meant out of the key;
+		// a repository without benches/ is fine. Said where a reviewer sees
+		// it, never as a failure.
+		for _, g := range k.Unmatched {
+			note := fmt.Sprintf("include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g)
+			if gha.Actions {
+				fmt.Fprintln(stdout, "::notice::cachecheck: "+note) // workflow commands are read from stdout
+				continue
+			}
+			fmt.Fprintln(stderr, note)
+		}
 		if *explain != "" {
 			var old cachetrust.ArchiveKey
 			data, err := os.ReadFile(*explain)

@@ -44,6 +44,17 @@ func TestKeyAndEmbeds(t *testing.T) {
 	if code := run([]string{"-dir", dir, "-key", "-toolchain", "rustc 1.95.0"}, func(string) string { return "" }, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "key=cuda-archive-v1-") {
 		t.Errorf("exit %d: %s%s", code, out.String(), errOut.String())
 	}
+	// This workspace has no scripts/ci: the key still works, and says which
+	// include globs covered nothing, in case one is misspelt.
+	if !strings.Contains(errOut.String(), `include glob "scripts/ci/**" covers no file of the key`) || strings.Contains(errOut.String(), `"**/src/**" covers`) {
+		t.Errorf("notes: %s", errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"-dir", dir, "-key", "-toolchain", "rustc 1.95.0"}, func(k string) string { return map[string]string{"GITHUB_ACTIONS": "true"}[k] }, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), `::notice::cachecheck: include glob "scripts/ci/**" covers no file`) {
+		t.Errorf("in Actions: exit %d: %s", code, out.String())
+	}
 	out.Reset()
 	if code := run([]string{"-dir", dir, "-embeds"}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "docs/guide.md") {
 		t.Errorf("exit %d: %s", code, errOut.String())
