@@ -41,22 +41,22 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	// Every pod proves CUDA before its runner registers; settled before
-	// any API call.
-	var startup runpod.PodTemplate
-	if _, err := o.startup.Apply(&startup, true); err != nil {
-		return nil, err
-	}
-	gh, err := ghaction.GitHubClient(ctx, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("gateflow: %w", err)
-	}
 	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
 	if o.config != "" {
 		cfg, err = runpod.LoadConfigFile(o.config)
 	}
 	if err != nil {
 		return nil, err
+	}
+	// Every pod proves CUDA before its runner registers; settled before
+	// any API call.
+	var startup runpod.PodTemplate
+	if _, err := o.startup.Apply(&startup, cfg.MinCUDAVersion, true); err != nil {
+		return nil, err
+	}
+	gh, err := ghaction.GitHubClient(ctx, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("gateflow: %w", err)
 	}
 	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
 	if err != nil {

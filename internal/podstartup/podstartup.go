@@ -37,12 +37,18 @@ var (
 	ErrTwoProofs = errors.New("podstartup: -proof and -proof-path are alternatives: pass one")
 )
 
-// Apply renders the startup and puts it into tmpl. For real pods
-// (required) it refuses, before anything is bought, a missing proof
-// (ErrNoProof) and a tier table without pinned checksums
-// (smoke.ErrNoChecksum); simulations, whose pods run no script, get the
-// in-image variant when no proof is given.
-func (o Options) Apply(tmpl *runpod.PodTemplate, required bool) (smoke.PodStartup, error) {
+// ErrFloor is returned by Apply when the pods' CUDA floor admits hosts
+// that no NVRTC tier can serve.
+var ErrFloor = errors.New("podstartup: the pods' CUDA floor is below every NVRTC tier")
+
+// Apply renders the startup and puts it into tmpl. It refuses, before
+// anything is bought, a CUDA floor (minCUDA, the runpod configuration's
+// min_cuda_version) below the lowest NVRTC tier: every host in between
+// would be paid for and then fail the proof (ErrFloor). For real pods
+// (required) it also refuses a missing proof (ErrNoProof) and a tier table
+// without pinned checksums (smoke.ErrNoChecksum); simulations, whose pods
+// run no script, get the in-image variant when no proof is given.
+func (o Options) Apply(tmpl *runpod.PodTemplate, minCUDA string, required bool) (smoke.PodStartup, error) {
 	if o.Proof != "" && o.ProofPath != "" {
 		return smoke.PodStartup{}, ErrTwoProofs
 	}
@@ -58,6 +64,9 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, required bool) (smoke.PodStartu
 	}
 	cfg, err := tiers.Load(data)
 	if err != nil {
+		return smoke.PodStartup{}, err
+	}
+	if err := checkFloor(minCUDA, cfg); err != nil {
 		return smoke.PodStartup{}, err
 	}
 	if required {
@@ -81,4 +90,28 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, required bool) (smoke.PodStartu
 	maps.Copy(tmpl.Env, st.Env)
 	tmpl.Args = runpod.Secret(st.Command)
 	return st, nil
+}
+
+// checkFloor refuses a floor below the lowest tier: the proof rejects a
+// driver older than every tier, so such a host is bought for nothing.
+func checkFloor(minCUDA string, cfg smoke.Config) error {
+	floor, err := smoke.ParseVersion(minCUDA)
+	if err != nil {
+		return fmt.Errorf("%w: min_cuda_version %q: %w", ErrFloor, minCUDA, err)
+	}
+	var lowest smoke.Version
+	var name string
+	for i, t := range cfg.Tiers {
+		v, err := smoke.ParseVersion(t.CUDA)
+		if err != nil {
+			return fmt.Errorf("%w: tier %s: %w", ErrFloor, t.Name, err)
+		}
+		if i == 0 || v.Less(lowest) {
+			lowest, name = v, t.Name
+		}
+	}
+	if len(cfg.Tiers) > 0 && floor.Less(lowest) {
+		return fmt.Errorf("%w: min_cuda_version %s admits hosts whose driver is older than the lowest tier (%s, CUDA %s); the proof would reject each after it was paid for: raise min_cuda_version to %s", ErrFloor, floor, name, lowest, lowest)
+	}
+	return nil
 }

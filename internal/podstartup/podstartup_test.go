@@ -23,7 +23,7 @@ func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
 	proof := filepath.Join(dir, "gpugate-smoke")
 	os.WriteFile(proof, append([]byte("\x7fELF"), make([]byte, 1<<20)...), 0o755)
 	tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
-	st, err := Options{Proof: proof}.Apply(&tmpl, false)
+	st, err := Options{Proof: proof}.Apply(&tmpl, "12.6", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
 
 func TestApply_ASimulationWithoutAProofUsesTheInImageVariant(t *testing.T) {
 	var tmpl runpod.PodTemplate
-	st, err := Options{}.Apply(&tmpl, false)
+	st, err := Options{}.Apply(&tmpl, "12.6", false)
 	if err != nil || st.Payload != nil || !strings.Contains(st.Command, "/usr/local/bin/gpugate-smoke") {
 		t.Errorf("payload %v, err %v", st.Payload, err)
 	}
@@ -84,7 +84,7 @@ func TestApply_RealPodsAreRefusedBeforeAnythingIsBought(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
-			_, err := tc.opts.Apply(&tmpl, true)
+			_, err := tc.opts.Apply(&tmpl, "12.6", true)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
@@ -99,11 +99,29 @@ func TestApply_APinnedTableAndAProofInTheImageAreEnoughForRealPods(t *testing.T)
 	pinned := filepath.Join(t.TempDir(), "pinned.yml")
 	os.WriteFile(pinned, bytes.ReplaceAll(tiers.Example, []byte(`sha256: ""`), []byte("sha256: "+strings.Repeat("ab", 32))), 0o644)
 	var tmpl runpod.PodTemplate
-	st, err := Options{Tiers: pinned, ProofPath: "/opt/proof"}.Apply(&tmpl, true)
+	st, err := Options{Tiers: pinned, ProofPath: "/opt/proof"}.Apply(&tmpl, "12.6", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Payload != nil || !strings.Contains(tmpl.Args.Reveal(), "/opt/proof") || tmpl.Env[smoke.EnvTiers] == "" {
 		t.Errorf("payload %v, command %q, tiers %q", st.Payload, tmpl.Args.Reveal(), tmpl.Env[smoke.EnvTiers])
+	}
+}
+
+// Seed 001 matches the catalog's and the pods' CUDA floor to the proof's
+// lowest tier ("min_cuda_version: \"12.6\""; "rejects runtimes below
+// 12.6"). A floor below every tier buys hosts that the proof can only
+// reject, after they were paid for: refused before anything is bought. A
+// higher floor just skips the baseline tier.
+func TestApply_RefusesACUDAFloorBelowEveryTier(t *testing.T) {
+	for floor, ok := range map[string]bool{"12.6": true, "12.8": true, "13.0": true, "12.4": false, "11.8": false, "twelve": false} {
+		tmpl := runpod.PodTemplate{}
+		_, err := Options{}.Apply(&tmpl, floor, false)
+		if ok != (err == nil) || !ok && !errors.Is(err, ErrFloor) {
+			t.Errorf("min_cuda_version %s: %v", floor, err)
+		}
+		if floor == "12.4" && (err == nil || !strings.Contains(err.Error(), "raise min_cuda_version to 12.6")) {
+			t.Errorf("the refusal must say what to set: %v", err)
+		}
 	}
 }
