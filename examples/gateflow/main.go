@@ -394,7 +394,7 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 	// The fake's pods run no script, so the demonstration renders the
 	// in-image variant of the startup; -real packs the built proof.
 	var startup runpod.PodTemplate
-	if _, err := (podstartup.Options{}).Apply(&startup, cfg.MinCUDAVersion, false); err != nil {
+	if _, err := (podstartup.Options{}).Apply(&startup, cfg, false); err != nil {
 		return nil, err
 	}
 	progress := &runpodtest.Progress{}

@@ -51,7 +51,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	// Every pod proves CUDA before its runner registers; settled before
 	// any API call.
 	var startup runpod.PodTemplate
-	if _, err := o.startup.Apply(&startup, cfg.MinCUDAVersion, true); err != nil {
+	if _, err := o.startup.Apply(&startup, cfg, true); err != nil {
 		return nil, err
 	}
 	gh, err := ghaction.GitHubClient(ctx, getenv)

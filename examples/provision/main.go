@@ -112,7 +112,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 		Owner:        runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: o.runID, RunAttempt: max(o.runAttempt, 1)},
 		Disk:         40,
 	}
-	st, err := o.startup.Apply(&tmpl, cfg.MinCUDAVersion, !o.simulate)
+	st, err := o.startup.Apply(&tmpl, cfg, !o.simulate)
 	if err != nil {
 		return err
 	}

@@ -37,18 +37,19 @@ var (
 	ErrTwoProofs = errors.New("podstartup: -proof and -proof-path are alternatives: pass one")
 )
 
-// ErrFloor is returned by Apply when the pods' CUDA floor admits hosts
-// that no NVRTC tier can serve.
-var ErrFloor = errors.New("podstartup: the pods' CUDA floor is below every NVRTC tier")
+// ErrFloor is returned by Apply when the pods' floors admit hosts the
+// proof can only reject.
+var ErrFloor = errors.New("podstartup: the pods' floors admit hosts the CUDA proof rejects")
 
 // Apply renders the startup and puts it into tmpl. It refuses, before
-// anything is bought, a CUDA floor (minCUDA, the runpod configuration's
-// min_cuda_version) below the lowest NVRTC tier: every host in between
-// would be paid for and then fail the proof (ErrFloor). For real pods
+// anything is bought, floors of the pods' configuration that admit hosts
+// the proof can only reject, each after it was paid for (ErrFloor): a
+// min_cuda_version below the lowest NVRTC tier, or a min_vram_gb below the
+// proof's. For real pods
 // (required) it also refuses a missing proof (ErrNoProof) and a tier table
 // without pinned checksums (smoke.ErrNoChecksum); simulations, whose pods
 // run no script, get the in-image variant when no proof is given.
-func (o Options) Apply(tmpl *runpod.PodTemplate, minCUDA string, required bool) (smoke.PodStartup, error) {
+func (o Options) Apply(tmpl *runpod.PodTemplate, pods runpod.Config, required bool) (smoke.PodStartup, error) {
 	if o.Proof != "" && o.ProofPath != "" {
 		return smoke.PodStartup{}, ErrTwoProofs
 	}
@@ -66,7 +67,7 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, minCUDA string, required bool) 
 	if err != nil {
 		return smoke.PodStartup{}, err
 	}
-	if err := checkFloor(minCUDA, cfg); err != nil {
+	if err := checkFloors(pods, cfg); err != nil {
 		return smoke.PodStartup{}, err
 	}
 	if required {
@@ -92,12 +93,16 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, minCUDA string, required bool) 
 	return st, nil
 }
 
-// checkFloor refuses a floor below the lowest tier: the proof rejects a
-// driver older than every tier, so such a host is bought for nothing.
-func checkFloor(minCUDA string, cfg smoke.Config) error {
-	floor, err := smoke.ParseVersion(minCUDA)
+// checkFloors refuses pods' floors below the proof's: it rejects a driver
+// older than every tier and a GPU with less memory than its own floor, so
+// such a host is bought for nothing.
+func checkFloors(pods runpod.Config, cfg smoke.Config) error {
+	if pods.MinVRAMGB < cfg.MinVRAMGB {
+		return fmt.Errorf("%w: min_vram_gb %d admits GPUs with less memory than the proof requires (%d GB); the proof would reject each after it was paid for: raise min_vram_gb to %d", ErrFloor, pods.MinVRAMGB, cfg.MinVRAMGB, cfg.MinVRAMGB)
+	}
+	floor, err := smoke.ParseVersion(pods.MinCUDAVersion)
 	if err != nil {
-		return fmt.Errorf("%w: min_cuda_version %q: %w", ErrFloor, minCUDA, err)
+		return fmt.Errorf("%w: min_cuda_version %q: %w", ErrFloor, pods.MinCUDAVersion, err)
 	}
 	var lowest smoke.Version
 	var name string

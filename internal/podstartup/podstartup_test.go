@@ -23,7 +23,7 @@ func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
 	proof := filepath.Join(dir, "gpugate-smoke")
 	os.WriteFile(proof, append([]byte("\x7fELF"), make([]byte, 1<<20)...), 0o755)
 	tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
-	st, err := Options{Proof: proof}.Apply(&tmpl, "12.6", false)
+	st, err := Options{Proof: proof}.Apply(&tmpl, seedPods, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
 
 func TestApply_ASimulationWithoutAProofUsesTheInImageVariant(t *testing.T) {
 	var tmpl runpod.PodTemplate
-	st, err := Options{}.Apply(&tmpl, "12.6", false)
+	st, err := Options{}.Apply(&tmpl, seedPods, false)
 	if err != nil || st.Payload != nil || !strings.Contains(st.Command, "/usr/local/bin/gpugate-smoke") {
 		t.Errorf("payload %v, err %v", st.Payload, err)
 	}
@@ -84,7 +84,7 @@ func TestApply_RealPodsAreRefusedBeforeAnythingIsBought(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
-			_, err := tc.opts.Apply(&tmpl, "12.6", true)
+			_, err := tc.opts.Apply(&tmpl, seedPods, true)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
@@ -99,7 +99,7 @@ func TestApply_APinnedTableAndAProofInTheImageAreEnoughForRealPods(t *testing.T)
 	pinned := filepath.Join(t.TempDir(), "pinned.yml")
 	os.WriteFile(pinned, bytes.ReplaceAll(tiers.Example, []byte(`sha256: ""`), []byte("sha256: "+strings.Repeat("ab", 32))), 0o644)
 	var tmpl runpod.PodTemplate
-	st, err := Options{Tiers: pinned, ProofPath: "/opt/proof"}.Apply(&tmpl, "12.6", true)
+	st, err := Options{Tiers: pinned, ProofPath: "/opt/proof"}.Apply(&tmpl, seedPods, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestApply_APinnedTableAndAProofInTheImageAreEnoughForRealPods(t *testing.T)
 func TestApply_RefusesACUDAFloorBelowEveryTier(t *testing.T) {
 	for floor, ok := range map[string]bool{"12.6": true, "12.8": true, "13.0": true, "12.4": false, "11.8": false, "twelve": false} {
 		tmpl := runpod.PodTemplate{}
-		_, err := Options{}.Apply(&tmpl, floor, false)
+		_, err := Options{}.Apply(&tmpl, runpod.Config{MinCUDAVersion: floor, MinVRAMGB: 20}, false)
 		if ok != (err == nil) || !ok && !errors.Is(err, ErrFloor) {
 			t.Errorf("min_cuda_version %s: %v", floor, err)
 		}
@@ -125,3 +125,18 @@ func TestApply_RefusesACUDAFloorBelowEveryTier(t *testing.T) {
 		}
 	}
 }
+
+// The same for memory: a VRAM floor below the proof's buys GPUs it
+// rejects.
+func TestApply_RefusesAVRAMFloorBelowTheProofs(t *testing.T) {
+	for vram, ok := range map[int]bool{20: true, 48: true, 16: false, 0: false} {
+		tmpl := runpod.PodTemplate{}
+		_, err := Options{}.Apply(&tmpl, runpod.Config{MinCUDAVersion: "12.6", MinVRAMGB: vram}, false)
+		if ok != (err == nil) || !ok && !errors.Is(err, ErrFloor) {
+			t.Errorf("min_vram_gb %d: %v", vram, err)
+		}
+	}
+}
+
+// seedPods is the floors of runpod.ExampleConfig.
+var seedPods = runpod.Config{MinCUDAVersion: "12.6", MinVRAMGB: 20}
