@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v66/github"
 )
 
 // fakeApp is GitHub's side of App authentication: it checks each JWT
@@ -98,6 +100,21 @@ func appKeyFile(t *testing.T) (string, *rsa.PrivateKey) {
 	return path, key
 }
 
+// appClient is GitHubClient as App 12's installation 77, with a static
+// GITHUB_TOKEN beside it, against fake.
+func appClient(t *testing.T, fake *fakeApp, keyFile string) *github.Client {
+	t.Helper()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
+		EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
+	c, err := GitHubClient(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A long-running process authenticates as the App: it mints an
 // installation token with a signed JWT, reuses it while it is fresh, and
 // mints a new one before it expires. The App takes precedence over a
@@ -114,14 +131,7 @@ func TestGitHubClient_AuthenticatesAsAGitHubAppAndRefreshesItsToken(t *testing.T
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := &fakeApp{t: t, key: &key.PublicKey, ttl: tc.ttl}
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
-			env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
-				EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
-			c, err := GitHubClient(context.Background(), func(k string) string { return env[k] })
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := appClient(t, fake, keyFile)
 			for range 2 {
 				if _, _, err := c.Repositories.Get(context.Background(), "o", "r"); err != nil {
 					t.Fatal(err)
@@ -169,14 +179,7 @@ func TestGitHubClient_RefusesAppSettingsItCannotUse(t *testing.T) {
 func TestGitHubClient_AFailedMintFailsTheCall(t *testing.T) {
 	keyFile, key := appKeyFile(t)
 	fake := &fakeApp{t: t, key: &key.PublicKey, fail: true}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
-		EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
-	c, err := GitHubClient(context.Background(), func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := appClient(t, fake, keyFile)
 	if _, _, err := c.Repositories.Get(context.Background(), "o", "r"); !errors.Is(err, ErrApp) {
 		t.Errorf("a refused mint: %v, want ErrApp", err)
 	}
