@@ -64,6 +64,17 @@ func isDebURL(s string) bool {
 		!strings.ContainsFunc(s, unicode.IsSpace)
 }
 
+// debNames reports whether the .deb at url is package at version: its file
+// name is <package>_<version without epoch>_<arch>.deb.
+func debNames(url, pkg, version string) bool {
+	if _, v, ok := strings.Cut(version, ":"); ok {
+		version = v
+	}
+	file := url[strings.LastIndexByte(url, '/')+1:]
+	arch, ok := strings.CutPrefix(file, pkg+"_"+version+"_")
+	return ok && len(arch) > len(".deb") && !strings.Contains(arch, "_")
+}
+
 // ParseConfigJSON parses the tier table in the JSON form the pod receives
 // (GPUGATE_TIERS, written by Config.JSON), strictly: unknown fields and
 // trailing data are refused. The pod-side proof reads JSON rather than YAML
@@ -110,6 +121,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: tiers[%d]: name, package, version and lib_dir are required", ErrConfig, i)
 		case !isDebURL(t.URL):
 			return fmt.Errorf("%w: tiers[%d].url %q: want an https URL of a .deb", ErrConfig, i, t.URL)
+		case !debNames(t.URL, t.Package, t.Version):
+			return fmt.Errorf("%w: tiers[%d].url %q does not name %s %s (a Debian repository's file is <package>_<version>_<arch>.deb): a copied URL would install another package than the one pinned", ErrConfig, i, t.URL, t.Package, t.Version)
 		case t.SHA256 != "" && !IsSHA256(t.SHA256):
 			return fmt.Errorf("%w: tiers[%d].sha256: want 64 lowercase hex digits", ErrConfig, i)
 		}

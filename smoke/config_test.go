@@ -37,6 +37,11 @@ func TestParseConfigJSON_IsStrict(t *testing.T) {
 		"not a .deb":     strings.Replace(exampleConfig, `amd64.deb"`, `amd64.tar"`, 1),
 		"a spaced url":   strings.Replace(exampleConfig, `repos/ubuntu2404`, `repos/ ubuntu2404`, 1),
 		"negative vram":  strings.Replace(exampleConfig, `"min_vram_gb":20`, `"min_vram_gb":-1`, 1),
+		// A URL copied from another tier or release installs a package
+		// other than the one the tier pins.
+		"another package's url": strings.Replace(exampleConfig, `/cuda-nvrtc-12-8_12.8.93-1_amd64.deb`, `/cuda-nvrtc-12-6_12.8.93-1_amd64.deb`, 1),
+		"another version's url": strings.Replace(exampleConfig, `/cuda-nvrtc-12-8_12.8.93-1_amd64.deb`, `/cuda-nvrtc-12-8_12.8.61-1_amd64.deb`, 1),
+		"no architecture":       strings.Replace(exampleConfig, `/cuda-nvrtc-12-8_12.8.93-1_amd64.deb`, `/cuda-nvrtc-12-8_12.8.93-1.deb`, 1),
 	} {
 		if _, err := ParseConfigJSON([]byte(in)); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: err = %v, want ErrConfig", name, err)
@@ -46,7 +51,7 @@ func TestParseConfigJSON_IsStrict(t *testing.T) {
 
 func FuzzParseConfigJSON(f *testing.F) {
 	f.Add([]byte(exampleJSON()))
-	f.Add([]byte(`{"tiers":[{"name":"a","cuda":"12.6","package":"p","version":"1","url":"https://x/a.deb","sha256":"","lib_dir":"/l"}]}`))
+	f.Add([]byte(`{"tiers":[{"name":"a","cuda":"12.6","package":"p","version":"1","url":"https://x/p_1_amd64.deb","sha256":"","lib_dir":"/l"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseConfigJSON(data)
 		if err != nil {
@@ -81,4 +86,23 @@ func FuzzBannerCUDA_AgreesWithTheRegexp(f *testing.F) {
 			t.Fatalf("bannerCUDA(%q) = %q, %v; the regexp finds %q", b, got, ok, m)
 		}
 	})
+}
+
+// A Debian repository names a package's file <package>_<version>_<arch>.deb,
+// without the version's epoch.
+func TestDebNames(t *testing.T) {
+	for url, want := range map[string]bool{
+		"https://r/x/cuda-nvrtc-12-8_12.8.93-1_amd64.deb": true,
+		"https://r/x/cuda-nvrtc-12-8_12.8.93-1_arm64.deb": true,
+		"https://r/x/cuda-nvrtc-12-8_12.8.93-1.deb":       false,
+		"https://r/x/cuda-nvrtc-12-8_12.8.93-1_a_b.deb":   false,
+		"https://r/x/cuda-nvrtc-12-6_12.8.93-1_amd64.deb": false,
+	} {
+		if got := debNames(url, "cuda-nvrtc-12-8", "12.8.93-1"); got != want {
+			t.Errorf("%s: %v, want %v", url, got, want)
+		}
+	}
+	if !debNames("https://r/libfoo_2.3-1_amd64.deb", "libfoo", "1:2.3-1") {
+		t.Error("an epoch is not part of the file name")
+	}
 }
