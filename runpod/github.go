@@ -200,6 +200,7 @@ func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
 			}
 			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
 			for _, s := range j.Steps {
+				p.TestStepListed = p.TestStepListed || s.GetName() == g.TestStep
 				if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
 					p.TestsStarted = true
 					p.TestsStartedAt, p.TestsEndedAt = s.GetStartedAt().Time, s.GetCompletedAt().Time

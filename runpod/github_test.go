@@ -185,7 +185,7 @@ func TestGitHubProgress_FindsTheJobInsideACalledWorkflow(t *testing.T) {
 	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 1, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
 	got, err := p.JobProgress(context.Background())
 	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
-	want := runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure",
+	want := runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure", TestStepListed: true,
 		JobStartedAt: at("2026-11-29T10:00:05Z"), TestsStartedAt: at("2026-11-29T10:02:35Z"), TestsEndedAt: at("2026-11-29T10:20:00Z")}
 	if err != nil || !cmp.Equal(got, want) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)

@@ -19,6 +19,11 @@ type JobProgress struct {
 	TestsStarted bool   // the step that runs the tests has begun
 	Completed    bool   // the job has finished
 	Conclusion   string // when Completed
+	// TestStepListed says the job lists a step named as the test step,
+	// whatever its status. Once the job has completed every step is
+	// listed, so a completed job without it points at a misnamed test
+	// step, which the watchdog's message then says.
+	TestStepListed bool
 
 	// When each began and ended, where the source reports it (zero when
 	// not, or not yet): the cost report's stage marks.
@@ -145,7 +150,11 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		}
 		switch {
 		case perr == nil && prog.Completed && !w.res.TestsStarted:
-			return w.kill(ctx, WatchEarlyFinish, "the GPU job finished ("+prog.Conclusion+") before its tests started")
+			why := "the GPU job finished (" + prog.Conclusion + ") before its tests started"
+			if !prog.TestStepListed {
+				why += "; it has no step named as the watchdog's test step, so if its tests did run, that setting names the wrong step"
+			}
+			return w.kill(ctx, WatchEarlyFinish, why)
 		case perr == nil && prog.Completed:
 			w.res.Outcome, w.res.Reason = WatchCompleted, "the GPU job completed ("+prog.Conclusion+"); normal cleanup deletes the pod"
 			return w.res, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -110,14 +111,23 @@ func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) 
 }
 
 func TestWatch_JobFinishingBeforeTestsDeletesThePod(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWatchWorld(t)
-		time.AfterFunc(100*time.Second, func() { w.prog.Set(runpod.JobProgress{Completed: true, Conclusion: "failure"}) })
-		res, _, err := w.watch()
-		if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchEarlyFinish || len(w.srv.Running()) != 0 {
-			t.Errorf("res %+v, err %v", res, err)
-		}
-	})
+	for _, listed := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWatchWorld(t)
+			time.AfterFunc(100*time.Second, func() {
+				w.prog.Set(runpod.JobProgress{Completed: true, Conclusion: "failure", TestStepListed: listed})
+			})
+			res, _, err := w.watch()
+			if !errors.Is(err, runpod.ErrWatchdog) || res.Outcome != runpod.WatchEarlyFinish || len(w.srv.Running()) != 0 {
+				t.Errorf("res %+v, err %v", res, err)
+			}
+			// A completed job lists all its steps: without the test step,
+			// the watchdog's test-step setting is the likely fault.
+			if hint := strings.Contains(res.Reason, "names the wrong step"); hint == listed {
+				t.Errorf("test step listed %v: reason %q", listed, res.Reason)
+			}
+		})
+	}
 }
 
 func TestWatch_ObsolescenceDeletesFirstThenCancelsTheRun(t *testing.T) {
