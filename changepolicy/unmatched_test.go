@@ -2,6 +2,7 @@ package changepolicy
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,7 +57,9 @@ func TestTrackedFiles_ListsWhatGitTracks(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tracked (-want +got):\n%s", diff)
 	}
-	if _, err := TrackedFiles(context.Background(), t.TempDir()); err == nil {
+	outside := t.TempDir()
+	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(outside)) // even when the temporary directory is inside a checkout
+	if _, err := TrackedFiles(context.Background(), outside); err == nil {
 		t.Error("a directory outside any repository must be an error")
 	}
 }
