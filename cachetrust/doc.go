@@ -18,8 +18,9 @@
 //     column and rule ID: no cache saves in privileged PR-code contexts,
 //     only the publisher saves and only from the default branch, read-only
 //     permissions outside an allowlist, no unlisted pull_request_target,
-//     no persisted checkout credentials beside provider secrets, and
-//     byte-identical publisher/consumer key expressions.
+//     no persisted checkout credentials beside provider secrets,
+//     byte-identical publisher/consumer key expressions, and action inputs
+//     that must agree across steps (Rules.ConsistentInputs).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
 //     only when every symlink resolves inside it and each required library
 //     pattern matches a non-empty file; a hit message is never evidence.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -25,6 +26,7 @@ const (
 	RulePullRequestTarget   = "pull-request-target"          // a pull_request_target trigger not allowlisted
 	RulePersistCredentials  = "persist-credentials"          // checkout keeps credentials in a job holding provider secrets
 	RuleKeyPair             = "key-pair"                     // publisher and consumer key expressions differ
+	RuleConsistentInput     = "consistent-input"             // an action input that must agree across steps differs
 	RuleActionSavesCache    = "action-saves-cache"           // a composite action saves a cache
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 )
@@ -76,6 +78,22 @@ type Rules struct {
 	PullRequestTarget []string     `yaml:"pull_request_target"` // workflows allowed that trigger
 	ProviderSecrets   []string     `yaml:"provider_secrets"`    // secret names whose jobs must not persist checkout credentials
 	KeyPairs          []KeyPair    `yaml:"key_pairs"`
+	// ConsistentInputs are action inputs that must have one value in every
+	// step they apply to: a label or check name spelt one way in one
+	// workflow and another way in the next splits what the steps decide.
+	ConsistentInputs []ConsistentInput `yaml:"consistent_inputs"`
+}
+
+// ConsistentInput is an input of an action (uses, without its @ref) that
+// must have one value, the action's default counting as one when a step
+// leaves it unset, across every step of that action; with Where, only
+// across the steps whose Where input is one of Values (the step a
+// multi-purpose action runs).
+type ConsistentInput struct {
+	Uses   string   `yaml:"uses"`
+	Input  string   `yaml:"input"`
+	Where  string   `yaml:"where"`
+	Values []string `yaml:"values"`
 }
 
 // ExampleRules are the seed's rules, as YAML.
@@ -102,6 +120,16 @@ func LoadRules(data []byte) (Rules, error) {
 			if s.File == "" || s.Job == "" || s.Step == "" {
 				return Rules{}, fmt.Errorf("%w: key_pairs[%d]: file, job and step are required", ErrRules, i)
 			}
+		}
+	}
+	for i, ci := range r.ConsistentInputs {
+		switch {
+		case ci.Uses == "" || ci.Input == "":
+			return Rules{}, fmt.Errorf("%w: consistent_inputs[%d]: uses and input are required", ErrRules, i)
+		case strings.Contains(ci.Uses, "@"):
+			return Rules{}, fmt.Errorf("%w: consistent_inputs[%d]: uses %q: name the action without its @ref", ErrRules, i, ci.Uses)
+		case (ci.Where == "") != (len(ci.Values) == 0):
+			return Rules{}, fmt.Errorf("%w: consistent_inputs[%d]: where and values go together", ErrRules, i)
 		}
 	}
 	return r, nil
@@ -313,6 +341,9 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 	for i, p := range rules.KeyPairs {
 		all = append(all, keyPair(docs, i, p)...)
 	}
+	for _, ci := range rules.ConsistentInputs {
+		all = append(all, consistentInput(docs, ci)...)
+	}
 	slices.SortStableFunc(all, func(a, b Finding) int {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
@@ -508,4 +539,64 @@ func keyPair(docs map[string]*yaml.Node, i int, p KeyPair) []Finding {
 			Message: fmt.Sprintf("key expression differs from the publisher's (%s:%d): %q vs %q", p.Publisher.File, pub.Line, con.Value, pub.Value)}}
 	}
 	return nil
+}
+
+// consistentInput reports every step whose value of ci.Input differs from
+// the value most of the steps it applies to have (the first seen on a tie).
+func consistentInput(docs map[string]*yaml.Node, ci ConsistentInput) []Finding {
+	type use struct {
+		file  string
+		node  *yaml.Node // the input, or the step's uses when it is unset
+		value string     // "" for the action's default
+	}
+	var uses []use
+	counts := map[string]int{}
+	for _, file := range slices.Sorted(maps.Keys(docs)) {
+		jobs := get(docs[file], "jobs")
+		if jobs == nil || jobs.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 1; i < len(jobs.Content); i += 2 {
+			steps := get(jobs.Content[i], "steps")
+			if steps == nil || steps.Kind != yaml.SequenceNode {
+				continue
+			}
+			for _, s := range steps.Content {
+				ref, _, _ := strings.Cut(scalar(get(s, "uses")), "@")
+				with := get(s, "with")
+				if ref != ci.Uses || ci.Where != "" && !slices.Contains(ci.Values, scalar(get(with, ci.Where))) {
+					continue
+				}
+				u := use{file: file, node: get(s, "uses")}
+				if v := get(with, ci.Input); v != nil {
+					u.node, u.value = v, scalar(v)
+				}
+				uses = append(uses, u)
+				counts[u.value]++
+			}
+		}
+	}
+	if len(counts) < 2 {
+		return nil
+	}
+	want := uses[0].value
+	for _, u := range uses {
+		if counts[u.value] > counts[want] {
+			want = u.value
+		}
+	}
+	show := func(v string) string {
+		if v == "" {
+			return "the action's default"
+		}
+		return strconv.Quote(v)
+	}
+	var out []Finding
+	for _, u := range uses {
+		if u.value != want {
+			out = append(out, Finding{File: u.file, Line: u.node.Line, Column: u.node.Column, Rule: RuleConsistentInput,
+				Message: fmt.Sprintf("%s's %s is %s here but %s in %d other step(s): one value everywhere, or the steps decide differently", ci.Uses, ci.Input, show(u.value), show(want), counts[want])})
+		}
+	}
+	return out
 }

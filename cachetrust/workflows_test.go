@@ -195,6 +195,38 @@ func TestCheckWorkflows_KeyPairsAreByteIdentical(t *testing.T) {
 	}
 }
 
+// The local-validation label is read by several steps in several
+// workflows; the example rules hold them to one value. A paid authorize
+// that spelt it differently would run the paid path for a locally
+// validated pull request, and its publish would write over the local gate.
+func TestCheckWorkflows_TheLocalLabelIsTheSameInEveryStepThatReadsIt(t *testing.T) {
+	r := rules(t)
+	files := exampleWorkflows(t)
+	files[".github/workflows/runpod-gpu-test.yml"] = []byte(strings.Replace(string(files[".github/workflows/runpod-gpu-test.yml"]),
+		"          step: authorize\n", "          step: authorize\n          local-label: gpu-validated-local\n", 1))
+	fs := CheckWorkflows(files, r)
+	if !slices.Equal(ruleIDs(fs), []string{RuleConsistentInput}) || fs[0].File != ".github/workflows/runpod-gpu-test.yml" || fs[0].Line == 0 ||
+		!strings.Contains(fs[0].Message, `local-label is "gpu-validated-local" here but the action's default`) {
+		t.Errorf("%v", fs)
+	}
+	// Steps the input does not apply to are not counted.
+	files = exampleWorkflows(t)
+	files[".github/workflows/ci.yml"] = []byte(strings.Replace(string(files[".github/workflows/ci.yml"]),
+		"          step: cache-check\n", "          step: cache-check\n          local-label: unrelated\n", 1))
+	if fs := CheckWorkflows(files, r); len(fs) != 0 {
+		t.Errorf("an input on a step it does not apply to: %v", fs)
+	}
+	for _, bad := range []string{
+		"consistent_inputs: [{uses: gpugate/gpugate@v1, input: x}]",
+		"consistent_inputs: [{uses: gpugate/gpugate}]",
+		"consistent_inputs: [{uses: gpugate/gpugate, input: x, where: step}]",
+	} {
+		if _, err := LoadRules([]byte(bad)); err == nil {
+			t.Errorf("rules %s were accepted", bad)
+		}
+	}
+}
+
 func TestCheckWorkflows_CompositeActionNeverSavesACache(t *testing.T) {
 	bad := "runs:\n  using: composite\n  steps:\n    - uses: actions/setup-go@v5\n"
 	if fs := check(t, "action.yml", bad); !slices.Equal(ruleIDs(fs), []string{RuleActionSavesCache}) {
