@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,7 +139,8 @@ func (f fleetFile) options() (spark.Options, error) {
 		opts.Durations = map[spark.Class]time.Duration{}
 		for class, v := range f.Durations {
 			if _, ok := known[spark.Class(class)]; !ok {
-				return opts, fmt.Errorf("%w: durations: unknown class %q (the classes are development, service-start, manual-pr, merge-ci, benchmark and background-ci)", errFleet, class)
+				names := slices.Sorted(maps.Keys(known))
+				return opts, fmt.Errorf("%w: durations: unknown class %q (the classes are %v)", errFleet, class, names)
 			}
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
