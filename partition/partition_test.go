@@ -296,3 +296,23 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// A lane named wrong selects nothing: Config.Lane refuses a category the
+// configuration does not define, and, when tests are required, an empty
+// lane.
+func TestLane_RefusesAnUnknownCategoryAndARequiredEmptyLane(t *testing.T) {
+	p := Partition{Entries: []Entry{{ID: TestID{Binary: "b", Name: "t"}, Category: "host"}}}
+	cfg := SeedConfig()
+	if _, err := cfg.Lane(p, "singel-gpu", false); !errors.Is(err, ErrCategory) {
+		t.Errorf("a misspelt category: %v", err)
+	}
+	if l, err := cfg.Lane(p, "single-gpu", false); err != nil || len(l.Tests) != 0 {
+		t.Errorf("an empty lane, not required: %+v, %v", l, err)
+	}
+	if _, err := cfg.Lane(p, "single-gpu", true); !errors.Is(err, ErrCategory) {
+		t.Errorf("an empty lane, required: %v", err)
+	}
+	if l, err := cfg.Lane(p, "host", true); err != nil || len(l.Tests) != 1 {
+		t.Errorf("the host lane: %+v, %v", l, err)
+	}
+}

@@ -151,6 +151,30 @@ func (c Config) Validate(p Partition) error {
 	return nil
 }
 
+// ErrCategory is returned by Config.Lane for a category the configuration
+// does not define, and for an empty lane when one was required.
+var ErrCategory = errors.New("partition: no lane to run")
+
+// Lane selects category's lane like Select, but refuses a category the
+// configuration does not define: a misspelt lane would select nothing, and
+// a filter that selects nothing runs nothing and can pass. With
+// requireTests it also refuses an empty lane, for callers about to pay
+// for running it.
+func (c Config) Lane(p Partition, category string, requireTests bool) (Lane, error) {
+	if c.Kind(category) == "" {
+		names := make([]string, len(c.Categories))
+		for i, cat := range c.Categories {
+			names[i] = cat.Name
+		}
+		return Lane{}, fmt.Errorf("%w: category %q is not configured (%s): a misspelt lane would select nothing and pass", ErrCategory, category, strings.Join(names, ", "))
+	}
+	l := Select(p, category)
+	if requireTests && len(l.Tests) == 0 {
+		return l, fmt.Errorf("%w: the %s lane selects no test: nothing would run; classify tests into it, or do not require tests where an empty lane is expected", ErrCategory, category)
+	}
+	return l, nil
+}
+
 // Kind returns a category's kind ("" when unknown).
 func (c Config) Kind(name string) Kind {
 	for _, cat := range c.Categories {

@@ -196,17 +196,9 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := partition.SeedConfig()
-	if cfg.Kind(*cat) == "" {
-		names := make([]string, len(cfg.Categories))
-		for i, c := range cfg.Categories {
-			names[i] = c.Name
-		}
-		return fmt.Errorf("partition: -category %q is not a configured category (%s): a misspelt lane would select nothing and pass", *cat, strings.Join(names, ", "))
-	}
-	l := partition.Select(p, *cat)
-	if *requireTests && len(l.Tests) == 0 {
-		return fmt.Errorf("partition: the %s lane selects no test in %s: nothing would run; classify tests into it, or drop -require-tests where an empty lane is expected", *cat, strings.Join(fs.Args(), " "))
+	l, err := partition.SeedConfig().Lane(p, *cat, *requireTests)
+	if err != nil {
+		return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
 	}
 	switch *render {
 	case "nextest":

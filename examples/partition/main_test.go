@@ -286,7 +286,7 @@ func TestJSONPrintsTheOutputs(t *testing.T) {
 func TestSelectRefusesAnUnknownCategoryAndWithRequireTestsAnEmptyLane(t *testing.T) {
 	tsv := filepath.Join(t.TempDir(), "p.tsv")
 	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\n"), 0o644)
-	if code, out := runCmd(t, "", "select", "-category", "singel-gpu", tsv); code != 1 || !strings.Contains(out, `-category "singel-gpu" is not a configured category`) {
+	if code, out := runCmd(t, "", "select", "-category", "singel-gpu", tsv); code != 1 || !strings.Contains(out, `category "singel-gpu" is not configured`) {
 		t.Errorf("a misspelt category: exit %d, %s", code, out)
 	}
 	if code, out := runCmd(t, "", "select", "-category", "single-gpu", tsv); code != 0 || out != "none()\n" {
