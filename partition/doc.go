@@ -8,8 +8,10 @@
 // any test listed twice across an archive set's files, and any stale line,
 // printing the exact TSV lines to add or remove with rename hints. A test's
 // name, feature gate or #[ignore] never classifies it. Select renders a
-// lane as a nextest filterset or go test -run patterns; NotRun lists what a
-// gate summary must report as NOT RUN, never as passed.
+// lane as a nextest filterset or go test -run patterns, and Config.Lane
+// does so only for a configured category (and, when asked, a non-empty
+// lane), since a misspelt lane selects nothing and can pass; NotRun lists
+// what a gate summary must report as NOT RUN, never as passed.
 //
 // Long compiles (the compile-sharding ADR): Shards balances compile units
 // deterministically with a manifest per shard; VerifyObjects makes the link
