@@ -1,7 +1,9 @@
 package spark_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -172,4 +174,37 @@ func TestAPI_HostHeartbeat(t *testing.T) {
 			t.Errorf("heartbeat body %s: status %d, want 400", body, resp.StatusCode)
 		}
 	}
+}
+
+// The API's request bodies are outside input (agents, the CLI, host
+// agents): whatever arrives, the handler answers a 2xx, or a 4xx carrying
+// an error code, and never fails inside.
+func FuzzAPIRequestBodies(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"class":"development","duration_seconds":3600}`))
+	f.Add(uint8(0), []byte(`{"class":"merge-ci","topology":"pair","pr":{"repo":"o/r","number":1,"sha":"abc"}}`))
+	f.Add(uint8(1), []byte(`{"token":1}`))
+	f.Add(uint8(2), []byte(`{"gpu_processes":0}`))
+	f.Add(uint8(2), []byte(`{"gpu_processes":-1}`))
+	fl := newFleet(f)
+	h, err := spark.NewHandler(fl.c, apiToken)
+	if err != nil {
+		f.Fatal(err)
+	}
+	paths := []string{"/v1/leases", "/v1/leases/r-1/release", "/v1/hosts/spark-2/heartbeat"}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, paths[int(route)%len(paths)], bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch code := rec.Code; {
+		case code >= 200 && code < 300:
+		case code >= 400 && code < 500:
+			var e spark.APIError
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code == "" {
+				t.Fatalf("%d without an error code: %s", code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("%s answered %d: %s", req.URL.Path, code, rec.Body.Bytes())
+		}
+	})
 }
