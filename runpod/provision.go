@@ -165,6 +165,13 @@ type Attempt struct {
 	Retained      bool      `json:"retained,omitempty"` // kept for debugging (KeepFailed): still billing after Seconds
 }
 
+// settle records the attempt's paid seconds since its create (start) and
+// their estimated cost at the pod's hourly price.
+func (a *Attempt) settle(start time.Time) {
+	a.Seconds = time.Since(start).Seconds()
+	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+}
+
 // created reports whether the attempt created a pod (and so paid).
 func (a Attempt) created() bool { return a.PodID != "" }
 
@@ -467,8 +474,7 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 
 func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, pod *Pod) Attempt {
 	a.Outcome = OutcomeAccepted
-	a.Seconds = time.Since(start).Seconds()
-	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+	a.settle(start)
 	p.res.Pod, p.res.PodID, p.res.Label = pod, pod.ID, a.Name
 	p.res.GPUTypeID, p.res.Tier, p.res.HourlyPrice = a.AssignedGPU, a.Candidate.Tier, a.HourlyPrice
 	p.res.StartupSeconds = a.Seconds
@@ -484,15 +490,13 @@ func (p *provisioner) reject(ctx context.Context, a Attempt, start time.Time, ou
 	p.event(ctx, slog.LevelWarn, "provision.reject", a, slog.String("outcome", string(outcome)), slog.String("reason", reason))
 	if p.tmpl.KeepFailed && (outcome == OutcomeExited || outcome == OutcomeLostRuntime || outcome == OutcomeTimeout) {
 		// A genuine startup failure on a debug dispatch: kept, billing.
-		a.Seconds = time.Since(start).Seconds()
-		a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+		a.settle(start)
 		a.Retained = true
 		p.event(ctx, slog.LevelWarn, "provision.retain", a, slog.String("reason", "keep_failed_pods: kept for inspection and still billing; delete it when done"))
 		return a, nil
 	}
 	err := p.deps.Delete(context.WithoutCancel(ctx), p.deps.API, a.PodID)
-	a.Seconds = time.Since(start).Seconds()
-	a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
+	a.settle(start)
 	if err != nil {
 		p.res.LivePodID = a.PodID
 		p.event(ctx, slog.LevelError, "provision.delete_failed", a, slog.String("error", err.Error()))

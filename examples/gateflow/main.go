@@ -116,28 +116,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.json {
 		narration = io.Discard
 	}
-	var (
-		doc any
-		err error
-	)
 	// doc stays nil (nothing printed) when a mode fails before it has
 	// anything to report.
+	var doc any
+	var err error
 	switch {
 	case o.simulateFleet:
-		var d *fleetDoc
-		if d, err = simulateFleet(ctx, o, narration); d != nil {
-			doc = d
-		}
+		doc, err = document(simulateFleet(ctx, o, narration))
 	case o.real:
-		var d *outcome
-		if d, err = realFlow(ctx, o, getenv, narration); d != nil {
-			doc = d
-		}
+		doc, err = document(realFlow(ctx, o, getenv, narration))
 	default:
-		var d *demoDoc
-		if d, err = demo(ctx, narration); d != nil {
-			doc = d
-		}
+		doc, err = document(demo(ctx, narration))
 	}
 	if o.json && doc != nil {
 		enc := json.NewEncoder(stdout)
@@ -151,6 +140,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
+}
+
+// document passes a mode's result on for -json, a nil one as no
+// document at all (not a JSON null).
+func document[T any](d *T, err error) (any, error) {
+	if d == nil {
+		return nil, err
+	}
+	return d, err
 }
 
 // world is everything one lifecycle touches.

@@ -196,10 +196,12 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	l, err := partition.SeedConfig().Lane(p, *cat, *requireTests)
+	cfg := partition.SeedConfig()
+	l, err := cfg.Lane(p, *cat, *requireTests)
 	if err != nil {
 		return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
 	}
+	notRun := partition.NotRun(cfg, p)
 	switch *render {
 	case "nextest":
 		fmt.Fprintln(stdout, l.NextestFilter())
@@ -212,17 +214,17 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 			fmt.Fprintln(stdout, id)
 		}
 	case "not-run":
-		for _, s := range partition.NotRun(partition.SeedConfig(), p) {
+		for _, s := range notRun {
 			fmt.Fprintln(stdout, s)
 		}
 	default:
 		return fmt.Errorf("partition: -render %q: use nextest, go, lines or not-run", *render)
 	}
-	var notRun []string
-	for _, s := range partition.NotRun(partition.SeedConfig(), p) {
-		notRun = append(notRun, strings.ReplaceAll(s, ",", ";")) // one item each
+	items := make([]string, len(notRun))
+	for i, s := range notRun {
+		items[i] = strings.ReplaceAll(s, ",", ";") // one item each
 	}
-	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(notRun, ",")}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
+	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(items, ",")}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
 }
 
 type unitJSON struct {

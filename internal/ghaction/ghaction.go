@@ -111,9 +111,9 @@ func outputsJSON(pairs [][2]string) []byte {
 			b = append(b, ',')
 		}
 		b = append(appendString(b, kv[0]), ':')
-		if v := strings.TrimSpace(kv[1]); (strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[")) && json.Valid([]byte(v)) {
+		if v := strings.TrimSpace(kv[1]); strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
 			var compact bytes.Buffer
-			if json.Compact(&compact, []byte(v)) == nil {
+			if json.Compact(&compact, []byte(v)) == nil { // Compact refuses what is not JSON
 				b = append(b, compact.Bytes()...)
 				continue
 			}
