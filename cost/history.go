@@ -398,40 +398,53 @@ func Summarize(dir string) (Summary, error) {
 		}
 		_, lerr := os.Stat(filepath.Join(d, "logs.zip"))
 		ev.logs = lerr == nil
-		files, _ := filepath.Glob(filepath.Join(d, "cost", "*.json"))
-		slices.Sort(files)
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return Summary{}, fmt.Errorf("cost: %w", err)
-			}
+		err = eachJSON(filepath.Join(d, "cost", "*.json"), func(f string, data []byte) error {
 			var r Report
 			if err := json.Unmarshal(data, &r); err != nil || r.Version != ReportVersion {
-				return Summary{}, fmt.Errorf("cost: %s is not a version %d cost report: %v", f, ReportVersion, err)
+				return fmt.Errorf("cost: %s is not a version %d cost report: %v", f, ReportVersion, err)
 			}
 			ev.reports = append(ev.reports, r)
+			return nil
+		})
+		if err != nil {
+			return Summary{}, err
 		}
 		evs = append(evs, ev)
 	}
 	var docs []reaperDoc
-	files, _ := filepath.Glob(filepath.Join(dir, "reaper", "*", "*.json"))
+	err = eachJSON(filepath.Join(dir, "reaper", "*", "*.json"), func(f string, data []byte) error {
+		var d reaperDoc
+		if err := json.Unmarshal(data, &d); err != nil {
+			return fmt.Errorf("cost: %s is not a reaper decisions document: %w", f, err)
+		}
+		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		return Summary{}, err
+	}
+	s := summarize(evs)
+	if len(docs) > 0 {
+		s.Reaper = reaperSpend(docs, evs)
+	}
+	return s, nil
+}
+
+// eachJSON hands each file pattern matches, in name order, with its
+// contents, to decode.
+func eachJSON(pattern string, decode func(file string, data []byte) error) error {
+	files, _ := filepath.Glob(pattern) // the only error is a malformed pattern, and these are fixed
 	slices.Sort(files)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return Summary{}, fmt.Errorf("cost: %w", err)
+			return fmt.Errorf("cost: %w", err)
 		}
-		var d reaperDoc
-		if err := json.Unmarshal(data, &d); err != nil {
-			return Summary{}, fmt.Errorf("cost: %s is not a reaper decisions document: %w", f, err)
+		if err := decode(f, data); err != nil {
+			return err
 		}
-		docs = append(docs, d)
 	}
-	s := summarize(evs)
-	if len(files) > 0 {
-		s.Reaper = reaperSpend(docs, evs)
-	}
-	return s, nil
+	return nil
 }
 
 // reaperSpend totals the reaper's deletions once per pod, and counts those

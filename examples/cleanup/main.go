@@ -192,13 +192,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, log io
 	if err != nil {
 		return warn(err)
 	}
-	at := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
-	return cost.Marks{JobStarted: at(p.JobStartedAt), TestsStarted: at(p.TestsStartedAt), TestsEnded: at(p.TestsEndedAt)}
+	return podcost.Marks(p)
 }
 
 // report writes the cost report (best effort, bounded: it runs after the

@@ -4,6 +4,8 @@
 package podcost
 
 import (
+	"time"
+
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/runpod"
 )
@@ -30,4 +32,18 @@ func Rejected(attempts []runpod.Attempt) []cost.Attempt {
 		out = append(out, cost.Attempt{Name: a.Name, GPUTypeID: a.Candidate.GPUTypeID, Outcome: string(a.Outcome), Seconds: a.Seconds, EstimatedCost: a.EstimatedCost})
 	}
 	return out
+}
+
+// Marks are the cost report's stage marks from the GPU job's progress as
+// GitHub reports it: when the job started, and when its test step started
+// and ended. A time the source did not report stays nil, so its stage is
+// unknown, never zero.
+func Marks(p runpod.JobProgress) cost.Marks {
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return cost.Marks{JobStarted: at(p.JobStartedAt), TestsStarted: at(p.TestsStartedAt), TestsEnded: at(p.TestsEndedAt)}
 }

@@ -33,3 +33,15 @@ func TestRecordKeepsAnUnknownStartUnknown(t *testing.T) {
 		t.Error("a pod without startedAt must keep its start unknown")
 	}
 }
+
+// The change-aware CI seed: "Missing cache outputs remain unknown", and so
+// do stage marks GitHub did not report: nil, never the zero time.
+func TestMarksKeepUnreportedTimesUnknown(t *testing.T) {
+	start := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	tests := start.Add(3 * time.Minute)
+	got := Marks(runpod.JobProgress{JobStartedAt: start, TestsStartedAt: tests})
+	want := cost.Marks{JobStarted: &start, TestsStarted: &tests}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
