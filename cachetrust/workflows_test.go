@@ -316,7 +316,7 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 			}
 		case strings.Contains(s.Run, "build_gpu_archive.sh"):
 			build = i
-		case strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "cuda-tests"):
+		case strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "target/nextest/cuda-tests.tar.zst"):
 			upload = i
 			if want := "${{ steps." + keyID + ".outputs.key }}"; s.With["name"] != want || s.If != "" {
 				t.Errorf("the archive is uploaded as %q (if %q), want always under the content key %q", s.With["name"], s.If, want)
@@ -355,10 +355,10 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 	downloads := 0
 	for name, j := range lifecycle.Jobs {
 		for _, s := range j.Steps {
-			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" && !strings.HasPrefix(s.With["name"], "cuda-runtime") {
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" && !strings.HasPrefix(s.Artifact(), "cuda-runtime") {
 				downloads++
-				if s.With["name"] != "${{ inputs.archive }}" {
-					t.Errorf("job %s downloads %q, want the archive under its content key", name, s.With["name"])
+				if s.Artifact() != "${{ inputs.archive }}-part-*" {
+					t.Errorf("job %s downloads %q, want the archive's parts under its content key", name, s.Artifact())
 				}
 			}
 		}
@@ -491,7 +491,7 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 	downloaded, required := -1, -1
 	for i, s := range gpu.Steps {
 		switch {
-		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["name"] == "cuda-runtime-${{ steps.tier.outputs.tier }}" && downloaded < 0:
+		case strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.Artifact() == "cuda-runtime-${{ steps.tier.outputs.tier }}-part-*" && downloaded < 0:
 			downloaded = i
 		case s.Name == "Require the runtime tree":
 			required = i
@@ -503,7 +503,7 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 	}
 	staged := false
 	for _, s := range gate.Jobs["cuda-runtime"].Steps {
-		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "cuda-runtime-${{ matrix.cuda }}"
+		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.HasPrefix(s.With["name"], "cuda-runtime-${{ matrix.cuda }}-part-")
 	}
 	if !staged {
 		t.Error("the hosted side does not stage the runtime tree for the pod")
@@ -571,13 +571,13 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 	wf := workflowtest.Read(t, "runpod-gpu-test.yml")
 	gate := wf.Jobs["cuda-archive"]
 	for job, sum := range map[string][2]string{"cuda-archive": {">cuda-tests.sha256", "cuda-tests.sha256"}, "cuda-runtime": {`>"cuda-runtime-$CUDA.sha256"`, "cuda-runtime-${{ matrix.cuda }}.sha256"}} {
-		recorded, uploaded := false, false
+		recorded, sent := false, false
 		for _, s := range wf.Jobs[job].Steps {
 			recorded = recorded || strings.Contains(s.Run, "sha256sum") && strings.Contains(s.Run, sum[0])
-			uploaded = uploaded || recorded && strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], sum[1])
+			sent = sent || recorded && s.Name == transportStep && strings.Contains(s.Env["PAYLOAD"], sum[1])
 		}
-		if !uploaded {
-			t.Errorf("%s does not record and upload %s with its payload", job, sum[1])
+		if !sent {
+			t.Errorf("%s does not record %s and send it to the pod with its payload", job, sum[1])
 		}
 	}
 	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
@@ -643,6 +643,222 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 			}
 			if info, err := os.Stat(filepath.Join(r.Workspace, "cargo-nextest")); tc.code == 0 && (err != nil || info.Mode()&0o100 == 0) {
 				t.Errorf("the staged cargo-nextest is not executable after the check: %v %v", info, err)
+			}
+		})
+	}
+}
+
+// transportStep is the hosted step that cuts a payload into the pod's parts.
+const transportStep = "Split the payload into five parts for the pod"
+
+// The change-aware CI seed: "the three compressed archives travel as five
+// balanced, uncompressed Actions artifacts, enabling download-artifact's
+// five concurrent artifact downloads ... The pod reconstructs the archive
+// files and verifies their hosted SHA-256 sums before testing. Download
+// retains a four-minute bound and one bounded retry; reconstruction has a
+// one-minute bound. Transfer through verification is recorded in the job
+// summary. A separate single artifact remains available for hosted
+// cross-run reuse." And "immutable five-part artifacts for ... each SDK".
+// Both hosted payloads (the archive, each runtime tree) are cut by one
+// script into five parts, uploaded uncompressed under names the pod's one
+// download matches; the pod's rebuild, run as written, restores the files
+// with their modes, refuses a missing part, and a corrupted one fails the
+// checksums.
+func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerification(t *testing.T) {
+	gate := workflowtest.Read(t, "runpod-gpu-test.yml")
+	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
+	// hosted job -> its artifacts' name prefix, the pod's pattern, and the
+	// pod directory the parts land in.
+	payloads := map[string][3]string{
+		"cuda-archive": {"${{ steps.key.outputs.key }}", "${{ inputs.archive }}-part-*", "${{ runner.temp }}/cuda-tests-parts"},
+		"cuda-runtime": {"cuda-runtime-${{ matrix.cuda }}", "cuda-runtime-${{ steps.tier.outputs.tier }}-part-*", "${{ runner.temp }}/cuda-runtime-parts"},
+	}
+	var script string
+	for job, want := range payloads {
+		steps := gate.Jobs[job].Steps
+		split := slices.IndexFunc(steps, func(s workflowtest.Step) bool { return s.Name == transportStep })
+		if split < 0 {
+			t.Fatalf("%s has no step %q", job, transportStep)
+		}
+		if script == "" {
+			script = steps[split].Run
+		} else if steps[split].Run != script {
+			t.Errorf("%s cuts its payload with another script than the archive's: one transport format, one script", job)
+		}
+		if steps[split].Env["PARTS"] != want[2] {
+			t.Errorf("%s writes its parts to %q, the pod downloads them to %q", job, steps[split].Env["PARTS"], want[2])
+		}
+		var parts []string
+		for _, s := range steps[split+1:] {
+			if !strings.HasPrefix(s.Uses, "actions/upload-artifact@") || !strings.HasPrefix(s.With["path"], want[2]+"/") {
+				continue
+			}
+			n := strconv.Itoa(len(parts))
+			parts = append(parts, s.With["name"])
+			if s.With["name"] != want[0]+"-part-"+n || s.With["path"] != want[2]+"/part-"+n {
+				t.Errorf("%s uploads %s as %q: want part %s as %s-part-%s", job, s.With["path"], s.With["name"], n, want[0], n)
+			}
+			if s.With["compression-level"] != "0" || s.With["if-no-files-found"] != "error" || s.If != "" {
+				t.Errorf("%s part %s: compression-level %q, if-no-files-found %q, if %q: want uncompressed, always, and a missing part an error",
+					job, n, s.With["compression-level"], s.With["if-no-files-found"], s.If)
+			}
+		}
+		if len(parts) != 5 {
+			t.Errorf("%s uploads %d parts, want five", job, len(parts))
+		}
+		downloads := 0
+		for _, s := range gpu.Steps {
+			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.Artifact() == want[1] {
+				downloads++
+				if s.With["name"] != "" || s.With["merge-multiple"] != "true" || s.With["path"] != want[2] || s.TimeoutMinutes != 4 {
+					t.Errorf("the pod downloads %s with %v (timeout %v min): want one pattern download of every part into %s, four minutes", want[1], s.With, s.TimeoutMinutes, want[2])
+				}
+			}
+		}
+		if downloads != 2 {
+			t.Errorf("the pod downloads %s %d times, want once plus one retry", want[1], downloads)
+		}
+	}
+	// The whole archive stays available for a later run's reuse.
+	whole := false
+	for _, s := range gate.Jobs["cuda-archive"].Steps {
+		whole = whole || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == payloads["cuda-archive"][0] && s.With["retention-days"] == "7"
+	}
+	if !whole {
+		t.Error("the archive is no longer uploaded whole under its content key for cross-run reuse")
+	}
+	// On the pod: clock, downloads, rebuild (one minute), verification.
+	index := func(name string) int {
+		return slices.IndexFunc(gpu.Steps, func(s workflowtest.Step) bool { return s.Name == name })
+	}
+	clock, rebuild, verify := index("Start the transfer clock"), index("Rebuild the payload from its parts"), index("Verify the payload checksums")
+	firstDownload := slices.IndexFunc(gpu.Steps, func(s workflowtest.Step) bool { return strings.HasPrefix(s.Uses, "actions/download-artifact@") })
+	if clock < 0 || !(clock < firstDownload && firstDownload < rebuild && rebuild < verify) {
+		t.Fatalf("want the clock, the downloads, the rebuild and the verification in that order: %d %d %d %d", clock, firstDownload, rebuild, verify)
+	}
+	if gpu.Steps[rebuild].TimeoutMinutes != 1 {
+		t.Errorf("the rebuild is bounded by %v minutes, want one", gpu.Steps[rebuild].TimeoutMinutes)
+	}
+
+	// Run as written: the hosted side cuts both payloads, the parts travel
+	// to the pod, which rebuilds and verifies them.
+	hosted := workflowtest.NewRunner(t, "tar", "split", "wc", "sha256sum", "paste")
+	archiveDir := filepath.Join(hosted.Workspace, "target", "nextest")
+	os.MkdirAll(archiveDir, 0o755)
+	content := func(n int, seed byte) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = seed + byte(i*7%251)
+		}
+		return b
+	}
+	files := map[string][]byte{ // name -> content, in the directory its payload is cut from
+		"cuda-tests.tar.zst":    content(150_001, 1),
+		"cargo-nextest":         content(40_000, 2),
+		"cuda-runtime-12.8.tar": content(90_000, 3),
+	}
+	write := func(dir, name string, mode os.FileMode) {
+		os.WriteFile(filepath.Join(dir, name), files[name], mode)
+	}
+	write(archiveDir, "cuda-tests.tar.zst", 0o644)
+	write(archiveDir, "cargo-nextest", 0o755)
+	write(hosted.Temp, "cuda-runtime-12.8.tar", 0o644)
+	sums := func(dir, sum string, names ...string) {
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "%x  %s\n", sha256.Sum256(files[n]), n)
+		}
+		files[sum] = []byte(b.String())
+		os.WriteFile(filepath.Join(dir, sum), files[sum], 0o644)
+	}
+	sums(archiveDir, "cuda-tests.sha256", "cuda-tests.tar.zst", "cargo-nextest")
+	sums(hosted.Temp, "cuda-runtime-12.8.sha256", "cuda-runtime-12.8.tar")
+	split := gate.Jobs["cuda-archive"].Step(t, transportStep, func(s workflowtest.Step) bool { return s.Name == transportStep })
+	cut := func(dir, payload, parts string) []string {
+		step := split
+		step.WorkingDirectory, _ = filepath.Rel(hosted.Workspace, dir)
+		if res := hosted.Run(t, step, map[string]string{"PAYLOAD": payload, "PARTS": parts}); res.Code != 0 {
+			t.Fatalf("the split failed: %s", res.Out)
+		}
+		var names []string
+		var sizes []int64
+		for i := range 5 {
+			name := filepath.Join(parts, "part-"+strconv.Itoa(i))
+			info, err := os.Stat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names, sizes = append(names, name), append(sizes, info.Size())
+		}
+		if _, err := os.Stat(filepath.Join(parts, "part-5")); err == nil {
+			t.Error("a sixth part")
+		}
+		if lo, hi := slices.Min(sizes), slices.Max(sizes); hi-lo > 4 || lo == 0 {
+			t.Errorf("part sizes %v are not balanced", sizes)
+		}
+		return names
+	}
+	archiveParts := cut(archiveDir, "cuda-tests.tar.zst cargo-nextest cuda-tests.sha256", filepath.Join(hosted.Temp, "cuda-tests-parts"))
+	runtimeParts := cut(hosted.Temp, "cuda-runtime-12.8.tar cuda-runtime-12.8.sha256", filepath.Join(hosted.Temp, "cuda-runtime-parts"))
+
+	for name, tc := range map[string]struct {
+		damage      func(archive, runtime map[int][]byte)
+		rebuildCode int
+		verifyCode  int
+		message     string
+	}{
+		"intact":                    {func(a, r map[int][]byte) {}, 0, 0, ""},
+		"a part did not arrive":     {func(a, r map[int][]byte) { delete(r, 2) }, 1, -1, "part 2 of the payload"},
+		"a part changed in transit": {func(a, r map[int][]byte) { a[1][len(a[1])/2] ^= 0xff }, 0, 1, "FAILED"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := workflowtest.NewRunner(t)
+			arrived := func(names []string) map[int][]byte {
+				m := map[int][]byte{}
+				for i, n := range names {
+					m[i], _ = os.ReadFile(n)
+				}
+				return m
+			}
+			a, r := arrived(archiveParts), arrived(runtimeParts)
+			tc.damage(a, r)
+			for dir, parts := range map[string]map[int][]byte{"cuda-tests-parts": a, "cuda-runtime-parts": r} {
+				os.MkdirAll(filepath.Join(pod.Temp, dir), 0o755)
+				for i, data := range parts {
+					os.WriteFile(filepath.Join(pod.Temp, dir, "part-"+strconv.Itoa(i)), data, 0o644)
+				}
+			}
+			res := pod.Run(t, gpu.Steps[rebuild], nil)
+			if res.Code != tc.rebuildCode || tc.rebuildCode != 0 && !strings.Contains(res.Out, tc.message) {
+				t.Fatalf("rebuild: exit %d, want %d and %q:\n%s", res.Code, tc.rebuildCode, tc.message, res.Out)
+			}
+			if tc.rebuildCode != 0 {
+				if !strings.Contains(res.Out, "::error::") {
+					t.Errorf("a missing part is not an annotation:\n%s", res.Out)
+				}
+				return
+			}
+			if info, err := os.Stat(filepath.Join(pod.Workspace, "cargo-nextest")); err != nil || info.Mode()&0o100 == 0 {
+				t.Errorf("cargo-nextest lost its mode in transit: %v %v", info, err)
+			}
+			res = pod.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8", "TRANSFER_STARTED": "0"})
+			if res.Code != tc.verifyCode || !strings.Contains(res.Out, tc.message) {
+				t.Fatalf("verify: exit %d, want %d and %q:\n%s", res.Code, tc.verifyCode, tc.message, res.Out)
+			}
+			if tc.verifyCode != 0 {
+				return
+			}
+			for name, dir := range map[string]string{"cuda-tests.tar.zst": pod.Workspace, "cargo-nextest": pod.Workspace, "cuda-tests.sha256": pod.Workspace,
+				"cuda-runtime-12.8.tar": pod.Temp, "cuda-runtime-12.8.sha256": pod.Temp} {
+				if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !slices.Equal(got, files[name]) {
+					t.Errorf("%s was not rebuilt as built: %v", name, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(pod.Temp, "cuda-tests-parts")); err == nil {
+				t.Error("the parts are left on the pod's disk after the rebuild")
+			}
+			if !strings.Contains(res.Summary, "Transfer through verification: ") {
+				t.Errorf("the summary does not record the transfer's time: %q", res.Summary)
 			}
 		})
 	}

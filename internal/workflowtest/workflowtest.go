@@ -88,6 +88,15 @@ type Step struct {
 	ContinueOnError  bool              `yaml:"continue-on-error"`
 }
 
+// Artifact is what a download-artifact or upload-artifact step names: its
+// artifact name, or the pattern a download matches artifacts by.
+func (s Step) Artifact() string {
+	if name := s.With["name"]; name != "" {
+		return name
+	}
+	return s.With["pattern"]
+}
+
 // Dir is the adoption workflows' directory.
 func Dir() string {
 	_, file, _, _ := runtime.Caller(0)
