@@ -71,21 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 		return 2
 	}
 	if *compileOnly != "" {
-		c, err := smoke.OpenNVRTC(*compileOnly)
-		var text string
-		if err == nil {
-			text, err = smoke.CheckCompile(c, *arch)
-		}
-		if err == nil && len(headers) > 0 {
-			fmt.Fprintln(stdout, text)
-			text, err = smoke.CheckHeaders(c, *arch, *include, headers)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return ExitCodes[smoke.StepCompile]
-		}
-		fmt.Fprintln(stdout, text)
-		return 0
+		return compileOnlyCheck(*compileOnly, *arch, *include, headers, *asJSON, stdout, stderr)
 	}
 	data := []byte(getenv(smoke.EnvTiers))
 	if *tiers != "" {
@@ -151,5 +137,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 		return 1
 	}
 	fmt.Fprintln(stdout, "CUDA proof passed")
+	return 0
+}
+
+// compileTreeResult is -compile-only's -json document.
+type compileTreeResult struct {
+	OK     bool     `json:"ok"`
+	LibDir string   `json:"lib_dir"`
+	Arch   string   `json:"arch"`
+	Checks []string `json:"checks"` // what compiled, in order
+	Error  string   `json:"error,omitempty"`
+}
+
+// compileOnlyCheck proves a toolkit tree without a GPU: its NVRTC compiles
+// the proof's kernel for arch, then each header. It returns the exit code.
+func compileOnlyCheck(libDir, arch, include string, headers []string, asJSON bool, stdout, stderr io.Writer) int {
+	res := compileTreeResult{LibDir: libDir, Arch: arch, Checks: []string{}}
+	c, err := smoke.OpenNVRTC(libDir)
+	var text string
+	if err == nil {
+		text, err = smoke.CheckCompile(c, arch)
+	}
+	if err == nil {
+		res.Checks = append(res.Checks, text)
+		if len(headers) > 0 {
+			if text, err = smoke.CheckHeaders(c, arch, include, headers); err == nil {
+				res.Checks = append(res.Checks, text)
+			}
+		}
+	}
+	res.OK = err == nil
+	if err != nil {
+		res.Error = err.Error()
+		fmt.Fprintln(stderr, err)
+	}
+	if asJSON {
+		data, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Fprintln(stdout, string(data))
+	} else {
+		for _, line := range res.Checks {
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	if err != nil {
+		return ExitCodes[smoke.StepCompile]
+	}
 	return 0
 }

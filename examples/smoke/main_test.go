@@ -89,6 +89,26 @@ func TestCompileOnlyChecksATreeAndRefusesHalfAHeaderCheck(t *testing.T) {
 	}
 }
 
+// -compile-only -json prints one document, also when the tree fails: what
+// compiled, in order, and the error.
+func TestCompileOnlyJSONSaysWhatCompiledAndWhy(t *testing.T) {
+	var out, errOut bytes.Buffer
+	lib := filepath.Join(t.TempDir(), "lib64")
+	if code := run(context.Background(), []string{"-compile-only", lib, "-arch", "compute_89", "-json"}, func(string) string { return "" }, brokenEnv{}, &out, &errOut); code != 13 {
+		t.Fatalf("exit %d, want 13:\n%s%s", code, out.String(), errOut.String())
+	}
+	var got compileTreeResult
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("stdout is not one JSON document: %v\n%s", err, out.String())
+	}
+	if got.OK || got.LibDir != lib || got.Arch != "compute_89" || got.Checks == nil || len(got.Checks) != 0 || !strings.Contains(got.Error, "libnvrtc") {
+		t.Errorf("%+v", got)
+	}
+	if !strings.Contains(errOut.String(), "libnvrtc") {
+		t.Errorf("the error is not in the log too: %q", errOut.String())
+	}
+}
+
 // The proof leaves its result for the job that runs on the pod, passed or
 // failed, where the pod's environment says (smoke.EnvResult).
 func TestTheProofWritesItsResultWhereThePodSays(t *testing.T) {
