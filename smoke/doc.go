@@ -22,8 +22,10 @@
 // every CUresult and nvrtcResult maps to its name (CUDAError). The CUDA
 // backend is an interface, so the proof is tested with fakes; the bindings
 // themselves are tested against C stand-ins for libcuda.so.1 and
-// libnvrtc.so.12 (testdata/fakecuda, built with the system C compiler), and
-// the real device test runs with GPUGATE_REAL_GPU=1.
+// libnvrtc.so.12 (testdata/fakecuda, built with the system C compiler) and,
+// without a GPU, against NVIDIA's real libnvrtc and libcuda.so.1 when
+// GPUGATE_REAL_NVRTC_LIBDIR is set (scripts/real-libs-check.sh); the real
+// device test runs with GPUGATE_REAL_GPU=1.
 //
 // StartupScript renders the pod's entrypoint: the proof runs as root with
 // the JIT runner config stripped from its environment, and only its success

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# real-libs-check.sh proves the CUDA proof's purego bindings against NVIDIA's
+# real libraries on a machine with no GPU (TestRealLibraries_*): a real
+# libnvrtc compiles the proof's kernel for compute_75 to compute_90 and
+# reports errors by name, and a real libcuda.so.1 resolves every driver
+# symbol the proof binds and fails its compile step by name when there is
+# no device. It fetches both from Debian's non-free archive (no NVIDIA
+# account or network access needed beyond a Debian mirror), unpacks them
+# into a temporary directory and changes nothing on the machine.
+#
+#   scripts/real-libs-check.sh
+#
+# DEBIAN_MIRROR (default http://deb.debian.org/debian) and DEBIAN_SUITE
+# (default bookworm: NVRTC 11.8 and driver 535) choose the archive;
+# NVRTC_PACKAGES and DRIVER_PACKAGE name that suite's packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+suite="${DEBIAN_SUITE:-bookworm}"
+read -r -a nvrtc <<<"${NVRTC_PACKAGES:-libnvrtc11.2 libnvrtc-builtins11.8}"
+driver="${DRIVER_PACKAGE:-libcuda1}"
+
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/debs" "$tmp/root"
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite non-free" >"$tmp/sources.list"
+apt=(apt-get -q -o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=- -o "Dir::State::Lists=$tmp/lists"
+  -o "Dir::Cache=$tmp/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
+"${apt[@]}" update >/dev/null
+(cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}" "$driver")
+for deb in "$tmp"/debs/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+
+nvrtcdir=$(dirname "$(find "$tmp/root" -name 'libnvrtc.so*' -print -quit)")
+cudadir=$(dirname "$(find "$tmp/root" -name 'libcuda.so.1' -print -quit)")
+echo "NVRTC from $nvrtcdir; driver library from $cudadir"
+export GPUGATE_REAL_NVRTC_LIBDIR="$nvrtcdir"
+if compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
+  echo "this machine has an NVIDIA device: the no-device test is skipped (run scripts/gpu-check.sh for the device)"
+else
+  export GPUGATE_REAL_DRIVER_WITHOUT_GPU=1 LD_LIBRARY_PATH="$cudadir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+# As the pod runs it: a static binary (no cgo), loading the libraries through purego.
+CGO_ENABLED=0 go test -count=1 -v -run 'TestRealLibraries_' ./smoke
