@@ -863,3 +863,66 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 		})
 	}
 }
+
+// The cache-trust seed, "Observability and bounds": "The hosted workspace
+// matrix maps rust-cache to its external CARGO_TARGET_DIR and, on an exact
+// hit, verifies restored faer and strided-rs dependency artifacts under the
+// actual target path; a cache-hit message alone is not treated as
+// evidence." The adoption CI's workspace lane tells rust-cache the target
+// path cargo uses, and its check, run as written, counts a hit that
+// restored no compiled dependency as a miss.
+func TestACacheHitIsVerifiedByTheRestoredArtifactsNotItsMessage(t *testing.T) {
+	job := workflowtest.Read(t, "ci.yml").Jobs["linux-tests"]
+	target := job.Env["CARGO_TARGET_DIR"]
+	cache := job.Step(t, "rust-cache", func(s workflowtest.Step) bool { return strings.HasPrefix(s.Uses, "Swatinem/rust-cache@") })
+	ws, rel, ok := strings.Cut(cache.With["workspaces"], "->")
+	if !ok || strings.TrimSpace(ws) != "." || target != "${{ github.workspace }}/"+strings.TrimSpace(rel) || !strings.HasPrefix(strings.TrimSpace(rel), "..") {
+		t.Fatalf("rust-cache caches %q, cargo builds in %q: want the same target path, outside the checkout", cache.With["workspaces"], target)
+	}
+	verify, build := -1, -1
+	for i, s := range job.Steps {
+		switch {
+		case s.If == "steps."+cache.ID+".outputs.cache-hit == 'true'" && s.Run != "":
+			verify = i
+		case strings.HasPrefix(s.Run, "cargo test"):
+			build = i
+		}
+	}
+	if cache.ID == "" || verify < 0 || build < verify {
+		t.Fatalf("want a check of an exact hit before the build: check at %d, build at %d", verify, build)
+	}
+	check := job.Steps[verify]
+	deps := strings.Fields(check.Env["DEPENDENCIES"])
+	if len(deps) == 0 {
+		t.Fatal("the check names no dependency")
+	}
+	r := workflowtest.NewRunner(t)
+	for name, tc := range map[string]struct {
+		restored []string // the dependencies whose artifacts the hit restored
+		want     string
+	}{
+		"every dependency restored": {deps, "true"},
+		"one missing":               {deps[:len(deps)-1], "false"},
+		"an empty target directory": {nil, "false"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			lib := filepath.Join(dir, check.Env["PROFILE_DIR"], "deps")
+			os.MkdirAll(lib, 0o755)
+			for _, d := range tc.restored {
+				os.WriteFile(filepath.Join(lib, "lib"+strings.ReplaceAll(d, "-", "_")+"-0123abcd.rlib"), []byte("rlib"), 0o644)
+			}
+			res := r.Run(t, check, map[string]string{"CARGO_TARGET_DIR": dir, "DEPENDENCIES": check.Env["DEPENDENCIES"], "PROFILE_DIR": check.Env["PROFILE_DIR"]})
+			if res.Code != 0 || res.Output("restored") != tc.want {
+				t.Fatalf("exit %d, restored %q, want %q:\n%s", res.Code, res.Output("restored"), tc.want, res.Out)
+			}
+			missed := deps[len(tc.restored):]
+			if tc.want == "false" && (!strings.Contains(res.Out, "::warning::") || !strings.Contains(res.Summary, strings.Join(missed, " "))) {
+				t.Errorf("a hit without %v is not reported as a miss naming them:\n%s\nsummary %q", missed, res.Out, res.Summary)
+			}
+			if tc.want == "true" && !strings.Contains(res.Summary, "verified") {
+				t.Errorf("summary %q", res.Summary)
+			}
+		})
+	}
+}
