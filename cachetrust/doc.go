@@ -22,8 +22,10 @@
 //     byte-identical publisher/consumer key expressions, and action inputs
 //     that must agree across steps (Rules.ConsistentInputs).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
-//     only when every symlink resolves inside it and each required library
-//     pattern matches a non-empty file; a hit message is never evidence.
+//     only when every symlink resolves inside it, each required library
+//     pattern matches a non-empty file and nothing matches what its
+//     installer must exclude (TreeRules); a hit message is never evidence.
+//     A library stored twice instead of linked is reported (Copies).
 //
 // Usage:
 //

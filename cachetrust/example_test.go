@@ -59,7 +59,7 @@ func ExampleCheckTree() {
 	os.Symlink("libcufft.so.11.3.3.83", filepath.Join(root, "lib64", "libcufft.so.11"))
 	os.Symlink("libcutensor.so.2.1.0", filepath.Join(root, "lib64", "libcutensor.so.2"))
 
-	_, err := cachetrust.CheckTree(root, []string{"lib64/libcutensor.so.2", "lib64/libcufft.so*"})
+	_, err := cachetrust.CheckTree(root, cachetrust.TreeRules{Required: []string{"lib64/libcutensor.so.2", "lib64/libcufft.so*"}})
 	fmt.Println(errors.Is(err, cachetrust.ErrIncompleteTree))
 	fmt.Println(err)
 	// Output:

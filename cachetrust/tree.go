@@ -1,11 +1,14 @@
 package cachetrust
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -15,28 +18,52 @@ import (
 // installed runtime tree that must not be used or published.
 var ErrIncompleteTree = errors.New("cachetrust: incomplete runtime tree")
 
+// TreeRules says what a runtime tree must hold and what it must not.
+type TreeRules struct {
+	// Required doublestar patterns, relative to the tree's root: each
+	// must match at least one file, and every match must resolve to a
+	// non-empty regular file.
+	Required []string `json:"required,omitempty"`
+	// Excluded doublestar patterns nothing in the tree may match: what its
+	// installer leaves out before the tree is cached, so that no restore
+	// carries bytes the pod never uses. The seed's runtime trees exclude
+	// static libraries, compiler binaries, driver stubs and cuTENSOR's
+	// multi-GPU provider: **/*.a, bin/**, **/stubs/**, **/libcutensorMg*.
+	Excluded []string `json:"excluded,omitempty"`
+}
+
 // TreeReport says what CheckTree looked at.
 type TreeReport struct {
 	Files    int            `json:"files"`
 	Symlinks int            `json:"symlinks"`
 	Required map[string]int `json:"required"` // pattern -> matching non-empty files
+	// Copies lists shared libraries present more than once as regular
+	// files with identical content (each group sorted): a soname link or
+	// a lib/lib64 alias copied instead of kept a link. Not an error, but
+	// every copy is cached and transferred again.
+	Copies [][]string `json:"copies,omitempty"`
 }
 
 // CheckTree decides whether a runtime tree restored from a cache (or just
 // installed) is complete, so that a hit message is never evidence (the
 // cache-trust seed: "The installer requires a nonempty, resolvable
 // libcutensor.so.2", "Hosted preparation rejects and rebuilds restored
-// trees missing cuFFT", and "A tree is marked complete only after its
-// library links resolve"):
+// trees missing cuFFT", "Static archives and independent multi-GPU/MPI
+// providers are excluded at installation, before cache publication"; the
+// change-aware seed: "A tree is marked complete only after its library
+// links resolve", and "Compiler binaries, static libraries and driver stubs
+// are excluded"):
 //
 //   - every symlink in the tree resolves to an existing file inside the
 //     tree (soname links stay links to one physical copy; a dangling link,
 //     or one that leaves the tree, is a partial or foreign restore);
-//   - every required doublestar pattern (relative to root) matches at least
-//     one file, and every match resolves to a non-empty regular file.
+//   - every rules.Required pattern matches at least one file, and every
+//     match resolves to a non-empty regular file;
+//   - nothing in the tree matches a rules.Excluded pattern.
 //
 // Every problem is reported, joined, each matching ErrIncompleteTree.
-func CheckTree(root string, required []string) (TreeReport, error) {
+// Shared libraries stored twice are reported in TreeReport.Copies.
+func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 	rep := TreeReport{Required: map[string]int{}}
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
@@ -46,11 +73,28 @@ func CheckTree(root string, required []string) (TreeReport, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrIncompleteTree, fmt.Sprintf(format, args...)))
 	}
+	var excluded []string
+	for _, pattern := range rules.Excluded {
+		if !doublestar.ValidatePattern(pattern) {
+			bad("excluded pattern %q is not a valid glob", pattern)
+			continue
+		}
+		excluded = append(excluded, pattern)
+	}
+	libs := map[int64][]string{} // size -> shared libraries (relative paths)
 	err = filepath.WalkDir(realRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(realRoot, p)
+		slashed := filepath.ToSlash(rel)
+		if i := slices.IndexFunc(excluded, func(pattern string) bool { return rel != "." && doublestar.MatchUnvalidated(pattern, slashed) }); i >= 0 {
+			bad("%s matches the excluded %s: the installer must leave it out before the tree is cached", slashed, excluded[i])
+			if d.IsDir() {
+				return fs.SkipDir // reported once, not file by file
+			}
+			return nil
+		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			rep.Symlinks++
@@ -64,14 +108,20 @@ func CheckTree(root string, required []string) (TreeReport, error) {
 			}
 		case d.Type().IsRegular():
 			rep.Files++
+			if name := d.Name(); strings.HasSuffix(name, ".so") || strings.Contains(name, ".so.") {
+				if info, err := d.Info(); err == nil && info.Size() > 0 {
+					libs[info.Size()] = append(libs[info.Size()], slashed)
+				}
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return rep, fmt.Errorf("%w: %s: %w", ErrIncompleteTree, root, err)
 	}
+	rep.Copies = copies(realRoot, libs)
 	fsys := os.DirFS(realRoot)
-	for _, pattern := range required {
+	for _, pattern := range rules.Required {
 		if !doublestar.ValidatePattern(pattern) {
 			bad("required pattern %q is not a valid glob", pattern)
 			continue
@@ -109,4 +159,39 @@ func CheckTree(root string, required []string) (TreeReport, error) {
 func within(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// copies groups the files of equal size whose contents are identical; only
+// sizes shared by two or more files are read.
+func copies(root string, bySize map[int64][]string) [][]string {
+	var groups [][]string
+	for _, paths := range bySize {
+		if len(paths) < 2 {
+			continue
+		}
+		byHash := map[[sha256.Size]byte][]string{}
+		for _, p := range paths {
+			f, err := os.Open(filepath.Join(root, filepath.FromSlash(p)))
+			if err != nil {
+				continue
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			var sum [sha256.Size]byte
+			copy(sum[:], h.Sum(nil))
+			byHash[sum] = append(byHash[sum], p)
+		}
+		for _, g := range byHash {
+			if len(g) > 1 {
+				slices.Sort(g)
+				groups = append(groups, g)
+			}
+		}
+	}
+	slices.SortFunc(groups, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	return groups
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // runtimeTree is a minimal CUDA runtime tree as the seed stages it: one
@@ -38,13 +40,16 @@ func runtimeTree(t *testing.T) string {
 
 var seedRequired = []string{"lib/libcutensor.so.2", "lib64/libcufft.so*"}
 
+// seedExcluded is what the seed's installers leave out of a runtime tree.
+var seedExcluded = []string{"**/*.a", "bin/**", "**/stubs/**", "**/libcutensorMg*"}
+
 // The cache-trust seed: "The installer requires a nonempty, resolvable
 // libcutensor.so.2", "Hosted preparation rejects and rebuilds restored
 // trees missing cuFFT", and (the change-aware seed) "A tree is marked
 // complete only after its library links resolve".
 func TestCheckTree_ARestoredTreeIsCompleteOnlyWhenItsLibrariesResolve(t *testing.T) {
 	root := runtimeTree(t)
-	rep, err := CheckTree(root, seedRequired)
+	rep, err := CheckTree(root, TreeRules{Required: seedRequired, Excluded: seedExcluded})
 	if err != nil {
 		t.Fatalf("a complete tree: %v", err)
 	}
@@ -73,7 +78,7 @@ func TestCheckTree_ARestoredTreeIsCompleteOnlyWhenItsLibrariesResolve(t *testing
 		t.Run(name, func(t *testing.T) {
 			root := runtimeTree(t)
 			tc.break_(root)
-			_, err := CheckTree(root, seedRequired)
+			_, err := CheckTree(root, TreeRules{Required: seedRequired, Excluded: seedExcluded})
 			if !errors.Is(err, ErrIncompleteTree) {
 				t.Fatalf("err = %v, want ErrIncompleteTree", err)
 			}
@@ -84,10 +89,73 @@ func TestCheckTree_ARestoredTreeIsCompleteOnlyWhenItsLibrariesResolve(t *testing
 			}
 		})
 	}
-	if _, err := CheckTree(filepath.Join(root, "missing"), nil); !errors.Is(err, ErrIncompleteTree) {
+	if _, err := CheckTree(filepath.Join(root, "missing"), TreeRules{}); !errors.Is(err, ErrIncompleteTree) {
 		t.Errorf("a missing tree: %v", err)
 	}
-	if _, err := CheckTree(root, []string{"lib/[.so"}); !errors.Is(err, ErrIncompleteTree) || !strings.Contains(err.Error(), "not a valid glob") {
+	if _, err := CheckTree(root, TreeRules{Required: []string{"lib/[.so"}}); !errors.Is(err, ErrIncompleteTree) || !strings.Contains(err.Error(), "not a valid glob") {
 		t.Errorf("a bad pattern: %v", err)
+	}
+}
+
+// The cache-trust seed: "Static archives and independent multi-GPU/MPI
+// providers are excluded at installation, before cache publication;
+// restoring them just to discard them wastes cache quota and transfer
+// bytes"; the change-aware seed: runtime trees hold "shared runtime
+// libraries ... Compiler binaries, static libraries and driver stubs are
+// excluded." A tree carrying any of them is refused, each named once (an
+// excluded directory, not each file in it).
+func TestCheckTree_CompilerBinariesStaticLibrariesStubsAndMultiGPUProvidersAreExcluded(t *testing.T) {
+	root := runtimeTree(t)
+	os.MkdirAll(filepath.Join(root, "bin"), 0o755)
+	os.WriteFile(filepath.Join(root, "bin", "nvcc"), []byte("\x7fELF nvcc"), 0o755)
+	os.WriteFile(filepath.Join(root, "bin", "ptxas"), []byte("\x7fELF ptxas"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib64", "libcudart_static.a"), []byte("!<arch>"), 0o644)
+	os.MkdirAll(filepath.Join(root, "lib64", "stubs"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib64", "stubs", "libcuda.so"), []byte("\x7fELF stub"), 0o644)
+	os.WriteFile(filepath.Join(root, "lib", "libcutensorMg.so.2.1.0"), []byte("\x7fELF mg"), 0o644)
+	os.Symlink("libcutensorMg.so.2.1.0", filepath.Join(root, "lib", "libcutensorMg.so.2"))
+	_, err := CheckTree(root, TreeRules{Required: seedRequired, Excluded: seedExcluded})
+	if !errors.Is(err, ErrIncompleteTree) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{
+		"bin matches the excluded bin/**", "lib64/libcudart_static.a matches the excluded **/*.a",
+		"lib64/stubs matches the excluded **/stubs/**", "lib/libcutensorMg.so.2.1.0 matches the excluded **/libcutensorMg*",
+		"lib/libcutensorMg.so.2 matches the excluded **/libcutensorMg*",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "bin/nvcc") || strings.Contains(err.Error(), "stubs/libcuda.so") {
+		t.Errorf("an excluded directory is reported file by file:\n%v", err)
+	}
+	if _, err := CheckTree(runtimeTree(t), TreeRules{Excluded: []string{"lib/[.a"}}); err == nil || !strings.Contains(err.Error(), `excluded pattern "lib/[.a" is not a valid glob`) {
+		t.Errorf("a bad excluded pattern: %v", err)
+	}
+}
+
+// The change-aware seed: "Soname links and the include/lib64 aliases
+// remain links to one physical copy." A library stored twice (an alias
+// directory copied, a soname link dereferenced) is reported, not refused:
+// the tree works, but every copy is cached and transferred again.
+func TestCheckTree_ReportsALibraryStoredTwiceInsteadOfLinked(t *testing.T) {
+	root := runtimeTree(t)
+	rep, err := CheckTree(root, TreeRules{Required: seedRequired})
+	if err != nil || len(rep.Copies) != 0 {
+		t.Fatalf("a linked tree: copies %v, %v", rep.Copies, err)
+	}
+	// A soname link dereferenced into a second file, and an unrelated
+	// library of the same size that is not a copy.
+	os.Remove(filepath.Join(root, "lib64", "libcufft.so.11"))
+	os.WriteFile(filepath.Join(root, "lib64", "libcufft.so.11"), []byte("\x7fELF cufft"), 0o644)
+	os.WriteFile(filepath.Join(root, "lib64", "libnvjitlink.so.12"), []byte("\x7fELF other"), 0o644)
+	rep, err = CheckTree(root, TreeRules{Required: seedRequired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"lib64/libcufft.so.11", "lib64/libcufft.so.11.3.3.83"}}
+	if diff := cmp.Diff(want, rep.Copies); diff != "" {
+		t.Errorf("copies (-want +got):\n%s", diff)
 	}
 }

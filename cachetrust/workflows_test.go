@@ -412,8 +412,11 @@ func TestTheArchiveJobLogsItsSourceSizesAndFreeDiskAndThePublisherWhetherItBuilt
 // a small PTX kernel before use/publication"; the runtime tree needs "a
 // nonempty, resolvable libcutensor.so.2", and "Hosted preparation rejects
 // and rebuilds restored trees missing cuFFT; Pod configuration also
-// requires it before running tests." And the change-aware CI seed: hosted
-// preparation "verifies the JIT headers with real NVRTC".
+// requires it before running tests"; "Static archives and independent
+// multi-GPU/MPI providers are excluded at installation, before cache
+// publication." And the change-aware CI seed: hosted preparation "verifies
+// the JIT headers with real NVRTC", and runtime trees exclude "Compiler
+// binaries, static libraries and driver stubs".
 func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 	published, gate := workflowtest.Read(t, "ci-cache-publish.yml"), workflowtest.Read(t, "runpod-gpu-test.yml")
 	reader := gate.Jobs["cuda-archive"]
@@ -429,6 +432,7 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 			t.Errorf("%s: the runtime trees are prepared for %s, want both tiers [12.6 12.8]", name, got)
 		}
 	}
+	var excludes []string
 	for _, kind := range []string{"toolkit", "runtime"} {
 		var paths []string
 		for _, side := range []struct {
@@ -477,6 +481,16 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 				if !strings.Contains(check.With["require"], "lib/libcutensor.so.2") || !strings.Contains(check.With["require"], "libcufft") {
 					t.Errorf("%s: the runtime tree requires %q, want libcutensor.so.2 and cuFFT", side.name, check.With["require"])
 				}
+				// What the seed leaves out of a runtime tree: static
+				// libraries, compiler binaries, driver stubs and cuTENSOR's
+				// multi-GPU provider; publisher and reader alike.
+				excluded := strings.Fields(check.With["exclude"])
+				for _, want := range []string{"**/*.a", "bin/**", "**/stubs/**", "**/libcutensorMg*"} {
+					if !slices.Contains(excluded, want) {
+						t.Errorf("%s: the runtime tree excludes %q, want %s among them", side.name, check.With["exclude"], want)
+					}
+				}
+				excludes = append(excludes, check.With["exclude"])
 				if check.With["compile-arch"] == "" || check.With["headers"] == "" {
 					t.Errorf("%s: the runtime tree's JIT headers are not compiled with its own NVRTC", side.name)
 				}
@@ -485,6 +499,9 @@ func TestCUDATreesProveThemselvesBeforeUseOrPublication(t *testing.T) {
 		if len(paths) == 2 && paths[0] != paths[1] {
 			t.Errorf("%s: publisher and reader paths %q", kind, paths)
 		}
+	}
+	if len(excludes) != 2 || excludes[0] != excludes[1] {
+		t.Errorf("publisher and reader exclude %q from the runtime tree: want the same", excludes)
 	}
 	// The pod requires the proven runtime tree before any test runs.
 	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]

@@ -201,12 +201,14 @@ cuda-tree)
 	need "${GPUGATE_INSTALL_SCRIPT:-}" "step cuda-tree needs install-script (run with the tree's path on a miss or a rejected restore)"
 	[ -n "${GPUGATE_REQUIRE:-}${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree needs require or compile-arch: a tree is trusted by a check, never by the cache's hit"
 	read -r -a reqs <<<"${GPUGATE_REQUIRE:-}"
+	read -r -a excls <<<"${GPUGATE_EXCLUDE:-}"
 	read -r -a hdrs <<<"${GPUGATE_HEADERS:-}"
 	[ ${#hdrs[@]} -eq 0 ] || [ -n "${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree: headers are compiled by the tree's NVRTC: give compile-arch too"
 	check() {
 		local ok=0 args=(-tree "$tree")
-		if [ ${#reqs[@]} -gt 0 ]; then
+		if [ $((${#reqs[@]} + ${#excls[@]})) -gt 0 ]; then
 			for r in "${reqs[@]}"; do args+=(-require "$r"); done
+			for x in "${excls[@]}"; do args+=(-exclude "$x"); done
 			(cd "$action" && go run ./examples/cachecheck "${args[@]}") || ok=1
 		fi
 		if [ -n "${GPUGATE_COMPILE_ARCH:-}" ]; then

@@ -47,10 +47,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	find := fs.String("find", "", "look up an unexpired artifact named exactly this content key from a trusted run (outputs artifact_id, artifact_run_id; a miss is not an error)")
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "with -find: owner/name")
 	trusted := fs.String("trusted", strings.Join(cachetrust.SeedPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
-	tree := fs.String("tree", "", "check a restored or freshly installed runtime tree instead: every symlink resolves inside it and each -require pattern matches a non-empty file")
-	var require []string
+	tree := fs.String("tree", "", "check a restored or freshly installed runtime tree instead: every symlink resolves inside it, each -require pattern matches a non-empty file and nothing matches an -exclude pattern")
+	var treeRules cachetrust.TreeRules
 	fs.Func("require", "with -tree: a doublestar pattern, relative to the tree, that must match at least one non-empty file (repeatable)", func(v string) error {
-		require = append(require, v)
+		treeRules.Required = append(treeRules.Required, v)
+		return nil
+	})
+	fs.Func("exclude", "with -tree: a doublestar pattern, relative to the tree, that nothing in it may match: what the installer leaves out before caching (**/*.a, bin/**, **/stubs/**; repeatable)", func(v string) error {
+		treeRules.Excluded = append(treeRules.Excluded, v)
 		return nil
 	})
 	if exit, ok := cli.Parse(fs, args); !ok {
@@ -59,7 +63,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	gha := ghaction.FromEnv(getenv)
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
 	if *tree != "" {
-		rep, err := cachetrust.CheckTree(*tree, require)
+		rep, err := cachetrust.CheckTree(*tree, treeRules)
+		for _, group := range rep.Copies {
+			msg := fmt.Sprintf("cachecheck: %s stores one library %d times (%s): keep soname links and lib/lib64 aliases as links, or every copy is cached and transferred again", *tree, len(group), strings.Join(group, ", "))
+			if gha.Actions {
+				ghaction.Warning(stdout, msg)
+			} else {
+				fmt.Fprintln(stderr, msg)
+			}
+		}
+		if *asJSON {
+			out, _ := json.MarshalIndent(rep, "", "  ")
+			fmt.Fprintln(stdout, string(out))
+		}
 		if err != nil {
 			// One line per problem: the restore is rejected and rebuilt.
 			for _, line := range strings.Split(err.Error(), "\n") {
@@ -70,7 +86,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			}
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s is complete: %d file(s), %d symlink(s) all resolving inside it, every required pattern matched\n", *tree, rep.Files, rep.Symlinks)
+		if !*asJSON {
+			fmt.Fprintf(stdout, "%s is complete: %d file(s), %d symlink(s) all resolving inside it, every required pattern matched, nothing excluded\n", *tree, rep.Files, rep.Symlinks)
+		}
 		return 0
 	}
 	if *find != "" {
@@ -117,7 +135,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		for _, g := range k.Unmatched {
 			note := fmt.Sprintf("include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g)
 			if gha.Actions {
-				fmt.Fprintln(stdout, "::notice::cachecheck: "+note) // workflow commands are read from stdout
+				ghaction.Notice(stdout, "cachecheck: "+note) // workflow commands are read from stdout
 				continue
 			}
 			fmt.Fprintln(stderr, note)

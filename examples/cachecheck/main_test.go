@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpugate/gpugate/cachetrust"
 )
 
 func TestChecksThisRepository(t *testing.T) {
@@ -181,5 +184,34 @@ func TestTreeRejectsAnIncompleteRestore(t *testing.T) {
 	errOut.Reset()
 	if code := run(args[:4], func(k string) string { return env[k] }, &out, &errOut); code != 0 || !strings.Contains(out.String(), "is complete: 1 file(s), 1 symlink(s)") {
 		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
+// -tree -exclude refuses a runtime tree carrying what its installer must
+// leave out, and a library stored twice is a warning in Actions (the tree
+// still passes); -json prints the report.
+func TestTreeRefusesExcludedContentAndWarnsOfCopies(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "lib"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib", "libcutensor.so.2.1.0"), []byte("\x7fELF"), 0o644)
+	os.WriteFile(filepath.Join(root, "lib", "libcutensor.so.2"), []byte("\x7fELF"), 0o644) // a copy, not a link
+	env := map[string]string{"GITHUB_ACTIONS": "true"}
+	getenv := func(k string) string { return env[k] }
+	args := []string{"-tree", root, "-require", "lib/libcutensor.so.2", "-exclude", "**/*.a", "-exclude", "**/libcutensorMg*"}
+	var out, errOut bytes.Buffer
+	if code := run(args, getenv, &out, &errOut); code != 0 || !strings.Contains(out.String(), "::warning::cachecheck: "+root+" stores one library 2 times (lib/libcutensor.so.2, lib/libcutensor.so.2.1.0)") {
+		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	os.WriteFile(filepath.Join(root, "lib", "libcutensor_static.a"), []byte("!<arch>"), 0o644)
+	out.Reset()
+	errOut.Reset()
+	if code := run(append(args, "-json"), getenv, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "lib/libcutensor_static.a matches the excluded **/*.a") {
+		t.Errorf("exit %d:\n%s%s", code, out.String(), errOut.String())
+	}
+	var rep cachetrust.TreeReport
+	// The report sits between the warning and the error annotation.
+	doc := out.String()[strings.Index(out.String(), "{"):]
+	if err := json.NewDecoder(strings.NewReader(doc)).Decode(&rep); err != nil || len(rep.Copies) != 1 {
+		t.Errorf("the JSON report: %+v, %v\n%s", rep, err, out.String())
 	}
 }

@@ -175,7 +175,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 // unknown, never zero.
 func runMarks(ctx context.Context, o options, getenv func(string) string, log io.Writer) cost.Marks {
 	warn := func(err error) cost.Marks {
-		fmt.Fprintf(log, "::warning::cleanup: stage marks unread, the stages are reported unknown: %s\n", err)
+		ghaction.Warning(log, fmt.Sprintf("cleanup: stage marks unread, the stages are reported unknown: %s", err))
 		return cost.Marks{}
 	}
 	owner, repo, err := cli.SplitRepo("cleanup", o.repo)

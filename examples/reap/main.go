@@ -128,9 +128,10 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 	}
 	if w := otherWorkflows(doc); w != "" {
 		if ghaction.FromEnv(getenv).Actions {
-			w = "::warning::" + w
+			ghaction.Warning(stdout, w)
+		} else {
+			fmt.Fprintln(stdout, w)
 		}
-		fmt.Fprintln(stdout, w)
 	}
 	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
 		return err

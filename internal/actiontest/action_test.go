@@ -207,6 +207,7 @@ mkdir -p "$1/lib"
 echo abi >"$1/lib/libcutensor.so.2.1.0"
 ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 [ -n "$BROKEN" ] || echo fft >"$1/lib/libcufft.so.11"
+[ -z "$STATIC" ] || echo '!<arch>' >"$1/lib/libcutensor_static.a"
 env >"$1/install-env"
 `), 0o755)
 	runtimeReq := "lib/libcutensor.so.2 lib/libcufft.so*"
@@ -389,6 +390,9 @@ env >"$1/install-env"
 			"a reader rejects a bad restore":  {map[string]string{"GPUGATE_CACHE_HIT": "true"}, true, 0, "reinstalled", "::warning::gpugate: the restored"},
 			"the publisher fails on it":       {map[string]string{"GPUGATE_CACHE_HIT": "true", "GPUGATE_PUBLISHER": "true"}, true, 1, "", "bump the manual version"},
 			"an install that fails its check": {map[string]string{"GPUGATE_CACHE_HIT": "false", "BROKEN": "1"}, false, 1, "", "the newly installed"},
+			// What the tree excludes: an installer that keeps it fails.
+			"an install without what the tree excludes":    {map[string]string{"GPUGATE_CACHE_HIT": "false", "GPUGATE_EXCLUDE": "**/*.a bin/**"}, false, 0, "installed", "cache miss; installing"},
+			"an install that keeps what the tree excludes": {map[string]string{"GPUGATE_CACHE_HIT": "false", "GPUGATE_EXCLUDE": "**/*.a bin/**", "STATIC": "1"}, false, 1, "", "lib/libcutensor_static.a matches the excluded **/*.a"},
 			// No NVRTC in this tree: the toolkit cannot prove itself.
 			"a toolkit that cannot compile": {map[string]string{"GPUGATE_CACHE_HIT": "false", "GPUGATE_REQUIRE": "", "GPUGATE_COMPILE_ARCH": "compute_90"}, false, 1, "", "failed its check"},
 		} {

@@ -158,8 +158,17 @@ func appendFile(path, text string) error {
 
 // Error writes an ::error:: workflow command. Outside Actions the runner
 // never reads it and a person sees a readable line.
-func Error(w io.Writer, msg string) {
-	fmt.Fprintf(w, "::error::%s\n", escapeData(msg))
+func Error(w io.Writer, msg string) { command(w, "error", msg) }
+
+// Warning writes a ::warning:: workflow command.
+func Warning(w io.Writer, msg string) { command(w, "warning", msg) }
+
+// Notice writes a ::notice:: workflow command.
+func Notice(w io.Writer, msg string) { command(w, "notice", msg) }
+
+// command writes one workflow command whose message stays one line.
+func command(w io.Writer, kind, msg string) {
+	fmt.Fprintf(w, "::%s::%s\n", kind, escapeData(msg))
 }
 
 // escapeData escapes a workflow command's message as the runner expects.
