@@ -2,6 +2,7 @@ package cachetrust
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +158,37 @@ func TestCheckTree_ReportsALibraryStoredTwiceInsteadOfLinked(t *testing.T) {
 	want := [][]string{{"lib64/libcufft.so.11", "lib64/libcufft.so.11.3.3.83"}}
 	if diff := cmp.Diff(want, rep.Copies); diff != "" {
 		t.Errorf("copies (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkCheckTree checks a runtime tree shaped like the seed's: mostly
+// JIT headers, shared libraries behind soname links (64 KiB each here) and
+// an include/lib64 alias; the realistic size and 100 times it.
+func BenchmarkCheckTree(b *testing.B) {
+	for _, size := range []struct {
+		name         string
+		headers, lib int
+	}{{"realistic-300", 280, 20}, {"100x-30000", 28_000, 2_000}} {
+		b.Run(size.name, func(b *testing.B) {
+			root := b.TempDir()
+			for _, d := range []string{"include/crt", "include/cuda/std", "lib"} {
+				os.MkdirAll(filepath.Join(root, d), 0o755)
+			}
+			for i := range size.headers {
+				os.WriteFile(filepath.Join(root, "include", []string{"crt", "cuda/std", "."}[i%3], fmt.Sprintf("h%05d.h", i)), []byte("#pragma once\n"), 0o644)
+			}
+			for i := range size.lib {
+				real := fmt.Sprintf("libx%04d.so.12.8.%d", i, i)
+				os.WriteFile(filepath.Join(root, "lib", real), make([]byte, 64<<10+i), 0o644)
+				os.Symlink(real, filepath.Join(root, "lib", fmt.Sprintf("libx%04d.so.12", i)))
+			}
+			os.Symlink("lib", filepath.Join(root, "lib64"))
+			rules := TreeRules{Required: []string{"lib/libx0000.so.12", "lib64/libx0001.so*"}, Excluded: seedExcluded}
+			for b.Loop() {
+				if _, err := CheckTree(root, rules); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
