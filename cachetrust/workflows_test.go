@@ -736,6 +736,20 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 			t.Errorf("the pod downloads %s %d times, want once plus one retry", want[1], downloads)
 		}
 	}
+	// Uploaded, the archive's parts leave the disk before listing extracts
+	// the archive.
+	archiveSteps := gate.Jobs["cuda-archive"].Steps
+	lastPart := -1
+	for i, s := range archiveSteps {
+		if strings.HasPrefix(s.With["path"], payloads["cuda-archive"][2]+"/") {
+			lastPart = i
+		}
+	}
+	freed := slices.IndexFunc(archiveSteps, func(s workflowtest.Step) bool { return strings.Contains(s.Run, `rm -rf -- "$RUNNER_TEMP/cuda-tests-parts"`) })
+	listed := slices.IndexFunc(archiveSteps, func(s workflowtest.Step) bool { return strings.Contains(s.Run, "--extract-to") })
+	if !(lastPart < freed && freed < listed) {
+		t.Errorf("the parts are uploaded by step %d, deleted at %d, the archive extracted at %d: want them deleted in between", lastPart, freed, listed)
+	}
 	// The whole archive stays available for a later run's reuse.
 	whole := false
 	for _, s := range gate.Jobs["cuda-archive"].Steps {
