@@ -20,7 +20,9 @@
 //     permissions outside an allowlist, no unlisted pull_request_target,
 //     no persisted checkout credentials beside provider secrets,
 //     byte-identical publisher/consumer key expressions, and action inputs
-//     that must agree across steps (Rules.ConsistentInputs).
+//     that must agree across steps (Rules.ConsistentInputs), and uploads
+//     that survive a re-run in the workflows maintainers re-run
+//     (Rules.RerunUploads).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
 //     only when every symlink resolves inside it, each required library
 //     pattern matches a non-empty file and nothing matches what its

@@ -28,6 +28,7 @@ const (
 	RuleKeyPair             = "key-pair"                     // publisher and consumer key expressions differ
 	RuleConsistentInput     = "consistent-input"             // an action input that must agree across steps differs
 	RuleActionSavesCache    = "action-saves-cache"           // a composite action saves a cache
+	RuleRerunUpload         = "rerun-upload"                 // an upload a re-run attempt would repeat, refused as a conflict
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 )
 
@@ -82,6 +83,12 @@ type Rules struct {
 	// step they apply to: a label or check name spelt one way in one
 	// workflow and another way in the next splits what the steps decide.
 	ConsistentInputs []ConsistentInput `yaml:"consistent_inputs"`
+	// RerunUploads are workflows (file paths) that must survive a re-run
+	// ("gh run rerun --failed"): an artifact name is unique in a workflow
+	// run across its attempts, so every actions/upload-artifact step in
+	// them must name its attempt (github.run_attempt) or set overwrite:
+	// true, or the re-run fails at the upload with a conflict.
+	RerunUploads []string `yaml:"rerun_uploads"`
 }
 
 // ConsistentInput is an input of an action (uses, without its @ref) that
@@ -414,9 +421,32 @@ func (c *checker) workflow(root *yaml.Node) {
 			}
 		}
 		c.credentials(name, job, stepList)
+		if slices.Contains(c.rules.RerunUploads, c.file) {
+			c.rerunUploads(name, stepList)
+		}
 	}
 	if topPerms == nil && !allJobsHavePerms {
 		c.add(keyNode(root, "jobs"), RuleNoPermissions, "no workflow-level permissions block and not every job declares one: the token's default (possibly write) permissions apply")
+	}
+}
+
+// rerunUploads reports each upload-artifact step a re-run attempt would
+// repeat under the same name without overwriting it.
+func (c *checker) rerunUploads(job string, steps []*yaml.Node) {
+	for _, s := range steps {
+		uses := scalar(get(s, "uses"))
+		if name, _, _ := strings.Cut(uses, "@"); name != "actions/upload-artifact" {
+			continue
+		}
+		with := get(s, "with")
+		artifact := scalar(get(with, "name"))
+		if strings.Contains(artifact, "github.run_attempt") || strings.EqualFold(strings.TrimSpace(scalar(get(with, "overwrite"))), "true") {
+			continue
+		}
+		if artifact == "" {
+			artifact = "artifact" // upload-artifact's default name
+		}
+		c.add(get(s, "uses"), RuleRerunUpload, "job %s uploads %q, which a re-run attempt uploads again under the same name and GitHub refuses as a conflict: set overwrite: true or put ${{ github.run_attempt }} in the name", job, artifact)
 	}
 }
 

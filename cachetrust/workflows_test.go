@@ -117,6 +117,37 @@ func TestCheckWorkflows_OnlyThePublisherSavesAndOnlyFromTheDefaultBranch(t *test
 	}
 }
 
+// Seed: "A failed paid gate is still retried by any later delivery for the
+// same ref. Re-run a failed gate with gh run rerun <run id> --failed." In a
+// workflow the rules name as re-run, an upload must name its attempt or
+// overwrite: an artifact name is unique in a run across its attempts.
+func TestCheckWorkflows_AnUploadMustSurviveARerun(t *testing.T) {
+	head := "on: workflow_dispatch\npermissions: {contents: read}\njobs:\n  b:\n    steps:\n"
+	tests := map[string]struct {
+		path, step string
+		want       []string
+	}{
+		"the same name again":   {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/upload-artifact@v4\n        with: {name: archive, path: x}\n", []string{RuleRerunUpload}},
+		"the default name":      {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/upload-artifact@v4\n        with: {path: x}\n", []string{RuleRerunUpload}},
+		"an expression is not":  {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/upload-artifact@v4\n        with: {name: a, path: x, overwrite: '${{ inputs.o }}'}\n", []string{RuleRerunUpload}},
+		"overwrite":             {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/upload-artifact@v4\n        with: {name: archive, path: x, overwrite: true}\n", nil},
+		"the attempt's name":    {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/upload-artifact@v4\n        with: {name: 'cost-${{ github.run_attempt }}', path: x}\n", nil},
+		"a workflow not listed": {".github/workflows/release.yml", "      - uses: actions/upload-artifact@v4\n        with: {name: archive, path: x}\n", nil},
+		"a download":            {".github/workflows/runpod-gpu-test.yml", "      - uses: actions/download-artifact@v4\n        with: {name: archive}\n", nil},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := check(t, tt.path, head+tt.step)
+			if !slices.Equal(ruleIDs(fs), tt.want) {
+				t.Fatalf("%v, want %v", fs, tt.want)
+			}
+			if len(fs) == 1 && (fs[0].Line != 6 || !strings.Contains(fs[0].Message, "overwrite: true")) {
+				t.Errorf("%+v", fs[0])
+			}
+		})
+	}
+}
+
 func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
 	steps := "    steps: [{run: 'true'}]\n"
 	tests := map[string]struct {
@@ -745,7 +776,9 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 			lastPart = i
 		}
 	}
-	freed := slices.IndexFunc(archiveSteps, func(s workflowtest.Step) bool { return strings.Contains(s.Run, `rm -rf -- "$RUNNER_TEMP/cuda-tests-parts"`) })
+	freed := slices.IndexFunc(archiveSteps, func(s workflowtest.Step) bool {
+		return strings.Contains(s.Run, `rm -rf -- "$RUNNER_TEMP/cuda-tests-parts"`)
+	})
 	listed := slices.IndexFunc(archiveSteps, func(s workflowtest.Step) bool { return strings.Contains(s.Run, "--extract-to") })
 	if !(lastPart < freed && freed < listed) {
 		t.Errorf("the parts are uploaded by step %d, deleted at %d, the archive extracted at %d: want them deleted in between", lastPart, freed, listed)
