@@ -467,6 +467,42 @@ func TestCollectReaper_SavesTheRecoveryRecordBesideTheRuns(t *testing.T) {
 	}
 }
 
+// Seed 001: "The existing keep_failed_pods dispatch input still retains
+// rejected pods for manual dashboard inspection and continues billing." A
+// debug pod the reaper keeps (rule retained) and never deletes is counted
+// as still billing at its largest estimate; one it later deleted is
+// counted once, with the deletion's estimate, which includes the
+// retention.
+func TestReaperSpend_RetainedDebugPodsKeepBillingUntilDeleted(t *testing.T) {
+	cost := func(v float64) *float64 { return &v }
+	type dec = struct {
+		PodID         string   `json:"pod_id"`
+		Rule          string   `json:"rule"`
+		Action        string   `json:"action"`
+		EstimatedCost *float64 `json:"estimated_cost"`
+	}
+	docs := []reaperDoc{
+		{Decisions: []dec{{"kept", "retained", "none", cost(0.4)}, {"later", "retained", "none", cost(0.3)}, {"unpriced", "retained", "none", nil}}},
+		// A later sweep: the estimates grew; "later" was reclaimed when its
+		// retention record expired.
+		{Decisions: []dec{{"kept", "retained", "none", cost(0.9)}, {"later", "run-completed", "deleted", cost(0.8)}}},
+		// An older sweep's document read last: the largest estimate wins.
+		{Decisions: []dec{{"kept", "retained", "none", cost(0.1)}, {"unpriced", "retained", "none", nil}}},
+	}
+	got := reaperSpend(docs, nil)
+	want := ReaperSpend{Sweeps: 3, Deleted: 1, EstimatedCost: 0.8, Retained: 2, RetainedCost: 0.9, RetainedUnknown: 1}
+	if *got != want {
+		t.Errorf("%+v, want %+v", *got, want)
+	}
+	md := Summary{Reaper: got}.Markdown()
+	if !strings.Contains(md, "Retained for inspection and not yet deleted when last swept: 2 debug pods, still billing, an estimated USD 0.90 so far (1 with an unknown start)") {
+		t.Errorf("the Markdown summary does not show the retained pods:\n%s", md)
+	}
+	if md := (Summary{Reaper: &ReaperSpend{Sweeps: 1}}).Markdown(); strings.Contains(md, "Retained for inspection") {
+		t.Errorf("a line for no retained pod:\n%s", md)
+	}
+}
+
 func TestCollect_EveryAttemptLogsAndOnlySmallCostArtifactsResumably(t *testing.T) {
 	c, hits := fakeGitHub(t)
 	dir := t.TempDir()

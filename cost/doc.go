@@ -22,6 +22,8 @@
 //     chart that sets rejected candidates and re-tested refs apart from
 //     useful spend. These are estimates, not invoices.
 //   - CollectReaper saves the orphan reaper's decision artifacts; Summarize
-//     totals its deletions and counts the runs whose own report had no
-//     deletion evidence that a reaper deletion recovers.
+//     totals its deletions, counts the runs whose own report had no
+//     deletion evidence that a reaper deletion recovers, and the debug pods
+//     it kept for inspection and never deleted, still billing, at their
+//     latest estimate.
 package cost

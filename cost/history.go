@@ -354,6 +354,13 @@ type ReaperSpend struct {
 	EstimatedCost float64 `json:"estimated_cost"` // of the deleted pods, from their start; an estimate
 	UnknownCost   int     `json:"unknown_cost"`   // deleted pods without an estimate (start unknown)
 	Recovered     int     `json:"recovered"`      // deleted pods whose workflow report had no deletion evidence
+	// Retained counts the debug pods a sweep kept for inspection
+	// (keep_failed_pods) that no saved sweep deleted: still billing when
+	// last seen. RetainedCost is their latest estimate each (the largest,
+	// as a pod's estimate only grows); RetainedUnknown those without one.
+	Retained        int     `json:"retained"`
+	RetainedCost    float64 `json:"retained_cost"`
+	RetainedUnknown int     `json:"retained_unknown_cost"`
 }
 
 // reaperDoc is the part of a reaper decisions document (what the reap
@@ -361,6 +368,7 @@ type ReaperSpend struct {
 type reaperDoc struct {
 	Decisions []struct {
 		PodID         string   `json:"pod_id"`
+		Rule          string   `json:"rule"`
 		Action        string   `json:"action"`
 		EstimatedCost *float64 `json:"estimated_cost"`
 	} `json:"decisions"`
@@ -460,8 +468,15 @@ func reaperSpend(docs []reaperDoc, evs []evidence) *ReaperSpend {
 	}
 	rs := &ReaperSpend{Sweeps: len(docs)}
 	deleted := map[string]bool{}
+	retained := map[string]*float64{} // pod -> its largest estimate (nil: none known)
 	for _, d := range docs {
 		for _, dec := range d.Decisions {
+			if dec.Rule == "retained" {
+				prev, seen := retained[dec.PodID]
+				if !seen || dec.EstimatedCost != nil && (prev == nil || *dec.EstimatedCost > *prev) {
+					retained[dec.PodID] = dec.EstimatedCost
+				}
+			}
 			switch {
 			case dec.Action == "delete-failed":
 				rs.DeleteFailed++
@@ -478,6 +493,17 @@ func reaperSpend(docs []reaperDoc, evs []evidence) *ReaperSpend {
 					rs.Recovered++
 				}
 			}
+		}
+	}
+	for pod, est := range retained {
+		switch {
+		case deleted[pod]: // its deletion's estimate counts it, retention included
+		case est == nil:
+			rs.Retained++
+			rs.RetainedUnknown++
+		default:
+			rs.Retained++
+			rs.RetainedCost += *est
 		}
 	}
 	return rs
@@ -638,6 +664,10 @@ func (s Summary) Markdown() string {
 	if r := s.Reaper; r != nil {
 		fmt.Fprintf(&b, "Orphan reaper (%d sweeps): deleted %d pods, an estimated USD %.2f (%d with an unknown start); %d deletions failed; %d of its deletions recover a run whose own report had no deletion evidence.\n\n",
 			r.Sweeps, r.Deleted, r.EstimatedCost, r.UnknownCost, r.DeleteFailed, r.Recovered)
+		if r.Retained > 0 {
+			fmt.Fprintf(&b, "Retained for inspection and not yet deleted when last swept: %d debug pods, still billing, an estimated USD %.2f so far (%d with an unknown start). Delete them when done.\n\n",
+				r.Retained, r.RetainedCost, r.RetainedUnknown)
+		}
 	}
 	for _, n := range s.Notes {
 		b.WriteString("_" + n + "_\n")
