@@ -73,7 +73,12 @@ func TestTheDecisionsAreTheCostHistorysRecoveryRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		deleted, estimated, unknown := []string{}, 0.0, 0
+		retained, retainedCost := 0, 0.0 // the simulation's debug pod, still billing
 		for _, d := range doc.Decisions {
+			if d.Rule == runpod.RuleRetained && d.EstimatedCost != nil {
+				retained++
+				retainedCost += *d.EstimatedCost
+			}
 			if d.Action == runpod.ActionDeleted {
 				deleted = append(deleted, d.PodID)
 				if d.EstimatedCost != nil {
@@ -98,7 +103,11 @@ func TestTheDecisionsAreTheCostHistorysRecoveryRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &cost.ReaperSpend{Sweeps: 1, Deleted: len(deleted), EstimatedCost: estimated, UnknownCost: unknown, Recovered: 1}
+		if retained == 0 {
+			t.Fatal("the simulation retains no debug pod")
+		}
+		want := &cost.ReaperSpend{Sweeps: 1, Deleted: len(deleted), EstimatedCost: estimated, UnknownCost: unknown, Recovered: 1,
+			Retained: retained, RetainedCost: retainedCost}
 		if s.Reaper == nil || *s.Reaper != *want {
 			t.Errorf("reaper %+v, want %+v", s.Reaper, want)
 		}
