@@ -990,3 +990,45 @@ func TestACacheHitIsVerifiedByTheRestoredArtifactsNotItsMessage(t *testing.T) {
 		})
 	}
 }
+
+// The cache-trust seed: "The consumer (runpod-gpu-test.yml) and publisher
+// (ci-cache-publish.yml) compute the key with byte-identical expressions
+// over an identical checkout layout", and the key's "manually bumped vN
+// component cover[s] the archive build commands and toolkit selection". A
+// key match must mean the same archive: the publisher builds with the same
+// script (hashed into the key) and the same proven toolkit as the GPU
+// workflow, after the toolkit job it depends on.
+func TestThePublisherBuildsTheArchiveAsTheGPUWorkflowDoes(t *testing.T) {
+	published := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-archive"]
+	consumed := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-archive"]
+	type build struct {
+		script, tree, arch, key string
+	}
+	read := func(name string, j workflowtest.Job) build {
+		var b build
+		restoreKey := map[string]string{} // step id -> key
+		for _, s := range j.Steps {
+			switch {
+			case strings.HasPrefix(s.Uses, "actions/cache/restore@"):
+				restoreKey[s.ID] = s.With["key"]
+			case s.With["step"] == "cuda-tree":
+				b.tree, b.arch = s.With["tree"], s.With["compile-arch"]
+				id := strings.TrimSuffix(strings.TrimPrefix(s.With["cache-hit"], "${{ steps."), ".outputs.cache-hit }}")
+				b.key = restoreKey[id]
+			case strings.Contains(s.Run, "build_gpu_archive") || strings.Contains(s.Run, "nextest archive"):
+				if b.tree == "" {
+					t.Errorf("%s builds the archive before any toolkit proved itself", name)
+				}
+				b.script = s.Run
+			}
+		}
+		return b
+	}
+	p, c := read("the publisher", published), read("the GPU workflow", consumed)
+	if p != c || p.script == "" || p.key == "" {
+		t.Errorf("the publisher builds with %+v, the GPU workflow with %+v: want the same script, toolkit and toolkit key", p, c)
+	}
+	if !published.NeedsJob("cuda-toolkit") {
+		t.Error("the publisher's archive job does not wait for the toolkit it publishes")
+	}
+}
