@@ -339,3 +339,38 @@ func TestTheShardedLinkAssertsItReusedEveryShardObject(t *testing.T) {
 		}
 	}
 }
+
+// The change-aware CI seed: a retry "reuses the same immutable per-run
+// archive ... retries never compile Rust", and the archive "is extracted
+// once and its build metadata reused without compilation": on a reused
+// artifact or a cache hit the build script is skipped, yet cargo-nextest
+// still lists the archive, runs the host lane and travels to the pod. Both
+// archive jobs install one pinned cargo-nextest, unconditionally, before
+// anything uses it.
+func TestCargoNextestIsInstalledOnEveryPathBeforeItsFirstUse(t *testing.T) {
+	var versions []string
+	for file, job := range map[string]string{"runpod-gpu-test.yml": "cuda-archive", "ci-cache-publish.yml": "cuda-archive"} {
+		steps := workflowtest.Read(t, file).Jobs[job].Steps
+		installed := -1
+		for i, s := range steps {
+			if strings.Contains(s.Run, "get.nexte.st/") {
+				if s.If != "" {
+					t.Errorf("%s: cargo-nextest is installed only if %q", file, s.If)
+				}
+				installed = i
+				versions = append(versions, s.Env["NEXTEST_VERSION"])
+				continue
+			}
+			uses := strings.Contains(s.Run, "nextest") || strings.Contains(s.Run, "build_gpu_archive")
+			if uses && installed < 0 {
+				t.Errorf("%s step %d (%q) uses cargo-nextest before any step installs it", file, i, s.Name)
+			}
+		}
+		if installed < 0 {
+			t.Errorf("%s %s never installs cargo-nextest", file, job)
+		}
+	}
+	if len(versions) != 2 || versions[0] != versions[1] || strings.Count(versions[0], ".") != 2 {
+		t.Errorf("cargo-nextest versions %q: want one exact version in both", versions)
+	}
+}
