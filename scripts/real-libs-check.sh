@@ -12,18 +12,24 @@
 #
 # DEBIAN_MIRROR (default http://deb.debian.org/debian) and DEBIAN_SUITE
 # (default bookworm: NVRTC 11.8 and driver 535) choose the archive;
-# NVRTC_PACKAGES and DRIVER_PACKAGE name that suite's packages.
+# NVRTC_PACKAGES and DRIVER_PACKAGE name that suite's packages, and
+# DEBIAN_KEYRING the archive's signing keys (debian-archive-keyring).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 suite="${DEBIAN_SUITE:-bookworm}"
 read -r -a nvrtc <<<"${NVRTC_PACKAGES:-libnvrtc11.2 libnvrtc-builtins11.8}"
 driver="${DRIVER_PACKAGE:-libcuda1}"
+keyring="${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}"
+for tool in apt-get dpkg-deb go; do
+  command -v "$tool" >/dev/null || { echo "real-libs-check: needs $tool (a Debian or Ubuntu machine with Go)" >&2; exit 2; }
+done
+[ -r "$keyring" ] || { echo "real-libs-check: no Debian archive keyring at $keyring: install debian-archive-keyring or set DEBIAN_KEYRING" >&2; exit 2; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf -- "$tmp"' EXIT
 mkdir -p "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/debs" "$tmp/root"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite non-free" >"$tmp/sources.list"
+echo "deb [signed-by=$keyring] $mirror $suite non-free" >"$tmp/sources.list"
 apt=(apt-get -q -o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=- -o "Dir::State::Lists=$tmp/lists"
   -o "Dir::Cache=$tmp/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
 "${apt[@]}" update >/dev/null
