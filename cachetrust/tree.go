@@ -181,8 +181,7 @@ func copies(root string, bySize map[int64][]string) [][]string {
 			if err != nil {
 				continue
 			}
-			var sum [sha256.Size]byte
-			copy(sum[:], h.Sum(nil))
+			sum := [sha256.Size]byte(h.Sum(nil))
 			byHash[sum] = append(byHash[sum], p)
 		}
 		for _, g := range byHash {
