@@ -8,7 +8,14 @@
 # account or network access needed beyond a Debian mirror), unpacks them
 # into a temporary directory and changes nothing on the machine.
 #
-#   scripts/real-libs-check.sh
+#   scripts/real-libs-check.sh [--install]
+#
+# With --install (root only, on a disposable machine or container), the
+# proof as the Action builds it also runs inside its rendered startup with
+# the real curl and dpkg: it downloads the NVRTC, repackaged as a tier's
+# .deb, over HTTPS from a loopback server, checks its pin, installs it with
+# dpkg -i and stops at the missing device; a wrong pin installs nothing. The
+# test removes the package it installed.
 #
 # DEBIAN_MIRROR (default http://deb.debian.org/debian) and DEBIAN_SUITE
 # (default bookworm: NVRTC 11.8 and driver 535) choose the archive;
@@ -16,6 +23,14 @@
 # DEBIAN_KEYRING the archive's signing keys (debian-archive-keyring).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+"") ;;
+--install)
+  [ "$(id -u)" = 0 ] || { echo "real-libs-check: --install installs a package with dpkg: run it as root" >&2; exit 2; }
+  export GPUGATE_REAL_DPKG=1
+  ;;
+*) echo "usage: real-libs-check.sh [--install]" >&2; exit 2 ;;
+esac
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 suite="${DEBIAN_SUITE:-bookworm}"
 read -r -a nvrtc <<<"${NVRTC_PACKAGES:-libnvrtc11.2 libnvrtc-builtins11.8}"
