@@ -8,7 +8,7 @@
 # account or network access needed beyond a Debian mirror), unpacks them
 # into a temporary directory and changes nothing on the machine.
 #
-#   scripts/real-libs-check.sh [--install]
+#   scripts/real-libs-check.sh [--install] [--headers]
 #
 # With --install (root only, on a disposable machine or container), the
 # proof as the Action builds it also runs inside its rendered startup with
@@ -17,20 +17,27 @@
 # dpkg -i and stops at the missing device; a wrong pin installs nothing. The
 # test removes the package it installed.
 #
+# With --headers, NVIDIA's CUDA headers (Debian's nvidia-cuda-dev, a 774 MB
+# download; only its include directory is unpacked) go through the runtime
+# tree's JIT header check with the real NVRTC.
+#
 # DEBIAN_MIRROR (default http://deb.debian.org/debian) and DEBIAN_SUITE
 # (default bookworm: NVRTC 11.8 and driver 535) choose the archive;
 # NVRTC_PACKAGES and DRIVER_PACKAGE name that suite's packages, and
 # DEBIAN_KEYRING the archive's signing keys (debian-archive-keyring).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-case "${1:-}" in
-"") ;;
---install)
-  [ "$(id -u)" = 0 ] || { echo "real-libs-check: --install installs a package with dpkg: run it as root" >&2; exit 2; }
-  export GPUGATE_REAL_DPKG=1
-  ;;
-*) echo "usage: real-libs-check.sh [--install]" >&2; exit 2 ;;
-esac
+headers=""
+for arg in "$@"; do
+  case "$arg" in
+  --install)
+    [ "$(id -u)" = 0 ] || { echo "real-libs-check: --install installs a package with dpkg: run it as root" >&2; exit 2; }
+    export GPUGATE_REAL_DPKG=1
+    ;;
+  --headers) headers="${HEADERS_PACKAGE:-nvidia-cuda-dev}" ;;
+  *) echo "usage: real-libs-check.sh [--install] [--headers]" >&2; exit 2 ;;
+  esac
+done
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 suite="${DEBIAN_SUITE:-bookworm}"
 read -r -a nvrtc <<<"${NVRTC_PACKAGES:-libnvrtc11.2 libnvrtc-builtins11.8}"
@@ -50,6 +57,13 @@ apt=(apt-get -q -o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceP
 "${apt[@]}" update >/dev/null
 (cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}" "$driver")
 for deb in "$tmp"/debs/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+if [ -n "$headers" ]; then
+  mkdir -p "$tmp/headers" "$tmp/dev"
+  (cd "$tmp/headers" && "${apt[@]}" download "$headers")
+  dpkg-deb --fsys-tarfile "$tmp"/headers/*.deb | tar -x -C "$tmp/dev" --wildcards './usr/include/*'
+  export GPUGATE_REAL_CUDA_INCLUDE="$tmp/dev/usr/include"
+  echo "CUDA headers from $GPUGATE_REAL_CUDA_INCLUDE"
+fi
 
 nvrtcdir=$(dirname "$(find "$tmp/root" -name 'libnvrtc.so*' -print -quit)")
 cudadir=$(dirname "$(find "$tmp/root" -name 'libcuda.so.1' -print -quit)")

@@ -125,3 +125,29 @@ func TestRealLibraries_ADriverWithoutADeviceFailsTheProofByName(t *testing.T) {
 	}
 	t.Logf("%v", err)
 }
+
+// The change-aware seed: hosted preparation "verifies the JIT headers with
+// real NVRTC". With NVIDIA's own headers (GPUGATE_REAL_CUDA_INCLUDE, from
+// Debian's nvidia-cuda-dev: scripts/real-libs-check.sh --headers), the
+// runtime tree's header check compiles them with the real NVRTC, and a
+// header the tree lacks fails with NVRTC's log naming it.
+func TestRealLibraries_TheJITHeaderCheckCompilesNVIDIAsHeaders(t *testing.T) {
+	include := os.Getenv("GPUGATE_REAL_CUDA_INCLUDE")
+	if include == "" {
+		t.Skip("set GPUGATE_REAL_CUDA_INCLUDE to a CUDA include directory (scripts/real-libs-check.sh --headers)")
+	}
+	nvrtc, err := smoke.OpenNVRTC(realNVRTCDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := smoke.CheckHeaders(nvrtc, "compute_90", include, []string{"cuda_fp16.h", "cuda_bf16.h", "cuComplex.h"})
+	if err != nil || !strings.Contains(text, "compiled cuda_fp16.h, cuda_bf16.h, cuComplex.h") {
+		t.Fatalf("%q, %v", text, err)
+	}
+	_, err = smoke.CheckHeaders(nvrtc, "compute_90", include, []string{"cuda_fp16.h", "gpugate/not-in-the-tree.h"})
+	var ce *smoke.CUDAError
+	if !errors.Is(err, smoke.ErrToolkit) || !errors.As(err, &ce) || !strings.Contains(ce.Log, "gpugate/not-in-the-tree.h") {
+		t.Errorf("a header the tree lacks: %v", err)
+	}
+	t.Log(text)
+}
