@@ -111,7 +111,7 @@ func loadFakeDriver(t *testing.T) *fakeDriver {
 
 func dlopen(t *testing.T, lib string) uintptr {
 	t.Helper()
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	h, err := dlopenFake(lib)
 	if err != nil {
 		t.Fatalf("load the fake %s: %v", lib, err)
 	}

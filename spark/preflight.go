@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -154,14 +153,6 @@ func ParseComputeApps(out []byte) []string {
 	return apps
 }
 
-// StatfsDisk reports free space with statfs(2).
+// StatfsDisk reports free space with statfs(2) (Linux, macOS, FreeBSD;
+// elsewhere Free fails, so the preflight fails closed).
 type StatfsDisk struct{}
-
-// Free returns the bytes available to unprivileged users at path.
-func (StatfsDisk) Free(path string) (uint64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", path, err)
-	}
-	return st.Bavail * uint64(st.Bsize), nil
-}

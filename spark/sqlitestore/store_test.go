@@ -123,7 +123,8 @@ func TestCrashHelper(t *testing.T) {
 			tx.PutRequest(spark.Request{ID: fmt.Sprint("torn-", i), State: spark.Queued, Seq: seq})
 			if i == 500 {
 				tx.NextToken()
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				self, _ := os.FindProcess(os.Getpid())
+				self.Kill() // SIGKILL, or TerminateProcess on Windows: no deferred code runs
 			}
 		}
 		return nil
