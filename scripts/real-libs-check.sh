@@ -6,7 +6,10 @@
 # symbol the proof binds and fails its compile step by name when there is
 # no device. It fetches both from Debian's non-free archive (no NVIDIA
 # account or network access needed beyond a Debian mirror), unpacks them
-# into a temporary directory and changes nothing on the machine.
+# into a temporary directory and changes nothing on the machine. It also
+# pins those packages with smoke/tiers.Pin from the archive's own Packages
+# index (the format of NVIDIA's repository) and checks that each pin is the
+# SHA-256 of the file apt downloaded.
 #
 #   scripts/real-libs-check.sh [--install] [--headers]
 #
@@ -57,6 +60,12 @@ apt=(apt-get -q -o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceP
 "${apt[@]}" update >/dev/null
 (cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}" "$driver")
 for deb in "$tmp"/debs/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+# The index apt verified against the signed InRelease, decompressed: the
+# pin tool must give exactly the checksums of the files apt downloaded.
+index=$(find "$tmp/lists" -maxdepth 1 -name "*_${suite}_non-free_binary-*_Packages*" -print -quit)
+[ -n "$index" ] || { echo "real-libs-check: apt kept no Packages index in $tmp/lists" >&2; exit 1; }
+/usr/lib/apt/apt-helper cat-file "$index" >"$tmp/Packages"
+export GPUGATE_REAL_PACKAGES_INDEX="$tmp/Packages" GPUGATE_REAL_DEBS="$tmp/debs"
 if [ -n "$headers" ]; then
   mkdir -p "$tmp/headers" "$tmp/dev"
   (cd "$tmp/headers" && "${apt[@]}" download "$headers")
@@ -75,4 +84,4 @@ else
   export GPUGATE_REAL_DRIVER_WITHOUT_GPU=1 LD_LIBRARY_PATH="$cudadir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 # As the pod runs it: a static binary (no cgo), loading the libraries through purego.
-CGO_ENABLED=0 go test -count=1 -v -run 'TestRealLibraries_' ./smoke
+CGO_ENABLED=0 go test -count=1 -v -run 'TestRealLibraries_|TestRealIndex_' ./smoke ./smoke/tiers
