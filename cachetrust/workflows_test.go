@@ -1032,3 +1032,33 @@ func TestThePublisherBuildsTheArchiveAsTheGPUWorkflowDoes(t *testing.T) {
 		t.Error("the publisher's archive job does not wait for the toolkit it publishes")
 	}
 }
+
+// The cache-trust seed: the archive key is derived from "the Rust toolchain
+// version (rustc -V)", and "The consumer ... and publisher ... compute the
+// key with byte-identical expressions". Both archive jobs read rustc -V in a
+// step of their own and hash it into the key through the Action's
+// toolchain input, the same way; the step, run as written, outputs the
+// compiler's version string.
+func TestTheKeyHashesTheRustToolchainTheSameWayOnBothSides(t *testing.T) {
+	var seen []string
+	for file, job := range map[string]string{"ci-cache-publish.yml": "cuda-archive", "runpod-gpu-test.yml": "cuda-archive"} {
+		j := workflowtest.Read(t, file).Jobs[job]
+		key := j.Step(t, "key", func(s workflowtest.Step) bool { return s.With["step"] == "cache-check" && s.With["cache-key"] == "true" })
+		id := strings.TrimSuffix(strings.TrimPrefix(key.With["toolchain"], "${{ steps."), ".outputs.rustc }}")
+		if id == "" || id == key.With["toolchain"] {
+			t.Fatalf("%s: the key step's toolchain is %q: want a step's rustc output", file, key.With["toolchain"])
+		}
+		read := j.Step(t, "toolchain", func(s workflowtest.Step) bool { return s.ID == id })
+		seen = append(seen, read.Run+"|"+key.With["toolchain"])
+		r := workflowtest.NewRunner(t)
+		bin := t.TempDir()
+		os.WriteFile(filepath.Join(bin, "rustc"), []byte("#!/bin/sh\n[ \"$1\" = -V ] && echo 'rustc 1.95.0 (59807616e 2026-04-14)'\n"), 0o755)
+		r.Path = bin + string(os.PathListSeparator) + r.Path
+		if res := r.Run(t, read, nil); res.Code != 0 || res.Output("rustc") != "rustc 1.95.0 (59807616e 2026-04-14)" {
+			t.Errorf("%s: the toolchain step wrote %q (exit %d):\n%s", file, res.Outputs, res.Code, res.Out)
+		}
+	}
+	if len(seen) != 2 || seen[0] != seen[1] {
+		t.Errorf("the publisher and the GPU workflow read the toolchain differently: %q", seen)
+	}
+}

@@ -135,6 +135,7 @@ cache-check)
 	elif [ "${GPUGATE_CACHE_KEY:-false}" = true ]; then
 		args+=(-key)
 		[ -z "${GPUGATE_KEY_SPEC:-}" ] || args+=(-spec "$(rel "$GPUGATE_KEY_SPEC")")
+		[ -z "${GPUGATE_TOOLCHAIN:-}" ] || args+=(-toolchain "$GPUGATE_TOOLCHAIN")
 	fi
 	[ -z "${GPUGATE_RULES:-}" ] || args+=(-rules "$(rel "$GPUGATE_RULES")")
 	;;

@@ -251,6 +251,7 @@ env >"$1/install-env"
 			"GPUGATE_NOT_RUN": "tenferro-cuda::capability two_device_registration (two-device)"}, []string{"published"}, nil},
 		{"cache-check", nil, nil, nil},
 		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}, nil},
+		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true", "GPUGATE_TOOLCHAIN": "rustc 1.95.0 (59807616e 2026-04-14)"}, []string{"key"}, nil},
 		{"cache-check", map[string]string{"GPUGATE_FIND_ARTIFACT": "cuda-archive-v1-abc"}, []string{"artifact_id", "artifact_run_id"}, map[string]string{"artifact_id": "8", "artifact_run_id": "80"}},
 		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},
 		{"recover", map[string]string{"GPUGATE_PR": "5", "GPUGATE_WORKFLOW": ".github/workflows/runpod-gpu-test.yml"}, []string{"ref"}, nil},
@@ -264,6 +265,7 @@ env >"$1/install-env"
 	// repository-relative path, the tracked files). In a copy of the tree
 	// without its .git they are skipped, and their outputs with them.
 	inGit := exec.Command("git", "-C", abs, "rev-parse", "--is-inside-work-tree").Run() == nil
+	keys := map[string]string{} // the content key by toolchain input
 	for _, s := range steps {
 		t.Run(s.step, func(t *testing.T) {
 			if s.step == "classify" && !inGit {
@@ -303,6 +305,14 @@ env >"$1/install-env"
 				declared[w] = true
 			}
 			switch s.step {
+			case "cache-check":
+				// The toolchain input reaches the key.
+				if key := regexp.MustCompile(`(?m)^key=(.+)$`).FindSubmatch(written); key != nil {
+					keys[s.env["GPUGATE_TOOLCHAIN"]] = string(key[1])
+					if len(keys) == 2 && keys[""] == keys[s.env["GPUGATE_TOOLCHAIN"]] {
+						t.Errorf("the toolchain input does not change the key %s", keys[""])
+					}
+				}
 			case "install":
 				// Each command is built from the Action's checkout into the
 				// directory the step puts on the job's PATH.
