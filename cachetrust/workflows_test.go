@@ -1043,7 +1043,9 @@ func TestTheKeyHashesTheRustToolchainTheSameWayOnBothSides(t *testing.T) {
 	var seen []string
 	for file, job := range map[string]string{"ci-cache-publish.yml": "cuda-archive", "runpod-gpu-test.yml": "cuda-archive"} {
 		j := workflowtest.Read(t, file).Jobs[job]
-		key := j.Step(t, "key", func(s workflowtest.Step) bool { return s.With["step"] == "cache-check" && s.With["cache-key"] == "true" })
+		key := j.Step(t, "key", func(s workflowtest.Step) bool {
+			return s.With["step"] == "cache-check" && s.With["cache-key"] == "true"
+		})
 		id := strings.TrimSuffix(strings.TrimPrefix(key.With["toolchain"], "${{ steps."), ".outputs.rustc }}")
 		if id == "" || id == key.With["toolchain"] {
 			t.Fatalf("%s: the key step's toolchain is %q: want a step's rustc output", file, key.With["toolchain"])
