@@ -7,7 +7,9 @@
 //     components and a manual vN), never branch, ref or commit identity.
 //     Explain says which inputs made two keys differ, and
 //     ArchiveKey.Unmatched names include globs that covered no file (a
-//     misspelt one would leave its files out of the key).
+//     misspelt one would leave its files out of the key). LoadKeySpec reads
+//     the spec from a strict file over RustWorkspaceSpec (ExampleKeySpec:
+//     the binding set and PTX toolkit components, the manual version).
 //   - Embeds and CheckEmbeds: files compiled into binaries (Rust
 //     include_str!/include_bytes!, Go //go:embed) must be inputs of the key.
 //   - Trusted and FindArtifact: reuse an artifact only when its name is the

@@ -67,3 +67,15 @@ func ExampleCheckTree() {
 	// cachetrust: incomplete runtime tree: lib64/libcutensor.so.2 -> libcutensor.so.2.1.0 does not resolve
 	// cachetrust: incomplete runtime tree: no non-empty file matches the required lib64/libcutensor.so.2
 }
+
+// A key spec file pins what no hashed file records: the binding set and
+// the PTX toolkit, and the manual version.
+func ExampleLoadKeySpec() {
+	spec, err := cachetrust.LoadKeySpec([]byte("components: [cudarc-cuda-12080, ptx-12.8]\nversion: v2\n"))
+	fmt.Println(spec.Prefix, spec.Components, spec.Version, err)
+	_, err = cachetrust.LoadKeySpec([]byte("componets: [ptx-12.8]\n"))
+	fmt.Println(errors.Is(err, cachetrust.ErrSpec))
+	// Output:
+	// cuda-archive [cudarc-cuda-12080 ptx-12.8] v2 <nil>
+	// true
+}

@@ -1,7 +1,9 @@
 package cachetrust
 
 import (
+	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"go.yaml.in/yaml/v3"
 )
 
 // KeySpec names the material inputs of a content-addressed cache or
@@ -61,6 +64,29 @@ type ArchiveKey struct {
 
 // ErrSpec is matched by errors about a KeySpec.
 var ErrSpec = errors.New("cachetrust: invalid key spec")
+
+// ExampleKeySpec is the seed's key spec file: the explicit components
+// (cudarc binding set, PTX toolkit) and the manual version.
+//
+//go:embed example_key_spec.yml
+var ExampleKeySpec []byte
+
+// LoadKeySpec reads a key spec (YAML or JSON) over RustWorkspaceSpec's
+// defaults: a key it leaves out keeps its default. Decoding is strict, so a
+// misspelt key (componets:) is an error rather than a key silently missing
+// what it meant to pin.
+func LoadKeySpec(data []byte) (KeySpec, error) {
+	spec := RustWorkspaceSpec()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&spec); err != nil && err != io.EOF {
+		return KeySpec{}, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if err := spec.validate(); err != nil {
+		return KeySpec{}, err
+	}
+	return spec, nil
+}
 
 var (
 	keyPart    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+]*$`)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -165,6 +166,59 @@ func TestKey_BadSpec(t *testing.T) {
 // 100x (50,000 files, 1 GiB). Compare with sha256sum over the same files:
 //
 //	go test ./cachetrust -run '^$' -bench Key -benchtime 3x
+// The cache-trust seed: the key covers "the cudarc binding and PTX toolkit
+// versions (explicit key prefix)" and "a manually bumped vN component". The
+// example spec file sets both over the Rust workspace defaults; the file is
+// strict, so a misspelt key cannot leave them out silently.
+func TestLoadKeySpec_ExplicitComponentsAndVersionOverTheDefaults(t *testing.T) {
+	s, err := LoadKeySpec(ExampleKeySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RustWorkspaceSpec()
+	want.Components, want.Version = []string{"cudarc-cuda-12080", "ptx-12.8"}, "v1"
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("the example spec (-want +got):\n%s", diff)
+	}
+	dir := t.TempDir()
+	tree(t, dir)
+	if k := key(t, dir, s); !strings.HasPrefix(k.Key, "cuda-archive-cudarc-cuda-12080-ptx-12.8-v1-") {
+		t.Errorf("key %s", k.Key)
+	}
+	if s, err := LoadKeySpec(nil); err != nil || !slices.Equal(s.Include, RustWorkspaceSpec().Include) {
+		t.Errorf("an empty file keeps the defaults: %+v, %v", s, err)
+	}
+	for name, data := range map[string]string{
+		"a misspelt key":        "componets: [ptx-12.8]\n",
+		"a component with a /":  "components: [ptx/12.8]\n",
+		"a version that is not": "version: 2\n",
+		"no include left":       "include: []\n",
+		"not YAML":              "components: [\n",
+	} {
+		if _, err := LoadKeySpec([]byte(data)); !errors.Is(err, ErrSpec) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzLoadKeySpec(f *testing.F) {
+	f.Add(ExampleKeySpec)
+	f.Add([]byte("components: [a]\nversion: v2\ninclude: ['**/*.rs']\n"))
+	f.Add([]byte("{\"prefix\": \"x\", \"toolchain\": \"rustc 1\"}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := LoadKeySpec(data)
+		if err != nil {
+			if !errors.Is(err, ErrSpec) {
+				t.Fatalf("an error that is not ErrSpec: %v", err)
+			}
+			return
+		}
+		if err := s.validate(); err != nil {
+			t.Fatalf("a loaded spec does not validate: %v", err)
+		}
+	})
+}
+
 func BenchmarkKey(b *testing.B) {
 	for _, tc := range []struct{ files, size int }{{500, 20 << 10}, {50_000, 20 << 10}} {
 		b.Run(fmt.Sprintf("files=%d/bytes=%dMiB", tc.files, tc.files*tc.size>>20), func(b *testing.B) {

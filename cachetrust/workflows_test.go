@@ -1064,3 +1064,37 @@ func TestTheKeyHashesTheRustToolchainTheSameWayOnBothSides(t *testing.T) {
 		t.Errorf("the publisher and the GPU workflow read the toolchain differently: %q", seen)
 	}
 }
+
+// The cache-trust seed: the key holds "the cudarc binding and PTX toolkit
+// versions (explicit key prefix)". Both archive jobs read the same key
+// spec file, and the example's ptx- component names the toolkit the
+// workflows build with (cuda-toolkit-<version>): workflow YAML is not
+// hashed, so a toolkit moved in the workflow alone would keep the key.
+func TestTheKeySpecNamesTheToolkitTheWorkflowsBuildWith(t *testing.T) {
+	spec, err := LoadKeySpec(ExampleKeySpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ptx string
+	for _, c := range spec.Components {
+		if v, ok := strings.CutPrefix(c, "ptx-"); ok {
+			ptx = v
+		}
+	}
+	if ptx == "" {
+		t.Fatalf("the example spec %v names no ptx- component", spec.Components)
+	}
+	var specs []string
+	for _, file := range []string{"ci-cache-publish.yml", "runpod-gpu-test.yml"} {
+		j := workflowtest.Read(t, file).Jobs["cuda-archive"]
+		key := j.Step(t, "key", func(s workflowtest.Step) bool { return s.With["cache-key"] == "true" })
+		specs = append(specs, key.With["key-spec"])
+		tree := j.Step(t, "toolkit", func(s workflowtest.Step) bool { return s.With["step"] == "cuda-tree" }).With["tree"]
+		if !strings.HasSuffix(tree, "/cuda-toolkit-"+ptx) {
+			t.Errorf("%s builds with %s, but the key spec's PTX toolkit is %s", file, tree, ptx)
+		}
+	}
+	if specs[0] == "" || specs[0] != specs[1] {
+		t.Errorf("the publisher and the GPU workflow read key specs %q", specs)
+	}
+}

@@ -22,8 +22,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gpugate/gpugate/cachetrust"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
@@ -101,7 +99,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			if err != nil {
 				return fail(fmt.Errorf("cachecheck: %w", err))
 			}
-			if err := yaml.Unmarshal(data, &spec); err != nil {
+			if spec, err = cachetrust.LoadKeySpec(data); err != nil {
 				return fail(fmt.Errorf("cachecheck: %s: %w", *specFile, err))
 			}
 		}
