@@ -166,6 +166,7 @@ func TestKey_BadSpec(t *testing.T) {
 // 100x (50,000 files, 1 GiB). Compare with sha256sum over the same files:
 //
 //	go test ./cachetrust -run '^$' -bench Key -benchtime 3x
+//
 // The cache-trust seed: the key covers "the cudarc binding and PTX toolkit
 // versions (explicit key prefix)" and "a manually bumped vN component". The
 // example spec file sets both over the Rust workspace defaults; the file is
