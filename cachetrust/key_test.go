@@ -162,11 +162,6 @@ func TestKey_BadSpec(t *testing.T) {
 	}
 }
 
-// BenchmarkKey hashes synthetic trees: realistic (500 files, 10 MiB) and
-// 100x (50,000 files, 1 GiB). Compare with sha256sum over the same files:
-//
-//	go test ./cachetrust -run '^$' -bench Key -benchtime 3x
-//
 // The cache-trust seed: the key covers "the cudarc binding and PTX toolkit
 // versions (explicit key prefix)" and "a manually bumped vN component". The
 // example spec file sets both over the Rust workspace defaults; the file is
@@ -220,6 +215,10 @@ func FuzzLoadKeySpec(f *testing.F) {
 	})
 }
 
+// BenchmarkKey hashes synthetic trees: realistic (500 files, 10 MiB) and
+// 100x (50,000 files, 1 GiB). Compare with sha256sum over the same files:
+//
+//	go test ./cachetrust -run '^$' -bench Key -benchtime 3x
 func BenchmarkKey(b *testing.B) {
 	for _, tc := range []struct{ files, size int }{{500, 20 << 10}, {50_000, 20 << 10}} {
 		b.Run(fmt.Sprintf("files=%d/bytes=%dMiB", tc.files, tc.files*tc.size>>20), func(b *testing.B) {
