@@ -60,10 +60,13 @@ func TestTheJobUsesTheRuntimeTierTheProofChose(t *testing.T) {
 		code   int
 		tier   string
 	}{
-		"the full tier":     {smoke.Result{Tier: smoke.Tier{Name: "full", CUDA: "12.8"}}, 0, "12.8"},
-		"the baseline tier": {smoke.Result{Tier: smoke.Tier{Name: "baseline", CUDA: "12.6"}}, 0, "12.6"},
-		"an unstaged tier":  {smoke.Result{Tier: smoke.Tier{Name: "old", CUDA: "11.8"}}, 1, ""},
-		"no result":         {nil, 1, ""},
+		"the full tier":                   {proven("12.8", 13, 0), 0, "12.8"},
+		"the baseline tier":               {proven("12.6", 12, 6), 0, "12.6"},
+		"the full tier on a 12.10 driver": {proven("12.8", 12, 10), 0, "12.8"},
+		"an unstaged tier":                {proven("11.8", 12, 8), 1, ""},
+		"NVRTC newer than the driver":     {proven("12.8", 12, 6), 1, ""},
+		"no driver version":               {smoke.Result{Tier: smoke.Tier{Name: "full", CUDA: "12.8"}}, 1, ""},
+		"no result":                       {nil, 1, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "proof.json")
@@ -75,6 +78,16 @@ func TestTheJobUsesTheRuntimeTierTheProofChose(t *testing.T) {
 			if res.Code != tc.code || res.Output("tier") != tc.tier || (tc.code != 0) != strings.Contains(res.Out, "::error::") {
 				t.Errorf("exit %d, tier %q, want %d and %q:\n%s", res.Code, res.Output("tier"), tc.code, tc.tier, res.Out)
 			}
+			// "Before tests, the runner logs both versions."
+			if proof, ok := tc.result.(smoke.Result); ok && tc.code == 0 && !strings.Contains(res.Out, "driver CUDA "+proof.SMI.CUDAVersion.String()+", NVRTC "+tc.tier) {
+				t.Errorf("the log does not name both versions:\n%s", res.Out)
+			}
 		})
 	}
+}
+
+// proven is the result a passing proof leaves: the driver's CUDA version
+// and the tier it chose.
+func proven(tier string, major, minor int) smoke.Result {
+	return smoke.Result{SMI: smoke.SMI{CUDAVersion: smoke.Version{Major: major, Minor: minor}}, Tier: smoke.Tier{Name: "t", CUDA: tier}}
 }
