@@ -41,6 +41,9 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 			if !strings.Contains(s.Run, "--test-threads 1") || s.Env["RAYON_NUM_THREADS"] != "1" || s.Env["OMP_NUM_THREADS"] != "1" {
 				t.Errorf("the host lane runs %q with %v: want serial nextest and backend thread pools of one", s.Run, s.Env)
 			}
+			if !strings.Contains(s.Run, "--run-ignored all") {
+				t.Errorf("the host lane runs %q: without --run-ignored all, an #[ignore]d test of the host category runs nowhere", s.Run)
+			}
 		}
 	}
 	if check < 0 || host == "" || hostRun < 0 || gpu == "" {
@@ -57,11 +60,15 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	for _, s := range lifecycle.Jobs["gpu-tests"].Steps {
 		if s.Name == "Run CUDA tests from archive" {
 			// --no-tests=fail: a filter that matched nothing must not pass.
-			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`) && strings.Contains(s.Run, "--test-threads 1") && strings.Contains(s.Run, "--no-tests=fail")
+			// --run-ignored all: "Single-GPU CUDA tests are ignored in
+			// ordinary runs", and "#[ignore] alone [is] not [a]
+			// classification": without it the pod runs none of them.
+			ran = s.Env["FILTER"] == "${{ inputs.gpu_filter }}" && strings.Contains(s.Run, `-E "$FILTER"`) && strings.Contains(s.Run, "--test-threads 1") &&
+				strings.Contains(s.Run, "--no-tests=fail") && strings.Contains(s.Run, "--run-ignored all")
 		}
 	}
 	if !ran {
-		t.Error("the pod does not run only the single-GPU lane, serially, failing when it matches no test")
+		t.Error("the pod does not run only the single-GPU lane, serially, its ignored tests included, failing when it matches no test")
 	}
 	publish := gate.Jobs["publish-gate"]
 	if !publish.NeedsJob("cuda-archive") {
