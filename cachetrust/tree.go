@@ -54,9 +54,10 @@ type TreeReport struct {
 // links resolve", and "Compiler binaries, static libraries and driver stubs
 // are excluded"):
 //
-//   - every symlink in the tree resolves to an existing file inside the
-//     tree (soname links stay links to one physical copy; a dangling link,
-//     or one that leaves the tree, is a partial or foreign restore);
+//   - every symlink in the tree is relative and resolves to an existing
+//     file inside the tree (soname links stay links to one physical copy;
+//     a dangling link, or one that leaves the tree, is a partial or foreign
+//     restore; an absolute one dangles once the tree is staged elsewhere);
 //   - every rules.Required pattern matches at least one file, and every
 //     match resolves to a non-empty regular file;
 //   - nothing in the tree matches a rules.Excluded pattern.
@@ -98,13 +99,15 @@ func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			rep.Symlinks++
+			link, _ := os.Readlink(p)
 			target, err := filepath.EvalSymlinks(p)
 			switch {
 			case err != nil:
-				link, _ := os.Readlink(p)
-				bad("%s -> %s does not resolve", filepath.ToSlash(rel), link)
+				bad("%s -> %s does not resolve", slashed, link)
 			case !within(realRoot, target):
-				bad("%s resolves to %s, outside the tree", filepath.ToSlash(rel), target)
+				bad("%s resolves to %s, outside the tree", slashed, target)
+			case filepath.IsAbs(link):
+				bad("%s -> %s is an absolute link: the tree is restored and staged at other paths (the pod's), where it would dangle; make it relative", slashed, link)
 			}
 		case d.Type().IsRegular():
 			rep.Files++

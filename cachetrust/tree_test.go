@@ -69,6 +69,11 @@ func TestCheckTree_ARestoredTreeIsCompleteOnlyWhenItsLibrariesResolve(t *testing
 			[]string{"required lib/libcutensor.so.2 (lib/libcutensor.so.2) is empty"}},
 		"a dangling soname link": {func(r string) { os.Remove(filepath.Join(r, "lib/libcutensor.so.2.1.0")) },
 			[]string{"lib/libcutensor.so.2 -> libcutensor.so.2.1.0 does not resolve", "no non-empty file matches the required lib/libcutensor.so.2"}},
+		// Relocated: restored at another path, or staged for the pod.
+		"an absolute link inside the tree": {func(r string) {
+			os.Remove(filepath.Join(r, "lib/libcutensor.so.2"))
+			os.Symlink(filepath.Join(r, "lib/libcutensor.so.2.1.0"), filepath.Join(r, "lib/libcutensor.so.2"))
+		}, []string{"lib/libcutensor.so.2 -> ", "is an absolute link", "make it relative"}},
 		"a link out of the tree": {func(r string) {
 			outside := filepath.Join(t.TempDir(), "libcufft.so.11.3.3.83")
 			os.WriteFile(outside, []byte("\x7fELF foreign"), 0o644)
