@@ -391,7 +391,11 @@ func manyStrings(n int, v string) map[string]string {
 // with nvidia-smi, curl, dpkg and a dynamically loaded driver (the C
 // stand-ins in testdata/fakecuda) it passes every step through purego's
 // ABI, and only then does the runner register.
-func TestTheBuiltProof(t *testing.T) {
+// buildProof builds examples/smoke as the Action does (ProofBuildArgs,
+// CGO_ENABLED=0) and returns its path and bytes, skipping the test without
+// a Go toolchain.
+func buildProof(t *testing.T) (string, []byte) {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go toolchain to build the proof")
@@ -406,6 +410,11 @@ func TestTheBuiltProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bin, proof
+}
+
+func TestTheBuiltProof(t *testing.T) {
+	bin, proof := buildProof(t)
 
 	t.Run("travels in the create request and fails without a driver", func(t *testing.T) {
 		p := newPod(t)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -35,7 +34,7 @@ func TestRealLibraries_TheStartupInstallsTheTierWithRealCurlAndDpkg(t *testing.T
 	if nvrtcDir == "" || os.Getenv("GPUGATE_REAL_DRIVER_WITHOUT_GPU") != "1" || os.Getenv("GPUGATE_REAL_DPKG") != "1" || os.Geteuid() != 0 {
 		t.Skip("needs root, GPUGATE_REAL_DPKG=1 and the real libraries without a GPU (scripts/real-libs-check.sh --install)")
 	}
-	for _, tool := range []string{"go", "dpkg", "dpkg-deb", "curl"} {
+	for _, tool := range []string{"dpkg", "dpkg-deb", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skip(err)
 		}
@@ -71,13 +70,7 @@ func TestRealLibraries_TheStartupInstallsTheTierWithRealCurlAndDpkg(t *testing.T
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
 
-	bin := filepath.Join(t.TempDir(), "gpugate-smoke")
-	build := exec.Command("go", append(slices.Clone(ProofBuildArgs), "-o", bin, "../examples/smoke")...)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	proof, _ := os.ReadFile(bin)
+	_, proof := buildProof(t)
 
 	start := func(t *testing.T, pin string) (int, string, *pod) {
 		p := newPod(t)
