@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,4 +152,29 @@ func TestRealLibraries_TheJITHeaderCheckCompilesNVIDIAsHeaders(t *testing.T) {
 		t.Errorf("a header the tree lacks: %v", err)
 	}
 	t.Log(text)
+}
+
+// scripts/real-libs-check.sh says what it cannot do before it fetches
+// anything: an unknown argument, and a machine without apt.
+func TestRealLibsCheckRefusesWhatItCannotDo(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip(err)
+	}
+	script := filepath.Join("..", "scripts", "real-libs-check.sh")
+	for name, tc := range map[string]struct {
+		args []string
+		path string
+		want string
+	}{
+		"an unknown argument": {[]string{"--bogus"}, os.Getenv("PATH"), "usage: real-libs-check.sh [--install] [--headers]"},
+		"no apt-get":          {nil, t.TempDir(), "real-libs-check: needs apt-get"},
+	} {
+		cmd := exec.Command(bash, append([]string{script}, tc.args...)...)
+		cmd.Env = []string{"PATH=" + tc.path}
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: exit %d, want 2 and %q:\n%s", name, code, tc.want, out)
+		}
+	}
 }
