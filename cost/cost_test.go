@@ -638,3 +638,26 @@ func TestTheCostReportCarriesTheHostedPreparationsCacheObservations(t *testing.T
 		t.Error("the lifecycle's cleanup does not pass the observations to the report")
 	}
 }
+
+// FuzzReaperSpend feeds the summary arbitrary reaper decision documents
+// (JSON records from artifacts): it never panics, counts each pod once,
+// and every retained pod is either priced or counted unknown.
+func FuzzReaperSpend(f *testing.F) {
+	f.Add([]byte(`{"decisions":[{"pod_id":"p","rule":"retained","action":"none","estimated_cost":0.4},{"pod_id":"p","rule":"run-completed","action":"deleted","estimated_cost":0.9}]}`))
+	f.Add([]byte(`{"decisions":[{"pod_id":"q","rule":"retained","action":"none"},{"pod_id":"r","action":"delete-failed"}]}`))
+	f.Add([]byte(`{"decisions":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d reaperDoc
+		if json.Unmarshal(data, &d) != nil {
+			return
+		}
+		pods := map[string]bool{}
+		for _, dec := range d.Decisions {
+			pods[dec.PodID] = true
+		}
+		rs := reaperSpend([]reaperDoc{d, d}, nil) // the same sweep saved twice
+		if rs.Deleted+rs.Retained > len(pods) || rs.RetainedUnknown > rs.Retained || rs.UnknownCost > rs.Deleted {
+			t.Fatalf("%+v from %d pods", *rs, len(pods))
+		}
+	})
+}
