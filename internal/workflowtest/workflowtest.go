@@ -23,7 +23,15 @@ type Workflow struct {
 		} `yaml:"push"`
 	} `yaml:"on"`
 	Concurrency Concurrency    `yaml:"concurrency"`
+	Defaults    Defaults       `yaml:"defaults"`
 	Jobs        map[string]Job `yaml:"jobs"`
+}
+
+// Defaults is a workflow's or a job's defaults block.
+type Defaults struct {
+	Run struct {
+		Shell string `yaml:"shell"`
+	} `yaml:"run"`
 }
 
 // Concurrency is a workflow's or a job's concurrency block.
@@ -44,6 +52,7 @@ type Job struct {
 	Outputs     map[string]string `yaml:"outputs"`
 	Concurrency Concurrency       `yaml:"concurrency"`
 	Env         map[string]string `yaml:"env"`
+	Defaults    Defaults          `yaml:"defaults"`
 	// TimeoutMinutes is the job's own limit; 0 when it sets none.
 	TimeoutMinutes float64  `yaml:"timeout-minutes"`
 	Strategy       Strategy `yaml:"strategy"`
@@ -84,6 +93,7 @@ type Step struct {
 	Env              map[string]string `yaml:"env"`
 	With             map[string]string `yaml:"with"`
 	WorkingDirectory string            `yaml:"working-directory"`
+	Shell            string            `yaml:"shell"`
 	TimeoutMinutes   float64           `yaml:"timeout-minutes"`
 	ContinueOnError  bool              `yaml:"continue-on-error"`
 }
@@ -135,8 +145,9 @@ func Runs(prefix string) func(Step) bool {
 	return func(s Step) bool { return strings.HasPrefix(strings.TrimSpace(s.Run), prefix) }
 }
 
-// Runner runs steps' scripts as a hosted runner does (bash -e -o
-// pipefail), in a workspace of its own with its own RUNNER_TEMP, step
+// Runner runs steps' scripts as a hosted runner runs them under shell:
+// bash (bash -e -o pipefail, which every adoption workflow sets as its
+// default), in a workspace of its own with its own RUNNER_TEMP, step
 // outputs and job summary. A step's working-directory is taken relative
 // to Workspace.
 type Runner struct {

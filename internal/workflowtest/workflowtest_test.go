@@ -36,3 +36,39 @@ exit 3`}
 		t.Errorf("%+v", res)
 	}
 }
+
+// The Runner runs scripts with bash -eo pipefail, which GitHub applies only
+// under shell: bash (an unspecified shell is bash -e: a failing command
+// inside a pipeline passes). Every run step of every adoption workflow
+// runs under shell: bash, so what the Runner tests is what runs.
+func TestEveryRunStepRunsUnderTheShellTheRunnerTests(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(Dir(), "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no adoption workflows: %v", err)
+	}
+	steps := 0
+	for _, f := range files {
+		wf := Read(t, filepath.Base(f))
+		for name, job := range wf.Jobs {
+			for i, s := range job.Steps {
+				if s.Run == "" {
+					continue
+				}
+				steps++
+				shell := s.Shell
+				if shell == "" {
+					shell = job.Defaults.Run.Shell
+				}
+				if shell == "" {
+					shell = wf.Defaults.Run.Shell
+				}
+				if shell != "bash" {
+					t.Errorf("%s job %s step %d (%q) runs under shell %q: want bash (-eo pipefail), as the tests run it", filepath.Base(f), name, i, s.Name, shell)
+				}
+			}
+		}
+	}
+	if steps == 0 {
+		t.Fatal("no run steps found")
+	}
+}
