@@ -1,7 +1,6 @@
 package cachetrust
 
 import (
-	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"go.yaml.in/yaml/v3"
 )
 
 // KeySpec names the material inputs of a content-addressed cache or
@@ -77,9 +75,7 @@ var ExampleKeySpec []byte
 // what it meant to pin.
 func LoadKeySpec(data []byte) (KeySpec, error) {
 	spec := RustWorkspaceSpec()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&spec); err != nil && err != io.EOF {
+	if err := decodeStrict(data, &spec); err != nil {
 		return KeySpec{}, fmt.Errorf("%w: %v", ErrSpec, err)
 	}
 	if err := spec.validate(); err != nil {

@@ -108,15 +108,25 @@ type ConsistentInput struct {
 //go:embed example_rules.yml
 var ExampleRules []byte
 
+// decodeStrict decodes YAML (or JSON) into v, refusing keys v does not
+// have: a misspelt key is an error, never a setting silently left out. An
+// empty document leaves v as it was.
+func decodeStrict(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
 // ErrRules is matched by LoadRules errors.
 var ErrRules = errors.New("cachetrust: invalid rules")
 
 // LoadRules parses rules strictly.
 func LoadRules(data []byte) (Rules, error) {
 	var r Rules
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&r); err != nil && err != io.EOF {
+	if err := decodeStrict(data, &r); err != nil {
 		return Rules{}, fmt.Errorf("%w: %v", ErrRules, err)
 	}
 	if r.DefaultBranch == "" {
@@ -164,8 +174,7 @@ var cachingActions = map[string][]cacheInput{
 
 // savesCache reports whether a step saves a cache, and why.
 func savesCache(step *yaml.Node) (bool, string) {
-	uses := scalar(get(step, "uses"))
-	action, _, _ := strings.Cut(uses, "@")
+	action := actionOf(step)
 	inputs, ok := cachingActions[action]
 	if !ok {
 		return false, ""
@@ -188,6 +197,13 @@ func savesCache(step *yaml.Node) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// actionOf is the action a step uses, without its @ref ("" for a run
+// step).
+func actionOf(step *yaml.Node) string {
+	action, _, _ := strings.Cut(scalar(get(step, "uses")), "@")
+	return action
 }
 
 func truthy(v string) bool {
@@ -434,8 +450,7 @@ func (c *checker) workflow(root *yaml.Node) {
 // repeat under the same name without overwriting it.
 func (c *checker) rerunUploads(job string, steps []*yaml.Node) {
 	for _, s := range steps {
-		uses := scalar(get(s, "uses"))
-		if name, _, _ := strings.Cut(uses, "@"); name != "actions/upload-artifact" {
+		if actionOf(s) != "actions/upload-artifact" {
 			continue
 		}
 		with := get(s, "with")
@@ -522,8 +537,7 @@ func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
 		return
 	}
 	for _, s := range steps {
-		action, _, _ := strings.Cut(scalar(get(s, "uses")), "@")
-		if action != "actions/checkout" {
+		if actionOf(s) != "actions/checkout" {
 			continue
 		}
 		if v := get(get(s, "with"), "persist-credentials"); v == nil || truthy(scalar(v)) {
@@ -592,9 +606,8 @@ func consistentInput(docs map[string]*yaml.Node, ci ConsistentInput) []Finding {
 				continue
 			}
 			for _, s := range steps.Content {
-				ref, _, _ := strings.Cut(scalar(get(s, "uses")), "@")
 				with := get(s, "with")
-				if ref != ci.Uses || ci.Where != "" && !slices.Contains(ci.Values, scalar(get(with, ci.Where))) {
+				if actionOf(s) != ci.Uses || ci.Where != "" && !slices.Contains(ci.Values, scalar(get(with, ci.Where))) {
 					continue
 				}
 				u := use{file: file, node: get(s, "uses")}

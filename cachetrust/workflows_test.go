@@ -148,6 +148,31 @@ func TestCheckWorkflows_AnUploadMustSurviveARerun(t *testing.T) {
 	}
 }
 
+// The same seed rule over the adoption workflows: every workflow that
+// uploads an artifact is one the example rules hold to rerun-upload, and
+// none of its uploads would fail a re-run.
+func TestTheAdoptionWorkflowsSurviveARerun(t *testing.T) {
+	r := rules(t)
+	files := exampleWorkflows(t)
+	uploads := 0
+	for path, data := range files {
+		if n := strings.Count(string(data), "uses: actions/upload-artifact@"); n > 0 {
+			uploads += n
+			if !slices.Contains(r.RerunUploads, path) {
+				t.Errorf("%s uploads artifacts but the example rules' rerun_uploads does not list it", path)
+			}
+		}
+	}
+	if uploads == 0 {
+		t.Fatal("no uploads found")
+	}
+	for _, f := range CheckWorkflows(files, r) {
+		if f.Rule == RuleRerunUpload {
+			t.Errorf("%v", f)
+		}
+	}
+}
+
 func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
 	steps := "    steps: [{run: 'true'}]\n"
 	tests := map[string]struct {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -335,35 +334,4 @@ func TestTheCurlFallbackDeletesWhenCleanupOrTheWatchdogFailedAndIsBounded(t *tes
 			t.Errorf("exit %d, want five failed attempts and a named pod:\n%s", res.Code, res.Out)
 		}
 	})
-}
-
-// Seed: "A failed paid gate is still retried by any later delivery for the
-// same ref. Re-run a failed gate with gh run rerun <run id> --failed." A
-// re-run attempt uploads into the same workflow run, where an artifact name
-// an earlier attempt used is a conflict (HTTP 409) unless the upload
-// overwrites it: every upload in the adoption workflows either names its
-// attempt or overwrites, so no re-run fails on its own earlier upload.
-func TestARerunAttemptNeverFailsOnItsEarlierAttemptsUpload(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(workflowtest.Dir(), "*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no adoption workflows: %v", err)
-	}
-	uploads := 0
-	for _, file := range files {
-		wf := workflowtest.Read(t, filepath.Base(file))
-		for name, job := range wf.Jobs {
-			for _, s := range job.Steps {
-				if !strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
-					continue
-				}
-				uploads++
-				if !strings.Contains(s.With["name"], "github.run_attempt") && s.With["overwrite"] != "true" {
-					t.Errorf("%s job %s uploads %q, which a re-run would upload again: name the attempt or set overwrite: true", filepath.Base(file), name, s.With["name"])
-				}
-			}
-		}
-	}
-	if uploads == 0 {
-		t.Fatal("no uploads found")
-	}
 }

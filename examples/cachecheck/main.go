@@ -63,12 +63,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if *tree != "" {
 		rep, err := cachetrust.CheckTree(*tree, treeRules)
 		for _, group := range rep.Copies {
-			msg := fmt.Sprintf("cachecheck: %s stores one library %d times (%s): keep soname links and lib/lib64 aliases as links, or every copy is cached and transferred again", *tree, len(group), strings.Join(group, ", "))
-			if gha.Actions {
-				ghaction.Warning(stdout, msg)
-			} else {
-				fmt.Fprintln(stderr, msg)
-			}
+			gha.Warn(stdout, stderr, fmt.Sprintf("cachecheck: %s stores one library %d times (%s): keep soname links and lib/lib64 aliases as links, or every copy is cached and transferred again", *tree, len(group), strings.Join(group, ", ")))
 		}
 		if *asJSON {
 			out, _ := json.MarshalIndent(rep, "", "  ")
@@ -131,12 +126,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		// a repository without benches/ is fine. Said where a reviewer sees
 		// it, never as a failure.
 		for _, g := range k.Unmatched {
-			note := fmt.Sprintf("include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g)
-			if gha.Actions {
-				ghaction.Notice(stdout, "cachecheck: "+note) // workflow commands are read from stdout
-				continue
-			}
-			fmt.Fprintln(stderr, note)
+			gha.Note(stdout, stderr, fmt.Sprintf("cachecheck: include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g))
 		}
 		if *explain != "" {
 			var old cachetrust.ArchiveKey

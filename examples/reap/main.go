@@ -127,11 +127,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 		writeTable(stdout, doc)
 	}
 	if w := otherWorkflows(doc); w != "" {
-		if ghaction.FromEnv(getenv).Actions {
-			ghaction.Warning(stdout, w)
-		} else {
-			fmt.Fprintln(stdout, w)
-		}
+		ghaction.FromEnv(getenv).Warn(stdout, stdout, w) // beside the decisions table
 	}
 	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
 		return err

@@ -45,6 +45,22 @@ func (e Env) Fail(stdout, stderr io.Writer, err error) {
 	fmt.Fprintln(stderr, err)
 }
 
+// Warn reports msg as a ::warning:: annotation on stdout in Actions, and
+// as a plain line on stderr elsewhere.
+func (e Env) Warn(stdout, stderr io.Writer, msg string) { e.say(stdout, stderr, "warning", msg) }
+
+// Note reports msg as a ::notice:: annotation on stdout in Actions, and as
+// a plain line on stderr elsewhere.
+func (e Env) Note(stdout, stderr io.Writer, msg string) { e.say(stdout, stderr, "notice", msg) }
+
+func (e Env) say(stdout, stderr io.Writer, kind, msg string) {
+	if e.Actions {
+		command(stdout, kind, msg) // workflow commands are read from stdout
+		return
+	}
+	fmt.Fprintln(stderr, msg)
+}
+
 var outputName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // SetOutputs appends name=value pairs, in the order given, to the step's
@@ -162,9 +178,6 @@ func Error(w io.Writer, msg string) { command(w, "error", msg) }
 
 // Warning writes a ::warning:: workflow command.
 func Warning(w io.Writer, msg string) { command(w, "warning", msg) }
-
-// Notice writes a ::notice:: workflow command.
-func Notice(w io.Writer, msg string) { command(w, "notice", msg) }
 
 // command writes one workflow command whose message stays one line.
 func command(w io.Writer, kind, msg string) {

@@ -71,6 +71,28 @@ func TestFail(t *testing.T) {
 	}
 }
 
+// Warn and Note annotate stdout in Actions (one line, escaped) and print a
+// plain line on stderr elsewhere.
+func TestWarnAndNote(t *testing.T) {
+	actions := FromEnv(func(k string) string { return map[string]string{"GITHUB_ACTIONS": "true"}[k] })
+	for name, tc := range map[string]struct {
+		say            func(Env, io.Writer, io.Writer, string)
+		env            Env
+		stdout, stderr string
+	}{
+		"warn in Actions": {Env.Warn, actions, "::warning::50%25 done%0Anext\n", ""},
+		"note in Actions": {Env.Note, actions, "::notice::50%25 done%0Anext\n", ""},
+		"warn elsewhere":  {Env.Warn, Env{}, "", "50% done\nnext\n"},
+		"note elsewhere":  {Env.Note, Env{}, "", "50% done\nnext\n"},
+	} {
+		var out, errOut bytes.Buffer
+		tc.say(tc.env, &out, &errOut, "50% done\nnext")
+		if out.String() != tc.stdout || errOut.String() != tc.stderr {
+			t.Errorf("%s: stdout %q stderr %q", name, out.String(), errOut.String())
+		}
+	}
+}
+
 // Echo prints each call's outputs as one JSON object, in order, in or
 // outside Actions: a JSON object or array value is embedded, every other
 // value stays the string the step output carries.
