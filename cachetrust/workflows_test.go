@@ -413,8 +413,8 @@ func TestARetryReusesTheArtifactNamedByItsContentKeyBeforeBuilding(t *testing.T)
 		for _, s := range j.Steps {
 			if strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.With["run-id"] == "" && !strings.HasPrefix(s.Artifact(), "cuda-runtime") {
 				downloads++
-				if s.Artifact() != "${{ inputs.archive }}-part-*" {
-					t.Errorf("job %s downloads %q, want the archive's parts under its content key", name, s.Artifact())
+				if a := s.Artifact(); a != "${{ inputs.archive }}-part-*" && a != "${{ inputs.archive }}-tools" {
+					t.Errorf("job %s downloads %q, want the archive's parts or its tools under its content key", name, a)
 				}
 			}
 		}
@@ -647,7 +647,8 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 		recorded, sent := false, false
 		for _, s := range wf.Jobs[job].Steps {
 			recorded = recorded || strings.Contains(s.Run, "sha256sum") && strings.Contains(s.Run, sum[0])
-			sent = sent || recorded && s.Name == transportStep && strings.Contains(s.Env["PAYLOAD"], sum[1])
+			sent = sent || recorded && (s.Name == transportStep && strings.Contains(s.Env["PAYLOAD"], sum[1]) ||
+				strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.HasSuffix(s.With["name"], "-tools") && strings.Contains(s.With["path"], sum[1]))
 		}
 		if !sent {
 			t.Errorf("%s does not record %s and send it to the pod with its payload", job, sum[1])
@@ -669,12 +670,21 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 	if !strings.HasPrefix(gpu.Steps[tests].Run, "./cargo-nextest nextest run --archive-file cuda-tests.tar.zst") {
 		t.Errorf("the pod runs %q, want the staged cargo-nextest (no cargo on the pod)", gpu.Steps[tests].Run)
 	}
-	staged := false
+	// cargo-nextest travels to the pod as the archive's tools, whichever
+	// way the archive itself arrives, and stays in the whole upload a
+	// later run reuses.
+	staged, kept := false, false
 	for _, s := range gate.Steps {
-		staged = staged || strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "target/nextest/cargo-nextest") && strings.Contains(s.With["path"], "cuda-tests.tar.zst")
+		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") && strings.Contains(s.With["path"], "target/nextest/cargo-nextest") {
+			staged = staged || s.With["name"] == "${{ steps.key.outputs.key }}-tools"
+			kept = kept || strings.Contains(s.With["path"], "cuda-tests.tar.zst")
+		}
 	}
-	if !staged {
-		t.Error("cargo-nextest does not travel with the archive")
+	fetched := slices.ContainsFunc(gpu.Steps, func(s workflowtest.Step) bool {
+		return strings.HasPrefix(s.Uses, "actions/download-artifact@") && s.Artifact() == "${{ inputs.archive }}-tools"
+	})
+	if !staged || !kept || !fetched {
+		t.Errorf("cargo-nextest: staged as the tools %v, kept with the archive %v, fetched by the pod %v", staged, kept, fetched)
 	}
 	r := workflowtest.NewRunner(t, "sha256sum")
 	write := func(dir, name, content string) {
@@ -887,8 +897,22 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 		}
 		return names
 	}
-	archiveParts := cut(archiveDir, "cuda-tests.tar.zst cargo-nextest cuda-tests.sha256", filepath.Join(hosted.Temp, "cuda-tests-parts"))
-	runtimeParts := cut(hosted.Temp, "cuda-runtime-12.8.tar cuda-runtime-12.8.sha256", filepath.Join(hosted.Temp, "cuda-runtime-parts"))
+	// Each payload as the template names it, the runtime's for one cell.
+	archivePayload := split.Env["PAYLOAD"]
+	runtimePayload := strings.ReplaceAll(gate.Jobs["cuda-runtime"].Step(t, transportStep, func(s workflowtest.Step) bool { return s.Name == transportStep }).Env["PAYLOAD"],
+		"${{ matrix.cuda }}", "12.8")
+	archiveParts := cut(archiveDir, archivePayload, filepath.Join(hosted.Temp, "cuda-tests-parts"))
+	runtimeParts := cut(hosted.Temp, runtimePayload, filepath.Join(hosted.Temp, "cuda-runtime-parts"))
+	// The archive's tools travel beside its parts, as one artifact whose
+	// files land in the workspace without their modes (upload-artifact
+	// keeps none).
+	tools := gate.Jobs["cuda-archive"].Step(t, "the tools upload", func(s workflowtest.Step) bool {
+		return strings.HasPrefix(s.Uses, "actions/upload-artifact@") && s.With["name"] == "${{ steps.key.outputs.key }}-tools"
+	})
+	toolFiles := strings.Fields(tools.With["path"])
+	if got := strings.Fields(archivePayload + " " + strings.ReplaceAll(tools.With["path"], "target/nextest/", "")); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"cargo-nextest", "cuda-tests.sha256", "cuda-tests.tar.zst"}) {
+		t.Fatalf("the archive's parts (%s) and its tools (%s) are not the archive, cargo-nextest and their sums, once each", archivePayload, tools.With["path"])
+	}
 
 	for name, tc := range map[string]struct {
 		damage      func(archive, runtime map[int][]byte)
@@ -917,6 +941,9 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 					os.WriteFile(filepath.Join(pod.Temp, dir, "part-"+strconv.Itoa(i)), data, 0o644)
 				}
 			}
+			for _, f := range toolFiles {
+				os.WriteFile(filepath.Join(pod.Workspace, filepath.Base(f)), files[filepath.Base(f)], 0o644)
+			}
 			res := pod.Run(t, gpu.Steps[rebuild], nil)
 			if res.Code != tc.rebuildCode || tc.rebuildCode != 0 && !strings.Contains(res.Out, tc.message) {
 				t.Fatalf("rebuild: exit %d, want %d and %q:\n%s", res.Code, tc.rebuildCode, tc.message, res.Out)
@@ -927,15 +954,15 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 				}
 				return
 			}
-			if info, err := os.Stat(filepath.Join(pod.Workspace, "cargo-nextest")); err != nil || info.Mode()&0o100 == 0 {
-				t.Errorf("cargo-nextest lost its mode in transit: %v %v", info, err)
-			}
 			res = pod.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8", "TRANSFER_STARTED": "0"})
 			if res.Code != tc.verifyCode || !strings.Contains(res.Out, tc.message) {
 				t.Fatalf("verify: exit %d, want %d and %q:\n%s", res.Code, tc.verifyCode, tc.message, res.Out)
 			}
 			if tc.verifyCode != 0 {
 				return
+			}
+			if info, err := os.Stat(filepath.Join(pod.Workspace, "cargo-nextest")); err != nil || info.Mode()&0o100 == 0 {
+				t.Errorf("cargo-nextest is not executable after the verification: %v %v", info, err)
 			}
 			for name, dir := range map[string]string{"cuda-tests.tar.zst": pod.Workspace, "cargo-nextest": pod.Workspace, "cuda-tests.sha256": pod.Workspace,
 				"cuda-runtime-12.8.tar": pod.Temp, "cuda-runtime-12.8.sha256": pod.Temp} {
@@ -948,6 +975,151 @@ func TestArchivesTravelAsFiveBalancedUncompressedArtifactsRebuiltBeforeVerificat
 			}
 			if !strings.Contains(res.Summary, "Transfer through verification: ") {
 				t.Errorf("the summary does not record the transfer's time: %q", res.Summary)
+			}
+		})
+	}
+}
+
+// The change-aware CI seed: "On a pod archive-cache miss, the three
+// compressed archives travel as five balanced, uncompressed Actions
+// artifacts ... the cache content key and restore-only ownership are
+// unchanged." The provisioning seed: "zstd lands before archive cache
+// restore, retaining compatibility with hosted cache writers", and "the
+// cache restores abort a stalled segment after SEGMENT_DOWNLOAD_TIMEOUT_MINS=2
+// and are non-blocking, because a test-archive miss falls back to its
+// immutable artifact". The pod restores the publisher's entry read-only
+// under its exact path and the gate's content key, after zstd; it uses the
+// entry only when it is the archive the hosted job checked, and takes the
+// parts otherwise. The decision step and the rebuild run as written.
+func TestThePodRestoresTheArchiveCacheFirstAndTakesTheFivePartsOnlyOnAMiss(t *testing.T) {
+	gpu := workflowtest.Read(t, "runpod-gpu-execute.yml").Jobs["gpu-tests"]
+	publisher := workflowtest.Read(t, "ci-cache-publish.yml").Jobs["cuda-archive"].Step(t, "archive-cache", func(s workflowtest.Step) bool { return s.ID == "archive-cache" })
+	at := func(what string, match func(workflowtest.Step) bool) int {
+		i := slices.IndexFunc(gpu.Steps, match)
+		if i < 0 {
+			t.Fatalf("gpu-tests has no %s", what)
+		}
+		return i
+	}
+	byID := func(id string) func(workflowtest.Step) bool {
+		return func(s workflowtest.Step) bool { return s.ID == id }
+	}
+	zstd := at("zstd install", func(s workflowtest.Step) bool {
+		return strings.Contains(s.Run, "install") && strings.Contains(s.Run, "zstd")
+	})
+	restore, cached, parts := at("archive-cache restore", byID("archive-cache")), at("cached-archive decision", byID("cached")), at("parts download", byID("archive"))
+	tools := at("tools download", func(s workflowtest.Step) bool { return s.Artifact() == "${{ inputs.archive }}-tools" })
+	rebuild := at("rebuild", func(s workflowtest.Step) bool { return s.Name == "Rebuild the payload from its parts" })
+	verify := at("verification", func(s workflowtest.Step) bool { return s.Name == "Verify the payload checksums" })
+	if !(zstd < restore && restore < cached && tools < cached && cached < parts && parts < rebuild && rebuild < verify) {
+		t.Errorf("want zstd, the restore and the tools before the decision, then the parts, the rebuild and the verification: %d %d %d %d %d %d %d",
+			zstd, restore, tools, cached, parts, rebuild, verify)
+	}
+	if s := gpu.Steps[zstd]; !s.ContinueOnError || s.TimeoutMinutes <= 0 || !strings.Contains(s.Run, "--no-install-recommends") {
+		t.Errorf("the zstd install (%+v) must be bounded, non-blocking, and install no recommended packages", s)
+	}
+	r := gpu.Steps[restore]
+	switch {
+	case !strings.HasPrefix(r.Uses, "actions/cache/restore@"):
+		t.Errorf("the pod's cache step is %s: the pod never writes the cache", r.Uses)
+	case !r.ContinueOnError || r.TimeoutMinutes <= 0 || r.Env["SEGMENT_DOWNLOAD_TIMEOUT_MINS"] != "2":
+		t.Errorf("the restore (continue-on-error %v, %v min, SEGMENT_DOWNLOAD_TIMEOUT_MINS %q) must be bounded, non-blocking and abandon a stalled segment after two minutes",
+			r.ContinueOnError, r.TimeoutMinutes, r.Env["SEGMENT_DOWNLOAD_TIMEOUT_MINS"])
+	case r.With["key"] != "${{ inputs.archive }}" || r.With["restore-keys"] != "":
+		t.Errorf("the restore's key is %q (restore-keys %q): want exactly the content key the gate hands over", r.With["key"], r.With["restore-keys"])
+	case r.With["path"] != publisher.With["path"]:
+		t.Errorf("the pod restores %q, the publisher saves %q: an entry's version covers its path", r.With["path"], publisher.With["path"])
+	}
+	if s := gpu.Steps[tools]; s.If != "" {
+		t.Errorf("the tools download runs if %q: the pod needs them on every path", s.If)
+	}
+	for _, s := range gpu.Steps {
+		if s.Artifact() == "${{ inputs.archive }}-part-*" && !strings.HasPrefix(s.If, "steps.cached.outputs.archive != 'true'") {
+			t.Errorf("a parts download runs if %q: want only when the cache did not supply the archive", s.If)
+		}
+	}
+	if got := gpu.Steps[rebuild].Env["ARCHIVE_FROM_CACHE"]; got != "${{ steps.cached.outputs.archive }}" {
+		t.Errorf("the rebuild reads ARCHIVE_FROM_CACHE %q", got)
+	}
+	// The contract holds the pod's path to the publisher's.
+	files := exampleWorkflows(t)
+	const lifecycle = ".github/workflows/runpod-gpu-execute.yml"
+	files[lifecycle] = []byte(strings.Replace(string(files[lifecycle]), "          path: target/nextest\n", "          path: ./target/nextest\n", 1))
+	if fs := CheckWorkflows(files, rules(t)); !slices.Equal(ruleIDs(fs), []string{RuleKeyPair}) || fs[0].File != lifecycle {
+		t.Errorf("a pod restoring another path: %v", fs)
+	}
+
+	// Run as written. The runtime tree's parts always arrive.
+	hosted := workflowtest.NewRunner(t, "tar", "split", "wc", "sha256sum", "paste", "awk", "cut")
+	runtime := []byte(strings.Repeat("runtime tree ", 4000))
+	os.WriteFile(filepath.Join(hosted.Temp, "cuda-runtime-12.8.tar"), runtime, 0o644)
+	os.WriteFile(filepath.Join(hosted.Temp, "cuda-runtime-12.8.sha256"), fmt.Appendf(nil, "%x  cuda-runtime-12.8.tar\n", sha256.Sum256(runtime)), 0o644)
+	split := workflowtest.Read(t, "runpod-gpu-test.yml").Jobs["cuda-runtime"].Step(t, transportStep, func(s workflowtest.Step) bool { return s.Name == transportStep })
+	split.WorkingDirectory, _ = filepath.Rel(hosted.Workspace, hosted.Temp)
+	runtimeParts := filepath.Join(hosted.Temp, "cuda-runtime-parts")
+	if res := hosted.Run(t, split, map[string]string{"PAYLOAD": "cuda-runtime-12.8.tar cuda-runtime-12.8.sha256", "PARTS": runtimeParts}); res.Code != 0 {
+		t.Fatalf("the runtime split failed: %s", res.Out)
+	}
+	archive, nextest := []byte("the archive the hosted job checked"), []byte("cargo-nextest")
+	sums := fmt.Sprintf("%x  cuda-tests.tar.zst\n%x  cargo-nextest\n", sha256.Sum256(archive), sha256.Sum256(nextest))
+	for name, tc := range map[string]struct {
+		hit      string // the restore's cache-hit output
+		restored []byte // what it restored; nil: nothing
+		sums     bool   // the tools arrived
+		used     bool
+		warning  bool
+	}{
+		"a hit on the checked archive":            {"true", archive, true, true, false},
+		"a hit on another build of the same key":  {"true", []byte("a rebuild under the same key"), true, false, true},
+		"a miss":                                  {"false", nil, true, false, false},
+		"the restore failed or did not run":       {"", nil, true, false, false},
+		"a hit but the sums did not arrive":       {"true", archive, false, false, false},
+		"a hit reported with nothing on the disk": {"true", nil, true, false, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := workflowtest.NewRunner(t)
+			if tc.restored != nil {
+				os.MkdirAll(filepath.Join(pod.Workspace, "target", "nextest"), 0o755)
+				os.WriteFile(filepath.Join(pod.Workspace, "target", "nextest", "cuda-tests.tar.zst"), tc.restored, 0o644)
+			}
+			if tc.sums {
+				os.WriteFile(filepath.Join(pod.Workspace, "cuda-tests.sha256"), []byte(sums), 0o644)
+			}
+			os.WriteFile(filepath.Join(pod.Workspace, "cargo-nextest"), nextest, 0o644)
+			res := pod.Run(t, gpu.Steps[cached], map[string]string{"CACHE_HIT": tc.hit})
+			if res.Code != 0 || res.Output("archive") != strconv.FormatBool(tc.used) || strings.Contains(res.Out, "::warning::") != tc.warning {
+				t.Fatalf("exit %d, archive=%q, want %v (warning %v):\n%s", res.Code, res.Output("archive"), tc.used, tc.warning, res.Out)
+			}
+			if _, err := os.Stat(filepath.Join(pod.Workspace, "target", "nextest")); err == nil {
+				t.Error("the restored directory is left on the pod's disk")
+			}
+			_, err := os.Stat(filepath.Join(pod.Workspace, "cuda-tests.tar.zst"))
+			if (err == nil) != tc.used {
+				t.Errorf("the archive is in place %v, used %v", err == nil, tc.used)
+			}
+			source := "ARCHIVE_SOURCE=five-part artifacts"
+			if tc.used {
+				source = "ARCHIVE_SOURCE=pod cache hit"
+			}
+			if !strings.Contains(res.Env, source) {
+				t.Errorf("GITHUB_ENV %q, want %q", res.Env, source)
+			}
+			// Then the rebuild: with the archive from the cache it needs only
+			// the runtime's parts; without it, the archive's parts too.
+			os.CopyFS(filepath.Join(pod.Temp, "cuda-runtime-parts"), os.DirFS(runtimeParts))
+			res = pod.Run(t, gpu.Steps[rebuild], map[string]string{"ARCHIVE_FROM_CACHE": strconv.FormatBool(tc.used)})
+			if !tc.used {
+				if res.Code == 0 || !strings.Contains(res.Out, "cuda-tests-parts did not arrive") {
+					t.Errorf("without the cache's archive and its parts the rebuild passed or blamed another part (exit %d):\n%s", res.Code, res.Out)
+				}
+				return
+			}
+			if res.Code != 0 {
+				t.Fatalf("the rebuild failed with the archive from the cache:\n%s", res.Out)
+			}
+			res = pod.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8", "ARCHIVE_SOURCE": "pod cache hit"})
+			if res.Code != 0 || !strings.Contains(res.Summary, "the archive from pod cache hit") {
+				t.Errorf("verification of a cached archive: exit %d, summary %q:\n%s", res.Code, res.Summary, res.Out)
 			}
 		})
 	}

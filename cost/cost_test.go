@@ -630,12 +630,30 @@ func TestTheCostReportCarriesTheHostedPreparationsCacheObservations(t *testing.T
 			t.Errorf("the expanded observations do not parse: %v", err)
 		}
 	}
+	// The lifecycle adds the paid side's own observation: whether the pod
+	// used its archive-cache restore.
+	const podArchive = "pod-archive=${{ needs.gpu-tests.outputs.archive_cache_hit }}"
+	if out := lifecycle.Jobs["gpu-tests"].Outputs["archive_cache_hit"]; out != "${{ steps.cached.outputs.archive }}" {
+		t.Errorf("gpu-tests' archive_cache_hit output is %q, want the pod's own decision", out)
+	}
 	wired := false
 	for _, s := range lifecycle.Jobs["cleanup"].Steps {
-		wired = wired || s.With["step"] == "cleanup" && s.With["cache-observations"] == "${{ inputs.cache_observations }}"
+		if s.With["step"] != "cleanup" {
+			continue
+		}
+		wired = s.With["cache-observations"] == "${{ inputs.cache_observations }},"+podArchive
+		for _, v := range []string{"true", ""} {
+			for _, hosted := range []string{passed, ""} { // a dispatch without observations
+				all := strings.Replace(s.With["cache-observations"], "${{ inputs.cache_observations }}", hosted, 1)
+				obs, err := ParseCacheObservations(expand.ReplaceAllString(all, v))
+				if _, ok := obs["pod-archive"]; err != nil || !ok {
+					t.Errorf("the lifecycle's observations %q do not parse with a pod-archive entry: %v", all, err)
+				}
+			}
+		}
 	}
 	if !wired {
-		t.Error("the lifecycle's cleanup does not pass the observations to the report")
+		t.Error("the lifecycle's cleanup does not pass the hosted and the pod's observations to the report")
 	}
 }
 

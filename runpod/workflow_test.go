@@ -70,7 +70,11 @@ func TestEveryStepBeforeTheTestsHasItsOwnTimeoutAndTheSetupWatchdogIsStricter(t 
 			if !first.ContinueOnError || first.ID == "" {
 				t.Errorf("the first download of %s must have an id and continue on error, so its failure reaches the retry", name)
 			}
-			if want := "steps." + first.ID + ".outcome == 'failure'"; retry.If != want {
+			want := "steps." + first.ID + ".outcome == 'failure'"
+			if first.If != "" { // a conditional download's retry keeps its condition
+				want = first.If + " && " + want
+			}
+			if retry.If != want {
 				t.Errorf("the retry of %s runs if %q, want %q", name, retry.If, want)
 			}
 			if retry.TimeoutMinutes != first.TimeoutMinutes {

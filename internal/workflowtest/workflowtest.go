@@ -174,6 +174,7 @@ type Result struct {
 	Out     string // stdout and stderr
 	Outputs string // what it wrote to GITHUB_OUTPUT
 	Summary string // what it wrote to GITHUB_STEP_SUMMARY
+	Env     string // what it wrote to GITHUB_ENV (unless env named another file)
 }
 
 // Output returns the step output name, or "".
@@ -193,11 +194,11 @@ func (r *Runner) Run(t testing.TB, s Step, env map[string]string) Result {
 		t.Fatalf("step %q has no script", s.Name)
 	}
 	files := t.TempDir()
-	output, summary := filepath.Join(files, "output"), filepath.Join(files, "summary")
+	output, summary, githubEnv := filepath.Join(files, "output"), filepath.Join(files, "summary"), filepath.Join(files, "env")
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
 	cmd.Dir = filepath.Join(r.Workspace, s.WorkingDirectory)
 	cmd.Env = []string{"PATH=" + r.Path, "HOME=" + r.Temp, "RUNNER_TEMP=" + r.Temp, "GITHUB_OUTPUT=" + output,
-		"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ACTIONS=true"}
+		"GITHUB_STEP_SUMMARY=" + summary, "GITHUB_ENV=" + githubEnv, "GITHUB_ACTIONS=true"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -212,6 +213,7 @@ func (r *Runner) Run(t testing.TB, s Step, env map[string]string) Result {
 	}
 	written, _ := os.ReadFile(output)
 	sum, _ := os.ReadFile(summary)
-	res.Outputs, res.Summary = string(written), string(sum)
+	exported, _ := os.ReadFile(githubEnv)
+	res.Outputs, res.Summary, res.Env = string(written), string(sum), string(exported)
 	return res
 }

@@ -24,11 +24,12 @@ func TestRunnerRunsAStepAsAHostedRunnerDoes(t *testing.T) {
 	s := Step{Name: "demo", WorkingDirectory: "sub", Run: `echo "here=$(basename "$PWD")" >>"$GITHUB_OUTPUT"
 echo "cell=$CELL" >>"$GITHUB_OUTPUT"
 echo "### $CELL" >>"$GITHUB_STEP_SUMMARY"
+echo "LATER=$CELL" >>"$GITHUB_ENV"
 test -d "$RUNNER_TEMP"
 exit 3`}
 	os.MkdirAll(filepath.Join(r.Workspace, "sub"), 0o755)
 	res := r.Run(t, s, map[string]string{"CELL": "natten"})
-	if res.Code != 3 || res.Output("here") != "sub" || res.Output("cell") != "natten" || res.Summary != "### natten\n" {
+	if res.Code != 3 || res.Output("here") != "sub" || res.Output("cell") != "natten" || res.Summary != "### natten\n" || res.Env != "LATER=natten\n" {
 		t.Errorf("%+v", res)
 	}
 	// pipefail: a failing stage fails the step, as on a hosted runner.
