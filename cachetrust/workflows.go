@@ -139,6 +139,11 @@ func LoadRules(data []byte) (Rules, error) {
 			}
 		}
 	}
+	for i, g := range r.WriteGrants {
+		if g.Workflow == "" || g.Scope == "" {
+			return Rules{}, fmt.Errorf("%w: write_grants[%d]: workflow and scope are required (job is optional: empty grants the whole workflow)", ErrRules, i)
+		}
+	}
 	for i, ci := range r.ConsistentInputs {
 		switch {
 		case ci.Uses == "" || ci.Input == "":

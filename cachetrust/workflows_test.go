@@ -2,6 +2,7 @@ package cachetrust
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -276,6 +277,8 @@ func TestCheckWorkflows_TheLocalLabelIsTheSameInEveryStepThatReadsIt(t *testing.
 		"consistent_inputs: [{uses: gpugate/gpugate@v1, input: x}]",
 		"consistent_inputs: [{uses: gpugate/gpugate}]",
 		"consistent_inputs: [{uses: gpugate/gpugate, input: x, where: step}]",
+		"write_grants: [{workflow: .github/workflows/x.yml, job: a}]",
+		"write_grants: [{scope: actions}]",
 	} {
 		if _, err := LoadRules([]byte(bad)); err == nil {
 			t.Errorf("rules %s were accepted", bad)
@@ -315,7 +318,7 @@ func TestCheckWorkflows_ParseErrorsAreFindings(t *testing.T) {
 
 // exampleWorkflows maps the repository's example workflows to the paths
 // they take in an adopting repository.
-func exampleWorkflows(t *testing.T) map[string][]byte {
+func exampleWorkflows(t testing.TB) map[string][]byte {
 	t.Helper()
 	paths, _ := filepath.Glob("../examples/workflows/*.yml")
 	if len(paths) == 0 {
@@ -330,6 +333,34 @@ func exampleWorkflows(t *testing.T) map[string][]byte {
 		files[".github/workflows/"+filepath.Base(p)] = data
 	}
 	return files
+}
+
+// FuzzLoadRules feeds the loader arbitrary rules files (an adopter's YAML):
+// it never panics, every refusal is an ErrRules, and rules it accepts
+// check the adoption workflows into well-formed findings.
+func FuzzLoadRules(f *testing.F) {
+	f.Add(ExampleRules)
+	f.Add([]byte("key_pairs: [{publisher: {file: a, job: b, step: c, input: path}, consumer: {file: a, job: b, step: d}}]"))
+	f.Add([]byte("write_grants: [{workflow: x, scope: actions}]\nrerun_uploads: [x]\n"))
+	f.Add([]byte("consistent_inputs: [{uses: o/a, input: i, where: step, values: [s]}]"))
+	files := exampleWorkflows(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := LoadRules(data)
+		if err != nil {
+			if !errors.Is(err, ErrRules) {
+				t.Fatalf("an error that is not ErrRules: %v", err)
+			}
+			return
+		}
+		if r.DefaultBranch == "" {
+			t.Fatal("accepted rules without a default branch")
+		}
+		for _, fd := range CheckWorkflows(files, r) {
+			if fd.Rule == "" || fd.File == "" || fd.Message == "" {
+				t.Fatalf("malformed finding %+v", fd)
+			}
+		}
+	})
 }
 
 func FuzzCheckWorkflows(f *testing.F) {
