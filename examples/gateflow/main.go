@@ -257,7 +257,7 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		if at.HourlyPrice > 0 {
 			price = fmt.Sprintf("$%.2f/h", at.HourlyPrice)
 		}
-		fmt.Fprintf(out, "    attempt %d  %-32s %s  %-13s %5.1fs  est. $%.6f  %s\n", at.N, at.Candidate.GPUTypeID, price, at.Outcome, at.Seconds, at.EstimatedCost, firstLine(at.Reason))
+		fmt.Fprintf(out, "    attempt %d  %-32s %s  %-13s %5.1fs  est. $%.6f  %s\n", at.N, at.Candidate.GPUTypeID, price, at.Outcome, at.Seconds, at.EstimatedCost, cli.FirstLine(at.Reason, 80))
 	}
 	if perr != nil {
 		step(6, "provision", "failed: %v", perr)
@@ -328,14 +328,6 @@ func publishFailed(ctx context.Context, w world, a gate.Authorization, why strin
 		return errors.Join(cause, err)
 	}
 	return cause
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return s
 }
 
 // demoDoc is what -json prints for the embedded demonstration.

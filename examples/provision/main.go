@@ -323,7 +323,7 @@ func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(st
 		if a.HourlyPrice > 0 {
 			price = fmt.Sprintf("$%.2f/h", a.HourlyPrice)
 		}
-		fmt.Fprintf(stdout, "  %d. %-20s %-32s %-8s %-13s %5.1fs  est. $%.6f  %s\n", a.N, a.Name, a.Candidate.GPUTypeID, price, a.Outcome, a.Seconds, a.EstimatedCost, firstLine(a.Reason))
+		fmt.Fprintf(stdout, "  %d. %-20s %-32s %-8s %-13s %5.1fs  est. $%.6f  %s\n", a.N, a.Name, a.Candidate.GPUTypeID, price, a.Outcome, a.Seconds, a.EstimatedCost, cli.FirstLine(a.Reason, 90))
 	}
 	if res.PodID != "" {
 		fmt.Fprintf(stdout, "accepted: pod %s on %s (tier %s) at $%.2f/h after %.1f s and %d attempts; runner label %s\n",
@@ -331,12 +331,4 @@ func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(st
 	}
 	fmt.Fprintf(stdout, "rejected candidates cost an estimated USD %.6f\n", res.RejectedCost)
 	return nil
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 90 {
-		s = s[:90] + "…"
-	}
-	return s
 }

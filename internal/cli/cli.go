@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrUsage wraps a refused command line whose reason is already printed on
@@ -96,4 +97,15 @@ func SplitRepo(command, repo string) (owner, name string, err error) {
 		return "", "", fmt.Errorf("%s: -repo %q: %w (pass -repo or set GITHUB_REPOSITORY)", command, repo, ErrRepo)
 	}
 	return owner, name, nil
+}
+
+// FirstLine is s's first line, cut to at most n characters (runes, so a
+// multi-byte character is never split) and marked "…" where it was cut:
+// one table cell of a multi-line reason.
+func FirstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
 }

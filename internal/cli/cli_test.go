@@ -118,3 +118,22 @@ func TestSplitRepo(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"one line", 20, "one line"},
+		{"first\nsecond", 20, "first"},
+		{"exactly ten", 11, "exactly ten"},
+		{"a bit longer than that", 8, "a bit lo…"},
+		{"ééééé", 3, "ééé…"}, // never half a character
+		{"", 5, ""},
+	} {
+		if got := cli.FirstLine(tc.in, tc.n); got != tc.want {
+			t.Errorf("FirstLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
