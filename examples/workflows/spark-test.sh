@@ -9,7 +9,10 @@
 #   - prints toolchain and source revisions;
 #   - uses the controller-provided work and cache directories;
 #   - runs correctness before any performance measurement;
-#   - serializes writes to the shared build target;
+#   - serializes writes to the shared build target, waiting a bounded time
+#     for the lock (SPARK_LOCK_WAIT_SECONDS, default 1800);
+#   - never downloads a model: with the managed model cache
+#     (SPARK_MODEL_CACHE) its commands read models from there, offline;
 #   - emits a compact receipt; large logs stay in the work directory;
 #   - cleans its disposable work directory on success;
 #   - never stops services or processes it does not own.
@@ -27,6 +30,8 @@ cache="${SPARK_CACHE_DIR:-${HOME}/.cache/spark}"
 smoke_cmd="${SPARK_SMOKE_CMD:-cargo test --release -p wh-butter-cuda --test cuda_smoke}"
 perf_cmd="${SPARK_PERF_CMD:-cargo run --release -p wh-butter-bench -- --prompt-tokens 512 --decode-tokens 32 --warmup 1 --runs 2}"
 distributed_cmd="${SPARK_DISTRIBUTED_CMD:-}"
+lock_wait="${SPARK_LOCK_WAIT_SECONDS:-1800}"
+models="${SPARK_MODEL_CACHE:-}"
 
 die() { echo "spark-test: $*" >&2; exit 2; }
 
@@ -41,6 +46,14 @@ case "$suite" in
 smoke | performance) ;;
 *) die "SPARK_TEST_SUITE \"$suite\": want smoke or performance" ;;
 esac
+[[ "$lock_wait" =~ ^[0-9]+$ ]] || die "SPARK_LOCK_WAIT_SECONDS \"$lock_wait\": want a whole number of seconds"
+if [[ -n "$models" ]]; then
+	[[ -d "$models" ]] || die "SPARK_MODEL_CACHE \"$models\" is not a directory: the managed model cache must exist before the lane runs"
+	# Models come from the managed cache, never from the network: a model
+	# missing there fails the lane instead of being downloaded.
+	export HF_HUB_CACHE="$models" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+	echo "spark-test: models from the managed cache $models (offline)"
+fi
 
 mkdir -p "$work" "$cache"
 echo "spark-test: topology=$topology suite=$suite"
@@ -58,7 +71,10 @@ run() { # name command...
 	local name="$1"
 	shift
 	echo "spark-test: $name: $*"
-	flock 9
+	if ! flock -w "$lock_wait" 9; then
+		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"reason\":\"the shared build target stayed locked for ${lock_wait} s\"}"
+		exit 1
+	fi
 	if ! bash -c "$*" >"$work/$name.log" 2>&1; then
 		flock -u 9
 		tail -n 50 "$work/$name.log" >&2

@@ -1,6 +1,8 @@
 package sparkgh
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,8 +10,17 @@ import (
 	"testing"
 )
 
-// runEntryPoint runs the example scripts/ci/spark-test.sh with env.
+// runEntryPoint runs the example scripts/ci/spark-test.sh with env, in a
+// fresh directory whose work and cache directories the controller
+// provides.
 func runEntryPoint(t *testing.T, topology string, env ...string) (string, string, int) {
+	t.Helper()
+	return runEntryPointIn(t, t.TempDir(), nil, topology, env...)
+}
+
+// runEntryPointIn runs the entry point in dir (SPARK_WORK_DIR dir/work,
+// SPARK_CACHE_DIR dir/cache), under the command wrap when one is given.
+func runEntryPointIn(t *testing.T, dir string, wrap []string, topology string, env ...string) (string, string, int) {
 	t.Helper()
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("the entry point needs bash and flock (Linux runners)")
@@ -18,8 +29,8 @@ func runEntryPoint(t *testing.T, topology string, env ...string) (string, string
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("bash", script, topology)
+	args := append(wrap, "bash", script, topology)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"SPARK_WORK_DIR=" + filepath.Join(dir, "work"), "SPARK_CACHE_DIR=" + filepath.Join(dir, "cache")}, env...)
@@ -81,5 +92,110 @@ func TestEntryPointRejectsUnknownTopologyAndSuite(t *testing.T) {
 	}
 	if _, stderr, code := runEntryPoint(t, "single", "SPARK_TEST_SUITE=sweep"); code != 2 || !strings.Contains(stderr, `"sweep"`) {
 		t.Errorf("suite: %d %s", code, stderr)
+	}
+}
+
+// receipt is the entry point's last line of output, a JSON object.
+func receipt(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var r map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("the last line is no receipt: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+// The Spark seed's entry point must "print toolchain and source revisions".
+func TestEntryPointPrintsToolchainAndSourceRevisions(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	dir, bin := t.TempDir(), t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	sha, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	os.WriteFile(filepath.Join(bin, "rustc"), []byte("#!/bin/sh\necho 'rustc 1.90.0 (0123abcd 2026-09-01)'\n"), 0o755)
+	out, stderr, code := runEntryPointIn(t, dir, nil, "single", "PATH="+bin+":"+os.Getenv("PATH"), "SPARK_SMOKE_CMD=true")
+	if code != 0 || !strings.Contains(out, "source "+strings.TrimSpace(string(sha))) || !strings.Contains(out, "rustc rustc 1.90.0 (0123abcd 2026-09-01)") {
+		t.Errorf("exit %d: want the source revision and the toolchain's version:\n%s%s", code, out, stderr)
+	}
+}
+
+// "use the controller-provided work and cache directories", "emit a
+// compact receipt", "clean its disposable work directory on successful
+// release": logs go to the work directory, the lock to the cache, the last
+// line is a one-line JSON receipt, and the work directory goes only after
+// a pass (a failure keeps the log its receipt names).
+func TestEntryPointUsesTheControllerDirectoriesAndCleansWorkOnlyAfterAPass(t *testing.T) {
+	dir := t.TempDir()
+	work, cache := filepath.Join(dir, "work"), filepath.Join(dir, "cache")
+	out, stderr, code := runEntryPointIn(t, dir, nil, "single", "SPARK_SMOKE_CMD=echo in the log")
+	if r := receipt(t, out); code != 0 || r["passed"] != true || r["suite"] != "smoke" || r["topology"] != "single" {
+		t.Fatalf("exit %d, receipt %v:\n%s", code, r, stderr)
+	}
+	if _, err := os.Stat(work); err == nil {
+		t.Error("the work directory outlived a passing run")
+	}
+	if _, err := os.Stat(filepath.Join(cache, "build.lock")); err != nil {
+		t.Errorf("the build lock is not in the controller's cache directory: %v", err)
+	}
+	out, _, code = runEntryPointIn(t, dir, nil, "single", "SPARK_SMOKE_CMD=echo the failure; false")
+	r := receipt(t, out)
+	log, _ := r["log"].(string)
+	if code != 1 || r["failed"] != "correctness" || filepath.Dir(log) != work {
+		t.Fatalf("exit %d, receipt %v: want the failed lane and its log in the work directory", code, r)
+	}
+	if got, err := os.ReadFile(log); err != nil || !strings.Contains(string(got), "the failure") {
+		t.Errorf("the failed lane's log was not kept: %q %v", got, err)
+	}
+}
+
+// "serialize writes to shared build targets": each command runs holding
+// the cache's build lock, and a lock another reservation holds past the
+// bound fails the lane with a receipt instead of waiting out the job.
+func TestEntryPointSerializesWritesToTheSharedBuildTarget(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "cache", "build.lock")
+	// Inside the command the lock is taken: a second taker is refused.
+	out, stderr, code := runEntryPointIn(t, dir, nil, "single", "SPARK_SMOKE_CMD=if flock -n "+lock+" true; then echo unlocked; exit 1; fi")
+	if code != 0 {
+		t.Errorf("the command ran without the build lock: exit %d\n%s%s", code, out, stderr)
+	}
+	// Held by another reservation (here, the wrapping flock) past the bound.
+	os.MkdirAll(filepath.Dir(lock), 0o755)
+	ran := filepath.Join(dir, "ran")
+	out, _, code = runEntryPointIn(t, dir, []string{"flock", lock}, "single", "SPARK_LOCK_WAIT_SECONDS=0", "SPARK_SMOKE_CMD=touch "+ran)
+	if r := receipt(t, out); code != 1 || r["failed"] != "correctness" || !strings.Contains(fmt.Sprint(r["reason"]), "stayed locked for 0 s") {
+		t.Errorf("exit %d, receipt %v: want a bounded wait that fails the lane", code, r)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the command ran without the lock")
+	}
+	if _, stderr, code := runEntryPoint(t, "single", "SPARK_LOCK_WAIT_SECONDS=soon"); code != 2 || !strings.Contains(stderr, "whole number of seconds") {
+		t.Errorf("a bad bound: exit %d %s", code, stderr)
+	}
+}
+
+// "avoid downloading a model already present in the managed model cache";
+// the label lanes "do not download models". With the managed cache, the
+// commands read models from it offline; a cache that is not there stops
+// the lane before anything runs.
+func TestEntryPointNeverDownloadsAModelTheManagedCacheHolds(t *testing.T) {
+	models := t.TempDir()
+	out, stderr, code := runEntryPoint(t, "single", "SPARK_MODEL_CACHE="+models,
+		`SPARK_SMOKE_CMD=test "$HF_HUB_CACHE" = "`+models+`" && test "$HF_HUB_OFFLINE" = 1 && test "$TRANSFORMERS_OFFLINE" = 1`)
+	if code != 0 || !strings.Contains(out, "models from the managed cache "+models+" (offline)") {
+		t.Errorf("exit %d: the commands did not see the managed cache offline:\n%s%s", code, out, stderr)
+	}
+	ran := filepath.Join(t.TempDir(), "ran")
+	if _, stderr, code := runEntryPoint(t, "single", "SPARK_MODEL_CACHE="+filepath.Join(models, "missing"), "SPARK_SMOKE_CMD=touch "+ran); code != 2 || !strings.Contains(stderr, "is not a directory") {
+		t.Errorf("a missing managed cache: exit %d %s", code, stderr)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("the lane ran without its managed model cache")
 	}
 }
