@@ -72,6 +72,40 @@ func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
 	}
 }
 
+// The change-aware CI seed's macOS gate "runs macos-accelerate on
+// macos-15, disabling default features and selecting Accelerate rather
+// than faer. Only the dedicated Apple context, CPU/Metal FFT, and Apple
+// shared Cholesky test targets are built ... Selecting targets rather than
+// runtime test-name filters avoids compiling the full integration suites
+// ... The profile requires Metal initialization to succeed
+// (TENFERRO_REQUIRE_METAL=1); an unavailable device is not a passing
+// hardware test." The lane's step, run as written with a stand-in cargo,
+// builds only the named targets with the platform backend and requires
+// the device; naming no target fails instead of testing nothing.
+func TestTheMacOSLaneBuildsOnlyItsTestTargetsAndRequiresTheDevice(t *testing.T) {
+	job := workflowtest.Read(t, "ci.yml").Jobs["macos-tests"]
+	step := job.Step(t, "the Apple test targets", func(s workflowtest.Step) bool { return s.Name == "Run the Apple test targets" })
+	if step.Env["REQUIRE_METAL"] != "1" {
+		t.Errorf("REQUIRE_METAL is %q: an unavailable Metal device would pass", step.Env["REQUIRE_METAL"])
+	}
+	r := workflowtest.NewRunner(t)
+	bin := t.TempDir()
+	os.WriteFile(filepath.Join(bin, "cargo"), []byte("#!/bin/sh\necho \"cargo $* REQUIRE_METAL=$REQUIRE_METAL\"\n"), 0o755)
+	r.Path = bin + ":" + r.Path
+	res := r.Run(t, step, step.Env)
+	want := "cargo test --locked --no-default-features --features accelerate --test apple_context --test fft --test apple_cholesky REQUIRE_METAL=1"
+	if res.Code != 0 || strings.TrimSpace(res.Out) != want {
+		t.Errorf("exit %d, ran %q, want %q", res.Code, strings.TrimSpace(res.Out), want)
+	}
+	if strings.Contains(res.Out, "--workspace") || strings.Contains(res.Out, " -- ") {
+		t.Error("the lane builds the workspace or filters by name")
+	}
+	res = r.Run(t, step, map[string]string{"MACOS_FEATURES": "accelerate", "MACOS_TEST_TARGETS": " "})
+	if res.Code == 0 || !strings.Contains(res.Out, "names no test target") {
+		t.Errorf("no targets: exit %d\n%s", res.Code, res.Out)
+	}
+}
+
 // The change-aware CI seed: "A CI-only diff requires the GPU gate only
 // when it can change what the pod executes or whether it can execute: the
 // archive and its payload, the test partitions, the pod
