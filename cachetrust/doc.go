@@ -24,7 +24,8 @@
 //     byte-identical publisher/consumer key expressions, and action inputs
 //     that must agree across steps (Rules.ConsistentInputs), and uploads
 //     that survive a re-run in the workflows maintainers re-run
-//     (Rules.RerunUploads).
+//     (Rules.RerunUploads), and runner images named by version, never a
+//     moving -latest alias (Rules.PinnedRunners).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
 //     only when every symlink resolves inside it, each required library
 //     pattern matches a non-empty file and nothing matches what its

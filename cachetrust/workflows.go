@@ -29,6 +29,7 @@ const (
 	RuleConsistentInput     = "consistent-input"             // an action input that must agree across steps differs
 	RuleActionSavesCache    = "action-saves-cache"           // a composite action saves a cache
 	RuleRerunUpload         = "rerun-upload"                 // an upload a re-run attempt would repeat, refused as a conflict
+	RuleMovingRunner        = "moving-runner"                // a job runs on a -latest image alias, which moves under fixed cache keys
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 )
 
@@ -89,6 +90,12 @@ type Rules struct {
 	// them must name its attempt (github.run_attempt) or set overwrite:
 	// true, or the re-run fails at the upload with a conflict.
 	RerunUploads []string `yaml:"rerun_uploads"`
+	// PinnedRunners requires every job to name its hosted image's version
+	// (ubuntu-24.04, never ubuntu-latest): an alias moves to a new image
+	// when GitHub changes it, so a cache key that names the OS would then
+	// restore what another image built, and the build and execution
+	// baseline would change without a reviewed edit.
+	PinnedRunners bool `yaml:"pinned_runners"`
 }
 
 // ConsistentInput is an input of an action (uses, without its @ref) that
@@ -442,12 +449,43 @@ func (c *checker) workflow(root *yaml.Node) {
 			}
 		}
 		c.credentials(name, job, stepList)
+		if c.rules.PinnedRunners {
+			c.movingRunners(name, job)
+		}
 		if slices.Contains(c.rules.RerunUploads, c.file) {
 			c.rerunUploads(name, stepList)
 		}
 	}
 	if topPerms == nil && !allJobsHavePerms {
 		c.add(keyNode(root, "jobs"), RuleNoPermissions, "no workflow-level permissions block and not every job declares one: the token's default (possibly write) permissions apply")
+	}
+}
+
+// movingImage matches a GitHub-hosted image alias that moves.
+// A label is a whole scalar, or a quoted or listed word in an expression.
+var movingImage = regexp.MustCompile(`(?:^|[\s'",\[])((?:ubuntu|windows|macos)-latest(?:-[A-Za-z0-9-]+)?)(?:$|[\s'",\]])`)
+
+// movingRunners reports each -latest image alias a job's runs-on names,
+// directly, in an expression, or through its matrix.
+func (c *checker) movingRunners(job string, n *yaml.Node) {
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		if n.Kind == yaml.ScalarNode {
+			if m := movingImage.FindStringSubmatch(n.Value); m != nil {
+				c.add(n, RuleMovingRunner, "job %s runs on %s, an alias GitHub moves to a new image: cache keys that name the OS would restore what another image built, and the baseline would change unreviewed; name the version (e.g. ubuntu-24.04)", job, m[1])
+			}
+			return
+		}
+		for _, child := range n.Content {
+			walk(child)
+		}
+	}
+	walk(get(n, "runs-on"))
+	if strings.Contains(scalar(get(n, "runs-on")), "matrix.") {
+		walk(get(get(n, "strategy"), "matrix"))
 	}
 }
 

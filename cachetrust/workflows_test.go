@@ -174,6 +174,45 @@ func TestTheAdoptionWorkflowsSurviveARerun(t *testing.T) {
 	}
 }
 
+// The change-aware CI seed: "Repository-owned Linux jobs explicitly use
+// ubuntu-24.04 ... Avoid the moving ubuntu-latest alias so the build and
+// execution baseline changes deliberately", and its cache namespaces name
+// the distribution. With pinned_runners, a -latest alias anywhere a job's
+// runner comes from is a finding; self-hosted labels are not.
+func TestCheckWorkflows_JobsNameTheirRunnerImagesVersion(t *testing.T) {
+	head := "on: push\npermissions: {contents: read}\njobs:\n  a:\n"
+	steps := "    steps: [{run: 'true'}]\n"
+	for name, tc := range map[string]struct {
+		job  string
+		want int // findings
+		line int // of the first
+	}{
+		"an alias":                    {"    runs-on: ubuntu-latest\n", 1, 5},
+		"a version":                   {"    runs-on: ubuntu-24.04\n", 0, 0},
+		"an alias in an expression":   {"    runs-on: ${{ github.event_name == 'push' && 'macos-latest' || 'ubuntu-24.04' }}\n", 1, 5},
+		"a larger runner's alias":     {"    runs-on: [windows-latest-8-cores]\n", 1, 5},
+		"self-hosted labels":          {"    runs-on: [self-hosted, Linux, my-ubuntu-latest-pool]\n", 0, 0},
+		"a runner group":              {"    runs-on: {group: gpu, labels: [ubuntu-latest]}\n", 1, 5},
+		"through the matrix":          {"    runs-on: ${{ matrix.os }}\n    strategy: {matrix: {os: [ubuntu-24.04, windows-latest]}}\n", 1, 6},
+		"a matrix the runner ignores": {"    runs-on: ubuntu-24.04\n    strategy: {matrix: {image: [ubuntu-latest]}}\n", 0, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			yml := head + tc.job + steps
+			r := Rules{PinnedRunners: true}
+			fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(yml)}, r)
+			if len(fs) != tc.want || tc.want > 0 && (fs[0].Rule != RuleMovingRunner || fs[0].Line != tc.line || !strings.Contains(fs[0].Message, "name the version")) {
+				t.Fatalf("%v, want %d %s finding(s) at line %d", fs, tc.want, RuleMovingRunner, tc.line)
+			}
+			if fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(yml)}, Rules{}); len(fs) != 0 {
+				t.Errorf("without pinned_runners: %v", fs)
+			}
+		})
+	}
+	if !rules(t).PinnedRunners {
+		t.Error("the example rules do not pin runners")
+	}
+}
+
 func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
 	steps := "    steps: [{run: 'true'}]\n"
 	tests := map[string]struct {
