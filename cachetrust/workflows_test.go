@@ -15,7 +15,7 @@ import (
 	"github.com/gpugate/gpugate/internal/workflowtest"
 )
 
-func rules(t *testing.T) Rules {
+func rules(t testing.TB) Rules {
 	t.Helper()
 	r, err := LoadRules(ExampleRules)
 	if err != nil {
@@ -1363,5 +1363,32 @@ func TestTheKeySpecNamesTheToolkitTheWorkflowsBuildWith(t *testing.T) {
 	}
 	if specs[0] == "" || specs[0] != specs[1] {
 		t.Errorf("the publisher and the GPU workflow read key specs %q", specs)
+	}
+}
+
+// BenchmarkCheckWorkflows checks the adoption workflows (the realistic
+// repository: every workflow an adopter copies) against the example rules,
+// and a repository 100 times that size: the same workflows under 100 names
+// each.
+//
+//	go test ./cachetrust -run '^$' -bench CheckWorkflows -benchtime 5x
+func BenchmarkCheckWorkflows(b *testing.B) {
+	r := rules(b)
+	base := exampleWorkflows(b)
+	for _, copies := range []int{1, 100} {
+		files := map[string][]byte{}
+		for path, data := range base {
+			files[path] = data
+			for i := 1; i < copies; i++ {
+				files[strings.TrimSuffix(path, ".yml")+"-"+strconv.Itoa(i)+".yml"] = data
+			}
+		}
+		b.Run(fmt.Sprintf("files=%d", len(files)), func(b *testing.B) {
+			for b.Loop() {
+				if fs := CheckWorkflows(files, r); copies == 1 && len(fs) != 0 {
+					b.Fatal(fs)
+				}
+			}
+		})
 	}
 }
