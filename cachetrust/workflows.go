@@ -256,16 +256,19 @@ func scalar(n *yaml.Node) string {
 	return n.Value
 }
 
-// nodeText renders a node back to YAML, to search it for expressions.
-func nodeText(n *yaml.Node) string {
+// anyScalar reports whether match accepts a scalar (a key or a value)
+// anywhere under n, aliases followed.
+func anyScalar(n *yaml.Node, match func(string) bool) bool {
 	if n == nil {
-		return ""
+		return false
 	}
-	out, err := yaml.Marshal(n)
-	if err != nil {
-		return ""
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return match(n.Value)
+	case yaml.AliasNode:
+		return anyScalar(n.Alias, match)
 	}
-	return string(out)
+	return slices.ContainsFunc(n.Content, func(child *yaml.Node) bool { return anyScalar(child, match) })
 }
 
 // triggers returns the workflow's events and their nodes.
@@ -576,7 +579,7 @@ func (c *checker) permissions(p *yaml.Node, job string) {
 // credentials: a job that holds provider secrets must not persist checkout
 // credentials.
 func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
-	if c.secretRef == nil || !c.secretRef.MatchString(nodeText(job)) {
+	if c.secretRef == nil || !anyScalar(job, c.secretRef.MatchString) {
 		return
 	}
 	for _, s := range steps {
