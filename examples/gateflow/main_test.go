@@ -97,6 +97,27 @@ func TestSimulationIsDeterministicForASeed(t *testing.T) {
 	})
 }
 
+// The README shows the default simulated month's table; it must be what
+// the command prints, so the economics it quotes stay true as the code
+// changes.
+func TestTheREADMEShowsWhatTheDefaultSimulationPrints(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```text\nsimulated month:")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
+		t.Fatal("the README has no simulated-month block")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		out, _, code := runGateflow(t, nil, "-simulate-fleet")
+		if code != 0 || !strings.Contains(out, "simulated month:"+block) {
+			t.Errorf("exit %d; the README's table is not the output of go run ./examples/gateflow -simulate-fleet:\n%s", code, cmp.Diff("simulated month:"+block, out))
+		}
+	})
+}
+
 func TestSimulation_ReuseKeepsOnePaidRunPerTestedMergeRef(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		o := options{seed: 3, prsPerMonth: 20, deliveriesPerUpstreamRun: 3}
