@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -52,17 +53,58 @@ func WithAPIKey(key Secret) Option {
 	return func(c *Client) error { c.key = key; return nil }
 }
 
+// ErrBaseURL is matched by the errors of a base URL the client refuses.
+var ErrBaseURL = errors.New("runpod: unusable base URL")
+
 // WithBaseURL points the client at another server (a fake, a proxy).
 func WithBaseURL(raw string) Option {
 	return func(c *Client) error {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("runpod: base URL %q: want http(s)://host[:port]", raw)
+			return fmt.Errorf("%w: %q: want http(s)://host[:port]", ErrBaseURL, redactURL(raw))
 		}
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		c.base = u
 		return nil
 	}
+}
+
+// redactURL hides a password a URL may carry, for an error message.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
+}
+
+// The environment ClientFromEnv reads.
+const (
+	EnvAPIKey = "RUNPOD_API_KEY" // the API key (required)
+	EnvAPIURL = "RUNPOD_API_URL" // another server than DefaultBaseURL (optional)
+)
+
+// ClientFromEnv builds a client from the environment getenv reads: the key
+// from RUNPOD_API_KEY and, when RUNPOD_API_URL is set, that server instead
+// of DefaultBaseURL (a proxy, or a test's loopback fake); opts follow. The
+// key travels to that server, so it must be https, or plain http only on
+// a loopback address.
+func ClientFromEnv(getenv func(string) string, opts ...Option) (*Client, error) {
+	base := []Option{WithAPIKey(Secret(getenv(EnvAPIKey)))}
+	if raw := getenv(EnvAPIURL); raw != "" {
+		if u, err := url.Parse(raw); err == nil && u.Scheme == "http" && !loopback(u.Hostname()) {
+			return nil, fmt.Errorf("%w: %s %q is plain http, which would send the API key unencrypted: use https (plain http only for a loopback test server)", ErrBaseURL, EnvAPIURL, u.Redacted())
+		}
+		base = append(base, WithBaseURL(raw))
+	}
+	return NewClient(append(base, opts...)...)
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // WithHTTPClient sets the HTTP client (its transport, proxies, TLS).

@@ -414,8 +414,49 @@ func TestNewClient_Options(t *testing.T) {
 		"bad policy":      runpod.WithRetryPolicy(runpod.RetryPolicy{}),
 		"zero pages":      runpod.WithMaxPages(0),
 	} {
-		if _, err := runpod.NewClient(runpod.WithAPIKey("k"), opt); err == nil {
-			t.Errorf("%s: want an error", name)
+		if _, err := runpod.NewClient(runpod.WithAPIKey("k"), opt); err == nil || name == "bad base URL" && !errors.Is(err, runpod.ErrBaseURL) {
+			t.Errorf("%s: want an error, got %v", name, err)
+		}
+	}
+}
+
+// ClientFromEnv sends the key only where the environment says, and only
+// encrypted or to a loopback test server; a refusal never prints the key
+// or a password the URL carries.
+func TestClientFromEnv_TheKeyGoesOnlyToAnEncryptedOrLoopbackServer(t *testing.T) {
+	srv := runpodtest.New()
+	url := srv.Start()
+	defer srv.Close()
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	// A loopback server over plain http: the client reaches it.
+	c, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, runpodtest.APIKey, runpod.EnvAPIURL, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListPods(context.Background()); err != nil || srv.Count("GET", "/v2/pods") != 1 {
+		t.Errorf("the loopback fake was not called: %v", err)
+	}
+	if _, err := runpod.ClientFromEnv(env(runpod.EnvAPIURL, url)); !errors.Is(err, runpod.ErrNoAPIKey) {
+		t.Errorf("no key: %v", err)
+	}
+	for name, raw := range map[string]string{
+		"plain http elsewhere": "http://user:hunter2@proxy.example.com:8080",
+		"not http":             "ftp://user:hunter2@runpod.example.com",
+	} {
+		_, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, "rpa_from_env_secret", runpod.EnvAPIURL, raw))
+		if !errors.Is(err, runpod.ErrBaseURL) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "rpa_from_env_secret") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, ok := range []string{"https://proxy.example.com", "http://localhost:1", "http://[::1]:1"} {
+		if _, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, "k", runpod.EnvAPIURL, ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
 		}
 	}
 }

@@ -85,8 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // connect is the RunPod client of a real run (tests point it at a fake).
-var connect = func(key string) (*runpod.Client, error) {
-	return runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+var connect = func(getenv func(string) string) (*runpod.Client, error) {
+	return runpod.ClientFromEnv(getenv)
 }
 
 func cleanup(ctx context.Context, o options, getenv func(string) string, gha ghaction.Env, stdout, log io.Writer) error {
@@ -119,7 +119,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 		case o.pod == "" && o.provision == "":
 			return errors.New("cleanup: -pod is required (the provision step's pod_id output), or -provision with its result")
 		}
-		if api, err = connect(key); err != nil {
+		if api, err = connect(getenv); err != nil {
 			return err
 		}
 	}

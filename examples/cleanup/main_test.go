@@ -118,7 +118,7 @@ func useFakeRunPod(t *testing.T) (*runpodtest.Server, *runpod.Client) {
 	t.Helper()
 	fake := runpodtest.New()
 	orig := connect
-	connect = func(string) (*runpod.Client, error) { return fake.NewClient() }
+	connect = func(func(string) string) (*runpod.Client, error) { return fake.NewClient() }
 	t.Cleanup(func() { connect = orig })
 	api, err := fake.NewClient()
 	if err != nil {

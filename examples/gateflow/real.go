@@ -66,7 +66,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	api, err := runpod.ClientFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -232,7 +232,7 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	case o.repo == "" || o.runID == 0:
 		return world{}, errors.New("provision: -repo and -run-id are required: the reaper relies on those ownership tags")
 	}
-	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	api, err := runpod.ClientFromEnv(getenv)
 	if err != nil {
 		return world{}, err
 	}

@@ -94,7 +94,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 		case !ok:
 			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
 		}
-		api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+		api, err := runpod.ClientFromEnv(getenv)
 		if err != nil {
 			return err
 		}

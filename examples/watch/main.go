@@ -103,7 +103,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	case o.pod == "" || o.runID == 0 || !ok:
 		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
 	}
-	api, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(key)))
+	api, err := runpod.ClientFromEnv(getenv)
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
