@@ -46,12 +46,16 @@
 //     180 s, 404 confirms, a GET after a lost response); RecordBeforeDelete
 //     reads the billing record first, bounded to five seconds.
 //
+// ClientFromEnv builds the client from RUNPOD_API_KEY, and from
+// RUNPOD_API_URL when the calls go through a proxy (https, or plain http
+// only on loopback: the key travels there).
+//
 // Credentials, the JIT runner config and the startup command are Secrets:
 // they never reach a log, an error or an encoded value.
 //
 // Usage:
 //
-//	c, err := runpod.NewClient(runpod.WithAPIKey(runpod.Secret(os.Getenv("RUNPOD_API_KEY"))))
+//	c, err := runpod.ClientFromEnv(os.Getenv) // RUNPOD_API_KEY (and RUNPOD_API_URL for a proxy)
 //	cfg, err := runpod.LoadConfigFile("runpod.yml")
 //	offers, err := c.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
 //	if err != nil {

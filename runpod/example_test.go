@@ -86,3 +86,23 @@ func ExampleCheckGPUTypes() {
 	// true
 	// runpod: GPU type not in RunPod's catalog: tier "cost-preferred" names "nvidia l4", which GET /v2/catalog/gpus does not list (3 types): did you mean "NVIDIA L4"?
 }
+
+// ClientFromEnv reads the key and, for a proxy or a test's stand-in, the
+// server from the environment; here a loopback fake of RunPod.
+func ExampleClientFromEnv() {
+	fake := runpodtest.New()
+	url := fake.Start()
+	defer fake.Close()
+	env := map[string]string{runpod.EnvAPIKey: runpodtest.APIKey, runpod.EnvAPIURL: url}
+	c, err := runpod.ClientFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		panic(err)
+	}
+	pods, err := c.ListPods(context.Background())
+	fmt.Println(len(pods), err)
+	_, err = runpod.ClientFromEnv(func(k string) string { return map[string]string{runpod.EnvAPIKey: "k", runpod.EnvAPIURL: "http://proxy.example.com"}[k] })
+	fmt.Println(errors.Is(err, runpod.ErrBaseURL))
+	// Output:
+	// 0 <nil>
+	// true
+}
