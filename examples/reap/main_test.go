@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 func TestSimulateDryRunThenExecute(t *testing.T) {
@@ -134,5 +139,77 @@ func TestPodsOfThisRepositorysOtherWorkflowsAreCalledOut(t *testing.T) {
 	doc.Decisions = doc.Decisions[2:]
 	if got := otherWorkflows(doc); got != "" {
 		t.Errorf("another repository's pods are not ours to mention: %q", got)
+	}
+}
+
+// Real mode, against RunPod's and GitHub's loopback stand-ins: a tagged
+// pod whose run completed ten minutes ago is reported reclaimable by a dry
+// run, which touches nothing, and deleted by -execute; a pod nobody tagged
+// is never touched.
+func TestRealModeReclaimsThePodOfACompletedRunOnlyWithExecute(t *testing.T) {
+	fake := runpodtest.New(runpodtest.WithSchedule(0, 0))
+	api, err := fake.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := runpod.Ownership{Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml", RunID: 77, RunAttempt: 1}
+	ctx := context.Background()
+	tagged, err := api.CreatePod(ctx, runpod.CreatePodRequest{Name: owner.Prefix() + "-c1", Image: "ghcr.io/actions/actions-runner:latest", Env: owner.Tags(), GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := api.CreatePod(ctx, runpod.CreatePodRequest{Name: "alice-notebook", Image: "jupyter", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fake.Start()
+	defer fake.Close()
+	completed := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	gh := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch strings.TrimPrefix(r.URL.Path, "/api/v3") { // the Enterprise prefix a GITHUB_API_URL implies
+		case "/repos/o/r/actions/runs/77":
+			fmt.Fprintf(w, `{"id": 77, "status": "completed", "conclusion": "success", "run_attempt": 1, "event": "workflow_run",
+				"path": ".github/workflows/runpod-gpu-test.yml", "updated_at": %q, "repository": {"full_name": "o/r"}}`, completed)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer gh.Close()
+	env := map[string]string{"RUNPOD_API_KEY": runpodtest.APIKey, "RUNPOD_API_URL": url, "GITHUB_TOKEN": "ghs_reap_test", "GITHUB_API_URL": gh.URL + "/", "GITHUB_REPOSITORY": "o/r"}
+	sweep := func(args ...string) Document {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(ctx, append([]string{"-json"}, args...), func(k string) string { return env[k] }, &stdout, &stderr); code != 0 {
+			t.Fatalf("reap %v: exit %d\n%s%s", args, code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String()+stderr.String(), runpodtest.APIKey) {
+			t.Error("the API key was printed")
+		}
+		var doc Document
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, stdout.String())
+		}
+		return doc
+	}
+	actions := func(doc Document) map[string]string {
+		m := map[string]string{}
+		for _, d := range doc.Decisions {
+			m[d.PodID] = d.Rule + "/" + d.Action
+		}
+		return m
+	}
+	dry := actions(sweep())
+	if !strings.HasPrefix(dry[tagged.ID], runpod.RuleCompleted+"/") || strings.HasSuffix(dry[tagged.ID], runpod.ActionDeleted) || !strings.HasPrefix(dry[foreign.ID], runpod.RuleUntagged+"/") {
+		t.Errorf("dry run decided %v", dry)
+	}
+	if n := len(fake.Running()); n != 2 {
+		t.Fatalf("the dry run left %d pods, want both", n)
+	}
+	done := actions(sweep("-execute"))
+	if done[tagged.ID] != runpod.RuleCompleted+"/"+runpod.ActionDeleted || strings.HasSuffix(done[foreign.ID], runpod.ActionDeleted) {
+		t.Errorf("-execute decided %v", done)
+	}
+	if running := fake.Running(); len(running) != 1 || running[0] != foreign.ID {
+		t.Errorf("running after -execute: %v, want only the untagged pod", running)
 	}
 }
