@@ -32,7 +32,7 @@ func runEntryPointIn(t *testing.T, dir string, wrap []string, topology string, e
 	args := append(wrap, "bash", script, topology)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
+	cmd.Env = append([]string{"PATH=" + toolchainStandIns(t) + string(os.PathListSeparator) + os.Getenv("PATH"), "HOME=" + dir,
 		"SPARK_WORK_DIR=" + filepath.Join(dir, "work"), "SPARK_CACHE_DIR=" + filepath.Join(dir, "cache")}, env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -95,6 +95,19 @@ func TestEntryPointRejectsUnknownTopologyAndSuite(t *testing.T) {
 	}
 }
 
+// toolchainStandIns is a directory of stand-ins for the toolchain the
+// entry point prints: a real go would start its telemetry child, which
+// can write under HOME after the script ended, while the test removes it.
+func toolchainStandIns(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir()
+	for tool, version := range map[string]string{"go": "go version go1.99.0 linux/amd64", "rustc": "rustc 1.90.0 (0123abcd 2026-09-01)",
+		"cargo": "cargo 1.90.0", "nvcc": "Cuda compilation tools, release 12.8, V12.8.93"} {
+		os.WriteFile(filepath.Join(bin, tool), []byte("#!/bin/sh\necho '"+version+"'\n"), 0o755)
+	}
+	return bin
+}
+
 // receipt is the entry point's last line of output, a JSON object.
 func receipt(t *testing.T, stdout string) map[string]any {
 	t.Helper()
@@ -111,16 +124,16 @@ func TestEntryPointPrintsToolchainAndSourceRevisions(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")
 	}
-	dir, bin := t.TempDir(), t.TempDir()
+	dir := t.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"}} {
 		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
 	sha, _ := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
-	os.WriteFile(filepath.Join(bin, "rustc"), []byte("#!/bin/sh\necho 'rustc 1.90.0 (0123abcd 2026-09-01)'\n"), 0o755)
-	out, stderr, code := runEntryPointIn(t, dir, nil, "single", "PATH="+bin+":"+os.Getenv("PATH"), "SPARK_SMOKE_CMD=true")
-	if code != 0 || !strings.Contains(out, "source "+strings.TrimSpace(string(sha))) || !strings.Contains(out, "rustc rustc 1.90.0 (0123abcd 2026-09-01)") {
+	out, stderr, code := runEntryPointIn(t, dir, nil, "single", "SPARK_SMOKE_CMD=true")
+	if code != 0 || !strings.Contains(out, "source "+strings.TrimSpace(string(sha))) || !strings.Contains(out, "rustc rustc 1.90.0 (0123abcd 2026-09-01)") ||
+		!strings.Contains(out, "nvcc Cuda compilation tools, release 12.8, V12.8.93") {
 		t.Errorf("exit %d: want the source revision and the toolchain's version:\n%s%s", code, out, stderr)
 	}
 }
