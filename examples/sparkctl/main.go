@@ -6,6 +6,7 @@
 //	sparkctl release ID TOKEN
 //	sparkctl cancel  ID      # queued work only
 //	sparkctl hosts
+//	sparkctl [-owner NAME] mcp       # the same lease API for local agents: an MCP server on stdin/stdout
 //	sparkctl [-host H] heartbeat   # the host agent's liveness report, with its GPU's process count
 //	sparkctl [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] preflight ID
 //
@@ -27,6 +28,13 @@
 // host goes offline rather than look clean. The host is -host or
 // SPARK_HOST.
 //
+// mcp serves the lease queue to a local agent over the Model Context
+// Protocol on stdin and stdout (package sparkmcp): register it with the
+// agent as a stdio server whose command is "sparkctl mcp". Its tools ask
+// for development leases and service starts only, wait, release and
+// cancel; a controller that cannot be reached fails every tool, so the
+// agent uses no host.
+//
 // The API address is -addr or SPARK_ADDR (default http://127.0.0.1:8765);
 // the token is SPARK_TOKEN or the file named by -token-file or
 // SPARK_TOKEN_FILE.
@@ -46,12 +54,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkmcp"
 )
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
+
+// stdin is what sparkctl mcp reads its client's messages from.
+var stdin io.Reader = os.Stdin
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sparkctl", flag.ContinueOnError)
@@ -77,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|heartbeat|preflight [ID] [TOKEN]")
+		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|heartbeat|preflight|mcp [ID] [TOKEN]")
 		return 2
 	}
 	token := getenv("SPARK_TOKEN")
@@ -162,6 +176,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if n, err = heartbeat(ctx, cl, h, spark.NvidiaSMIApps{}); err == nil {
 			fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
 		}
+	case "mcp":
+		// stdout carries the protocol; anything else goes to stderr.
+		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + or(*owner, "unknown")})
+		err = server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
 	case "hosts":
 		var hosts []map[string]any
 		if hosts, err = cl.Hosts(ctx); err == nil {
@@ -177,6 +195,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	return 0
 }
+
+// nopCloser is a writer the MCP transport may close without closing it.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 func or(a, b string) string {
 	if a != "" {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -179,4 +182,74 @@ func lookPath(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sparkctl mcp is the agents' interface to the same queue (the Spark
+// seed's "shared sparkctl/MCP interface"): over stdin and stdout it
+// answers an MCP client's handshake, lists the lease tools, and a
+// spark_request queues a development lease owned by the agent.
+func TestMCPServesTheLeaseQueueOnStdio(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := spark.NewHandler(c, token)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	orig := stdin
+	stdin = inR
+	defer func() { stdin = orig }()
+	env := map[string]string{"SPARK_ADDR": srv.URL, "SPARK_TOKEN": token}
+	done := make(chan int)
+	var errOut bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"-owner", "alice", "mcp"}, func(k string) string { return env[k] }, outW, &errOut)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	exchange := func(msg string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(msg, `"id"`) {
+			return nil // a notification has no answer
+		}
+		if !lines.Scan() {
+			t.Fatalf("no answer to %s: %v %s", msg, lines.Err(), errOut.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &m); err != nil || m["error"] != nil {
+			t.Fatalf("answer to %s: %v %s", msg, err, lines.Text())
+		}
+		return m["result"].(map[string]any)
+	}
+	hello := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	if info, _ := hello["serverInfo"].(map[string]any); info["name"] != "spark" || !strings.Contains(fmt.Sprint(hello["instructions"]), "Never reach a host without an active lease") {
+		t.Errorf("initialize: %v", hello)
+	}
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	list := exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if tools, _ := list["tools"].([]any); len(tools) != 7 {
+		t.Errorf("tools/list: %v", list)
+	}
+	call := exchange(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spark_request","arguments":{}}}`)
+	lease, _ := call["structuredContent"].(map[string]any)
+	if call["isError"] == true || lease["state"] != "queued" || lease["class"] != "development" {
+		t.Fatalf("spark_request: %v", call)
+	}
+	if st, err := c.Status(ctx, lease["id"].(string)); err != nil || st.Request.Owner != "agent:alice" {
+		t.Errorf("the controller records %+v (%v)", st.Request, err)
+	}
+	inW.Close() // the agent goes away: the server ends
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d after the client closed: %s", code, errOut.String())
+	}
 }

@@ -59,6 +59,13 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	return nil
 }
 
+// SetFail sets Fail while other goroutines may be in a transaction.
+func (s *Store) SetFail(fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Fail = fail
+}
+
 // Close does nothing.
 func (s *Store) Close() error { return nil }
 

@@ -1,0 +1,37 @@
+// Package sparkmcp serves the shared fleet's lease queue to local agents
+// over the Model Context Protocol. It implements the Spark seed's
+// "Agent-driven development": "Local agents use the same queue as CI. They
+// request a lease through the shared sparkctl/MCP interface, wait for
+// active, and attach to the dstack development environment assigned to
+// that lease. Agents must not bypass a queued reservation with direct
+// automation SSH."
+//
+// The tools are the seed's common requests:
+//
+//   - spark_request: "Test this model and work on integration" (a
+//     one-host development lease; the controller prefers its configured
+//     host unless one is named) and "Reserve both Sparks for development"
+//     (topology pair: one atomic two-host lease).
+//   - spark_start_service: "Start Deckard" (the resident service's start,
+//     next after active work).
+//   - spark_wait: blocks, for a bounded time, until the lease is active or
+//     has ended; a lease still queued is an answer, not an error, and the
+//     agent asks again.
+//   - spark_status and spark_hosts: the lease's state, queue position and
+//     pending reason; the hosts' sanitized state.
+//   - spark_release: "I'm done with the Sparks" (release with the lease's
+//     fencing token; the controller then cleans the hosts up).
+//   - spark_cancel: cancels queued work only; an active lease is released.
+//
+// An agent asks for development and service starts only: pull-request,
+// CI and benchmark work comes from their own triggers, through the same
+// queue. Every tool asks the controller; when it cannot be reached, or
+// refuses, the tool fails with its reason and nothing starts (automation
+// fails closed; there is no fallback to a host).
+//
+// Usage (sparkctl mcp serves this over stdio):
+//
+//	api, err := spark.NewAPIClient(addr, token, nil)
+//	server := sparkmcp.NewServer(api, sparkmcp.Options{Owner: "agent:" + user})
+//	err = server.Run(ctx, &mcp.StdioTransport{})
+package sparkmcp

@@ -1,0 +1,258 @@
+package sparkmcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// Leases is the controller's lease API as an agent uses it; a
+// *spark.APIClient is one.
+type Leases interface {
+	Request(ctx context.Context, lr spark.LeaseRequest) (spark.Status, error)
+	Status(ctx context.Context, id string) (spark.Status, error)
+	Wait(ctx context.Context, id string) (spark.Status, error)
+	Release(ctx context.Context, id string, token int64) error
+	Cancel(ctx context.Context, id string) error
+	Hosts(ctx context.Context) ([]map[string]any, error)
+}
+
+var _ Leases = (*spark.APIClient)(nil)
+
+// Options configure the server.
+type Options struct {
+	// Owner is recorded on every request as who asked (default "agent").
+	Owner string
+	// MaxWait bounds one spark_wait call (default and at most 10 minutes,
+	// the controller's longest long poll).
+	MaxWait time.Duration
+	// Version is reported to clients (default "dev").
+	Version string
+}
+
+// maxWait is the longest one spark_wait call may block.
+const maxWait = 10 * time.Minute
+
+// Lease is what the tools answer about a lease.
+type Lease struct {
+	ID       string   `json:"id"`
+	Class    string   `json:"class"`
+	Topology string   `json:"topology"`
+	State    string   `json:"state" jsonschema:"queued, active, released, canceled, superseded, expired, failed or terminated"`
+	Position int      `json:"position,omitempty" jsonschema:"1-based place in admission order while queued"`
+	Pending  string   `json:"pending,omitempty" jsonschema:"why the lease is not active yet"`
+	Hosts    []string `json:"hosts,omitempty" jsonschema:"the granted hosts, once active"`
+	Token    int64    `json:"token,omitempty" jsonschema:"the lease's fencing token: spark_release needs it"`
+	Expires  string   `json:"expires,omitempty" jsonschema:"when an active lease ends (RFC 3339)"`
+	Reason   string   `json:"reason,omitempty" jsonschema:"why it ended"`
+	Next     string   `json:"next" jsonschema:"what to do now"`
+}
+
+func leaseOf(st spark.Status) Lease {
+	r := st.Request
+	l := Lease{ID: r.ID, Class: string(r.Class), Topology: string(r.Topology), State: string(r.State), Position: st.Position,
+		Pending: st.Pending, Hosts: r.Hosts, Token: r.Token, Reason: r.Reason}
+	if !r.Expires.IsZero() {
+		l.Expires = r.Expires.UTC().Format(time.RFC3339)
+	}
+	switch r.State {
+	case spark.Queued:
+		l.Next = "call spark_wait with this id until the lease is active; do not reach the hosts before then"
+	case spark.Active:
+		l.Next = fmt.Sprintf("attach to the development environment of %v; call spark_release with this id and token when done", r.Hosts)
+	default:
+		l.Next = "the lease has ended; request a new one to use a host again"
+	}
+	return l
+}
+
+// RequestInput asks for a development lease.
+type RequestInput struct {
+	Topology        string `json:"topology,omitempty" jsonschema:"single (one host, the default) or pair (both hosts, one atomic lease)"`
+	Host            string `json:"host,omitempty" jsonschema:"a specific host for a single lease (default: the controller's preferred host)"`
+	DurationMinutes int    `json:"duration_minutes,omitempty" jsonschema:"lease length in minutes (default and maximum: the development class's configured length)"`
+}
+
+// IDInput names a lease.
+type IDInput struct {
+	ID string `json:"id" jsonschema:"the lease id spark_request returned"`
+}
+
+// WaitInput names a lease and how long to wait.
+type WaitInput struct {
+	ID             string `json:"id" jsonschema:"the lease id spark_request returned"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most (default and maximum 600)"`
+}
+
+// ReleaseInput names a lease and its fencing token.
+type ReleaseInput struct {
+	ID    string `json:"id" jsonschema:"the active lease's id"`
+	Token int64  `json:"token" jsonschema:"the lease's fencing token, from spark_wait or spark_status"`
+}
+
+// Done is the answer of spark_release and spark_cancel.
+type Done struct {
+	ID     string `json:"id"`
+	Result string `json:"result"`
+}
+
+// HostsOutput is the answer of spark_hosts.
+type HostsOutput struct {
+	Hosts []map[string]any `json:"hosts" jsonschema:"each host's name, mode, whether it is online, draining and managed"`
+}
+
+// ErrInput is matched by a tool's refusal of its arguments.
+var ErrInput = errors.New("sparkmcp: invalid arguments")
+
+// NewServer returns an MCP server whose tools call api.
+func NewServer(api Leases, o Options) *mcp.Server {
+	if o.Owner == "" {
+		o.Owner = "agent"
+	}
+	if o.MaxWait <= 0 || o.MaxWait > maxWait {
+		o.MaxWait = maxWait
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "spark", Title: "Shared GPU fleet leases", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: "Use these tools for every use of the shared GPU hosts: request a lease, wait until it is active, work only on the hosts it grants, " +
+			"and release it when done. Never reach a host without an active lease, and never bypass the queue with direct SSH automation. " +
+			"When a tool fails because the controller is unavailable, stop: no host may be used.",
+	})
+	request := func(ctx context.Context, lr spark.LeaseRequest) (Lease, error) {
+		st, err := api.Request(ctx, lr)
+		if err != nil {
+			return Lease{}, explain("request", err)
+		}
+		return leaseOf(st), nil
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_request", Description: "Request a development lease on the shared GPU fleet: one host, or both hosts as one atomic pair. " +
+		"Development goes first in the queue but never stops active work. Returns the lease; call spark_wait until it is active."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in RequestInput) (*mcp.CallToolResult, Lease, error) {
+			topology := spark.Topology(in.Topology)
+			switch {
+			case topology == "":
+				topology = spark.Single
+			case topology != spark.Single && topology != spark.Pair:
+				return nil, Lease{}, fmt.Errorf("%w: topology %q: single or pair", ErrInput, in.Topology)
+			}
+			if in.DurationMinutes < 0 {
+				return nil, Lease{}, fmt.Errorf("%w: duration_minutes %d is negative: omit it for the default length", ErrInput, in.DurationMinutes)
+			}
+			if topology == spark.Pair && in.Host != "" {
+				return nil, Lease{}, fmt.Errorf("%w: a pair lease takes both hosts: omit host", ErrInput)
+			}
+			l, err := request(ctx, spark.LeaseRequest{Class: spark.Development, Topology: topology, Host: in.Host, Owner: o.Owner, DurationSeconds: in.DurationMinutes * 60})
+			return nil, l, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_start_service", Description: "Ask for the resident inference service to be started on its host, next after the active work there. Returns the request; spark_wait follows it."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, Lease, error) {
+			l, err := request(ctx, spark.LeaseRequest{Class: spark.ServiceStart, Owner: o.Owner})
+			return nil, l, err
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_wait", Description: "Wait until a lease is active or has ended, for at most timeout_seconds (600 at most). A lease still queued when the time is up is returned as queued: call again."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, Lease, error) {
+			if err := needID(in.ID); err != nil {
+				return nil, Lease{}, err
+			}
+			wait := o.MaxWait
+			if in.TimeoutSeconds < 0 {
+				return nil, Lease{}, fmt.Errorf("%w: timeout_seconds %d is negative", ErrInput, in.TimeoutSeconds)
+			}
+			if d := time.Duration(in.TimeoutSeconds) * time.Second; in.TimeoutSeconds > 0 && d < wait {
+				wait = d
+			}
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			st, err := api.Wait(wctx, in.ID)
+			if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+				// The bound passed: still queued is an answer.
+				if st, err = api.Status(ctx, in.ID); err == nil {
+					return nil, leaseOf(st), nil
+				}
+			}
+			if err != nil {
+				return nil, Lease{}, explain("wait for "+in.ID, err)
+			}
+			return nil, leaseOf(st), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_status", Description: "A lease's state, queue position, pending reason, hosts and fencing token."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, Lease, error) {
+			if err := needID(in.ID); err != nil {
+				return nil, Lease{}, err
+			}
+			st, err := api.Status(ctx, in.ID)
+			if err != nil {
+				return nil, Lease{}, explain("status of "+in.ID, err)
+			}
+			return nil, leaseOf(st), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_release", Description: "Release an active lease when done with its hosts; the controller then cleans them up. Needs the lease's fencing token."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ReleaseInput) (*mcp.CallToolResult, Done, error) {
+			if err := needID(in.ID); err != nil {
+				return nil, Done{}, err
+			}
+			if err := api.Release(ctx, in.ID, in.Token); err != nil {
+				return nil, Done{}, explain("release "+in.ID, err)
+			}
+			return nil, Done{ID: in.ID, Result: "released: the controller cleans the hosts up; do not use them again without a new lease"}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_cancel", Description: "Cancel a queued lease. An active lease is not cancelled: release it."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, Done, error) {
+			if err := needID(in.ID); err != nil {
+				return nil, Done{}, err
+			}
+			if err := api.Cancel(ctx, in.ID); err != nil {
+				return nil, Done{}, explain("cancel "+in.ID, err)
+			}
+			return nil, Done{ID: in.ID, Result: "canceled while queued"}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_hosts", Description: "The fleet's hosts: mode, online, draining and managed. Use it to explain a wait, never to pick a host to use without a lease."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, HostsOutput, error) {
+			hosts, err := api.Hosts(ctx)
+			if err != nil {
+				return nil, HostsOutput{}, explain("list hosts", err)
+			}
+			if hosts == nil {
+				hosts = []map[string]any{}
+			}
+			return nil, HostsOutput{Hosts: hosts}, nil
+		})
+	return s
+}
+
+func needID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: id is required (spark_request returns it)", ErrInput)
+	}
+	return nil
+}
+
+// explain turns the controller's refusal into what an agent should do.
+func explain(what string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, spark.ErrUnavailable):
+		hint = "the controller is unavailable: no host may be used until it answers again (automation fails closed)"
+	case errors.Is(err, spark.ErrActive):
+		hint = "the lease is active: release it with its token instead"
+	case errors.Is(err, spark.ErrStaleToken):
+		hint = "the token is not the lease's current one, or the lease is no longer active: read it with spark_status"
+	case errors.Is(err, spark.ErrNotFound):
+		hint = "no such lease: use the id spark_request returned"
+	case errors.Is(err, spark.ErrPairRefused):
+		hint = "a pair is for a test that uses both hosts; request two single leases for independent work"
+	case errors.Is(err, spark.ErrUnauthorized):
+		hint = "the controller refused this client's token"
+	}
+	if hint == "" {
+		return fmt.Errorf("sparkmcp: %s: %w", what, err)
+	}
+	return fmt.Errorf("sparkmcp: %s: %w; %s", what, err, hint)
+}
