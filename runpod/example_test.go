@@ -100,7 +100,9 @@ func ExampleClientFromEnv() {
 	}
 	pods, err := c.ListPods(context.Background())
 	fmt.Println(len(pods), err)
-	_, err = runpod.ClientFromEnv(func(k string) string { return map[string]string{runpod.EnvAPIKey: "k", runpod.EnvAPIURL: "http://proxy.example.com"}[k] })
+	_, err = runpod.ClientFromEnv(func(k string) string {
+		return map[string]string{runpod.EnvAPIKey: "k", runpod.EnvAPIURL: "http://proxy.example.com"}[k]
+	})
 	fmt.Println(errors.Is(err, runpod.ErrBaseURL))
 	// Output:
 	// 0 <nil>
