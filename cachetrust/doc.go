@@ -25,7 +25,9 @@
 //     that must agree across steps (Rules.ConsistentInputs), and uploads
 //     that survive a re-run in the workflows maintainers re-run
 //     (Rules.RerunUploads), and runner images named by version, never a
-//     moving -latest alias (Rules.PinnedRunners).
+//     moving -latest alias (Rules.PinnedRunners), and the owned fleet's
+//     runner labels only in the workflows its controller dispatches
+//     (Rules.FleetRunners).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
 //     only when every symlink resolves inside it, each required library
 //     pattern matches a non-empty file and nothing matches what its

@@ -30,6 +30,7 @@ const (
 	RuleActionSavesCache    = "action-saves-cache"           // a composite action saves a cache
 	RuleRerunUpload         = "rerun-upload"                 // an upload a re-run attempt would repeat, refused as a conflict
 	RuleMovingRunner        = "moving-runner"                // a job runs on a -latest image alias, which moves under fixed cache keys
+	RuleFleetRunner         = "fleet-runner"                 // a job targets the owned fleet's runners outside a controller-dispatched workflow
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 )
 
@@ -96,6 +97,21 @@ type Rules struct {
 	// restore what another image built, and the build and execution
 	// baseline would change without a reviewed edit.
 	PinnedRunners bool `yaml:"pinned_runners"`
+	// FleetRunners keeps the owned fleet's runner labels to the workflows
+	// its controller dispatches after granting a lease.
+	FleetRunners FleetRunners `yaml:"fleet_runners"`
+}
+
+// FleetRunners are the owned fleet's runner labels and the workflows that
+// may target them. The fleet's runners are one-job JIT runners the
+// controller mints after granting capacity, so only a workflow it
+// dispatches (workflow_dispatch, nothing else) may run on them: a pull
+// request or push job with those labels would wait for a runner no lease
+// created, or be assigned one while its host is being returned to
+// development or the resident service.
+type FleetRunners struct {
+	Labels    []string `yaml:"labels"`    // e.g. the fleet's own label, waffuru-spark
+	Workflows []string `yaml:"workflows"` // file paths of the controller-dispatched workflows
 }
 
 // ConsistentInput is an input of an action (uses, without its @ref) that
@@ -145,6 +161,9 @@ func LoadRules(data []byte) (Rules, error) {
 				return Rules{}, fmt.Errorf("%w: key_pairs[%d]: file, job and step are required", ErrRules, i)
 			}
 		}
+	}
+	if len(r.FleetRunners.Workflows) > 0 && len(r.FleetRunners.Labels) == 0 {
+		return Rules{}, fmt.Errorf("%w: fleet_runners lists workflows but no labels, so it checks nothing: name the fleet's runner labels", ErrRules)
 	}
 	for i, g := range r.WriteGrants {
 		if g.Workflow == "" || g.Scope == "" {
@@ -455,6 +474,9 @@ func (c *checker) workflow(root *yaml.Node) {
 		if c.rules.PinnedRunners {
 			c.movingRunners(name, job)
 		}
+		if len(c.rules.FleetRunners.Labels) > 0 {
+			c.fleetRunners(name, job, tr)
+		}
 		if slices.Contains(c.rules.RerunUploads, c.file) {
 			c.rerunUploads(name, stepList)
 		}
@@ -468,27 +490,79 @@ func (c *checker) workflow(root *yaml.Node) {
 // A label is a whole scalar, or a quoted or listed word in an expression.
 var movingImage = regexp.MustCompile(`(?:^|[\s'",\[])((?:ubuntu|windows|macos)-latest(?:-[A-Za-z0-9-]+)?)(?:$|[\s'",\]])`)
 
-// movingRunners reports each -latest image alias a job's runs-on names,
-// directly, in an expression, or through its matrix.
-func (c *checker) movingRunners(job string, n *yaml.Node) {
+// runnerScalars returns every scalar a job's runner can come from: its
+// runs-on (a label, a list, a group's labels, an expression) and, when
+// runs-on reads the matrix, the matrix's values.
+func runnerScalars(job *yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
 	var walk func(*yaml.Node)
 	walk = func(n *yaml.Node) {
-		if n == nil {
-			return
+		switch {
+		case n == nil:
+		case n.Kind == yaml.ScalarNode:
+			out = append(out, n)
+		case n.Kind == yaml.AliasNode:
+			walk(n.Alias)
+		default:
+			for _, child := range n.Content {
+				walk(child)
+			}
 		}
-		if n.Kind == yaml.ScalarNode {
-			if m := movingImage.FindStringSubmatch(n.Value); m != nil {
-				c.add(n, RuleMovingRunner, "job %s runs on %s, an alias GitHub moves to a new image: cache keys that name the OS would restore what another image built, and the baseline would change unreviewed; name the version (e.g. ubuntu-24.04)", job, m[1])
+	}
+	walk(get(job, "runs-on"))
+	if strings.Contains(scalar(get(job, "runs-on")), "matrix.") {
+		walk(get(get(job, "strategy"), "matrix"))
+	}
+	return out
+}
+
+// movingRunners reports each -latest image alias a job's runner can come
+// from.
+func (c *checker) movingRunners(job string, n *yaml.Node) {
+	for _, s := range runnerScalars(n) {
+		if m := movingImage.FindStringSubmatch(s.Value); m != nil {
+			c.add(s, RuleMovingRunner, "job %s runs on %s, an alias GitHub moves to a new image: cache keys that name the OS would restore what another image built, and the baseline would change unreviewed; name the version (e.g. ubuntu-24.04)", job, m[1])
+		}
+	}
+}
+
+// hasLabel reports whether label is one of the labels s names: the whole
+// scalar, or a quoted or listed word in an expression.
+func hasLabel(s, label string) bool {
+	for i := strings.Index(s, label); i >= 0; {
+		end := i + len(label)
+		if (i == 0 || strings.ContainsRune(" \t'\",[", rune(s[i-1]))) && (end == len(s) || strings.ContainsRune(" \t'\",]", rune(s[end]))) {
+			return true
+		}
+		next := strings.Index(s[i+1:], label)
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// fleetRunners reports a job that targets the fleet's runners outside a
+// controller-dispatched workflow, or in one another event can start.
+func (c *checker) fleetRunners(job string, n *yaml.Node, tr map[string]*yaml.Node) {
+	fr := c.rules.FleetRunners
+	for _, s := range runnerScalars(n) {
+		for _, label := range fr.Labels {
+			if !hasLabel(s.Value, label) {
+				continue
+			}
+			if !slices.Contains(fr.Workflows, c.file) {
+				c.add(s, RuleFleetRunner, "job %s runs on the fleet's label %s outside the workflows its controller dispatches: the fleet's one-job runners exist only after a granted lease, so the job would wait for one, or take one while its host is returned to development or the resident service; let the controller dispatch it (fleet_runners.workflows)", job, label)
+				return
+			}
+			for _, ev := range slices.Sorted(maps.Keys(tr)) {
+				if ev != "workflow_dispatch" {
+					c.add(tr[ev], RuleFleetRunner, "job %s runs on the fleet's label %s, and %s can start this workflow: only the controller may, by workflow_dispatch after it grants a lease", job, label, ev)
+				}
 			}
 			return
 		}
-		for _, child := range n.Content {
-			walk(child)
-		}
-	}
-	walk(get(n, "runs-on"))
-	if strings.Contains(scalar(get(n, "runs-on")), "matrix.") {
-		walk(get(get(n, "strategy"), "matrix"))
 	}
 }
 

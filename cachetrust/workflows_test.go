@@ -213,6 +213,49 @@ func TestCheckWorkflows_JobsNameTheirRunnerImagesVersion(t *testing.T) {
 	}
 }
 
+// The Spark seed: "Do not register a persistent runner or change a normal
+// PR job to runs-on: waffuru-spark", "The workflow lives on the default
+// branch and is invoked only after the controller grants a reservation",
+// and "Do not leave a persistent Spark runner online: GitHub could assign
+// work while the host is being returned to development or Deckard". With
+// fleet_runners, only the listed workflows may target the fleet's label,
+// and only workflow_dispatch may start them.
+func TestCheckWorkflows_OnlyTheControllerDispatchedWorkflowTargetsTheFleet(t *testing.T) {
+	r := Rules{FleetRunners: FleetRunners{Labels: []string{"waffuru-spark"}, Workflows: []string{".github/workflows/spark-test.yml"}}}
+	job := func(on, runsOn string) string {
+		return "on: " + on + "\npermissions: {contents: read}\njobs:\n  t:\n    runs-on: " + runsOn + "\n    steps: [{run: 'true'}]\n"
+	}
+	const fleet = ".github/workflows/spark-test.yml"
+	const other = ".github/workflows/ci.yml"
+	expr := `${{ inputs.topology == 'pair' && fromJSON('["self-hosted","waffuru-spark","spark-pair"]') || fromJSON('["self-hosted","waffuru-spark","spark-single"]') }}`
+	for name, tc := range map[string]struct {
+		file, yml string
+		want      int
+	}{
+		"the dispatched fleet workflow":      {fleet, job("workflow_dispatch", expr), 0},
+		"a PR job on the fleet's label":      {other, job("pull_request", "[self-hosted, waffuru-spark]"), 1},
+		"a PR job through an expression":     {other, job("pull_request", expr), 1},
+		"a PR job through its matrix":        {other, "on: pull_request\npermissions: {contents: read}\njobs:\n  t:\n    runs-on: ${{ matrix.r }}\n    strategy: {matrix: {r: [ubuntu-24.04, waffuru-spark]}}\n    steps: [{run: 'true'}]\n", 1},
+		"the fleet workflow on pull_request": {fleet, job("[workflow_dispatch, pull_request]", expr), 1},
+		"the fleet workflow on a schedule":   {fleet, job("{workflow_dispatch: {}, schedule: [{cron: '0 0 * * *'}]}", "[self-hosted, waffuru-spark]"), 1},
+		"a label that only contains it":      {other, job("pull_request", "[self-hosted, waffuru-spark-old]"), 0},
+		"hosted runners":                     {other, job("pull_request", "ubuntu-24.04"), 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := CheckWorkflows(map[string][]byte{tc.file: []byte(tc.yml)}, r)
+			if len(fs) != tc.want || tc.want > 0 && (fs[0].Rule != RuleFleetRunner || fs[0].Line == 0) {
+				t.Errorf("%v, want %d %s finding(s)", fs, tc.want, RuleFleetRunner)
+			}
+			if fs := CheckWorkflows(map[string][]byte{tc.file: []byte(tc.yml)}, Rules{}); len(fs) != 0 {
+				t.Errorf("without fleet_runners: %v", fs)
+			}
+		})
+	}
+	if ex := rules(t).FleetRunners; !slices.Equal(ex.Labels, []string{"waffuru-spark"}) || !slices.Equal(ex.Workflows, []string{fleet}) {
+		t.Errorf("example rules: %+v", ex)
+	}
+}
+
 func TestCheckWorkflows_PermissionsReadOnlyExceptTheAllowlist(t *testing.T) {
 	steps := "    steps: [{run: 'true'}]\n"
 	tests := map[string]struct {
@@ -318,6 +361,7 @@ func TestCheckWorkflows_TheLocalLabelIsTheSameInEveryStepThatReadsIt(t *testing.
 		"consistent_inputs: [{uses: gpugate/gpugate, input: x, where: step}]",
 		"write_grants: [{workflow: .github/workflows/x.yml, job: a}]",
 		"write_grants: [{scope: actions}]",
+		"fleet_runners: {workflows: [.github/workflows/spark-test.yml]}",
 	} {
 		if _, err := LoadRules([]byte(bad)); err == nil {
 			t.Errorf("rules %s were accepted", bad)
