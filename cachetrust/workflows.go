@@ -162,6 +162,9 @@ func LoadRules(data []byte) (Rules, error) {
 			}
 		}
 	}
+	if slices.Contains(r.FleetRunners.Labels, "") {
+		return Rules{}, fmt.Errorf("%w: fleet_runners.labels holds an empty label", ErrRules)
+	}
 	if len(r.FleetRunners.Workflows) > 0 && len(r.FleetRunners.Labels) == 0 {
 		return Rules{}, fmt.Errorf("%w: fleet_runners lists workflows but no labels, so it checks nothing: name the fleet's runner labels", ErrRules)
 	}
@@ -529,6 +532,9 @@ func (c *checker) movingRunners(job string, n *yaml.Node) {
 // hasLabel reports whether label is one of the labels s names: the whole
 // scalar, or a quoted or listed word in an expression.
 func hasLabel(s, label string) bool {
+	if label == "" {
+		return false
+	}
 	for i := strings.Index(s, label); i >= 0; {
 		end := i + len(label)
 		if (i == 0 || strings.ContainsRune(" \t'\",[", rune(s[i-1]))) && (end == len(s) || strings.ContainsRune(" \t'\",]", rune(s[end]))) {

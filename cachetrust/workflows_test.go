@@ -362,6 +362,7 @@ func TestCheckWorkflows_TheLocalLabelIsTheSameInEveryStepThatReadsIt(t *testing.
 		"write_grants: [{workflow: .github/workflows/x.yml, job: a}]",
 		"write_grants: [{scope: actions}]",
 		"fleet_runners: {workflows: [.github/workflows/spark-test.yml]}",
+		"fleet_runners: {labels: ['']}",
 	} {
 		if _, err := LoadRules([]byte(bad)); err == nil {
 			t.Errorf("rules %s were accepted", bad)
