@@ -9,13 +9,27 @@
 #   scripts/gpu-check.sh [bin/smoke.test]
 # With no binary and Go on the PATH it runs `go test` instead.
 # GPUGATE_REAL_GPU_NVRTC_LIBDIR names NVRTC's directory; otherwise the script
-# looks where CUDA toolkits and the nvidia-cuda-nvrtc wheels put libnvrtc.
+# uses the NVRTC tarball GPUGATE_NVRTC_TARBALL names, then looks where CUDA
+# toolkits and the nvidia-cuda-nvrtc wheels put libnvrtc, and last unpacks
+# nvrtc.tar.gz from beside the test binary. For a host with neither NVRTC
+# nor network, make that tarball where a Debian mirror is reachable:
+#   scripts/real-libs-check.sh --pack-nvrtc bin/nvrtc.tar.gz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-}"
+unpack() { # unpack TARBALL: NVRTC's libraries into a directory of their own
+  local dir
+  dir=$(mktemp -d)
+  tar -xzf "$1" -C "$dir"
+  libdir="$dir"
+  echo "gpu-check: NVRTC unpacked from $1"
+}
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
 libdir="${GPUGATE_REAL_GPU_NVRTC_LIBDIR:-}"
+if [ -z "$libdir" ] && [ -n "${GPUGATE_NVRTC_TARBALL:-}" ]; then
+  unpack "$GPUGATE_NVRTC_TARBALL"
+fi
 if [ -z "$libdir" ]; then
   candidates=(/usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib64 /usr/local/cuda-*/targets/x86_64-linux/lib)
   while IFS= read -r lib; do candidates+=("$(dirname "$lib")"); done < <(
@@ -27,8 +41,11 @@ if [ -z "$libdir" ]; then
     if compgen -G "$d/libnvrtc.so*" >/dev/null; then libdir="$d"; break; fi
   done
 fi
+if [ -z "$libdir" ] && [ -n "$bin" ] && [ -f "$(dirname "$bin")/nvrtc.tar.gz" ]; then
+  unpack "$(dirname "$bin")/nvrtc.tar.gz"
+fi
 if [ -z "$libdir" ]; then
-  echo "gpu-check: no libnvrtc found; set GPUGATE_REAL_GPU_NVRTC_LIBDIR to its directory" >&2
+  echo "gpu-check: no libnvrtc found; set GPUGATE_REAL_GPU_NVRTC_LIBDIR to its directory, or GPUGATE_NVRTC_TARBALL to a tarball (scripts/real-libs-check.sh --pack-nvrtc FILE)" >&2
   exit 2
 fi
 echo "gpu-check: NVRTC from $libdir: $(cd "$libdir" && ls libnvrtc*.so* | tr '\n' ' ')"

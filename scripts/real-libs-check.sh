@@ -12,6 +12,7 @@
 # SHA-256 of the file apt downloaded.
 #
 #   scripts/real-libs-check.sh [--install] [--headers]
+#   scripts/real-libs-check.sh --pack-nvrtc FILE
 #
 # With --install (root only, on a disposable machine or container), the
 # proof as the Action builds it also runs inside its rendered startup with
@@ -24,6 +25,11 @@
 # download; only its include directory is unpacked) go through the runtime
 # tree's JIT header check with the real NVRTC.
 #
+# With --pack-nvrtc FILE it only fetches Debian's NVRTC and writes its
+# libraries, links kept, to FILE as a .tar.gz (about 23 MB): a GPU host
+# without NVRTC and without network can then run scripts/gpu-check.sh with
+# it (GPUGATE_NVRTC_TARBALL, or bin/nvrtc.tar.gz next to the test binary).
+#
 # DEBIAN_MIRROR (default http://deb.debian.org/debian) and DEBIAN_SUITE
 # (default bookworm: NVRTC 11.8 and driver 535) choose the archive;
 # NVRTC_PACKAGES and DRIVER_PACKAGE name that suite's packages, and
@@ -31,22 +37,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 headers=""
-for arg in "$@"; do
+pack=""
+while [ $# -gt 0 ]; do
+  arg="$1"
+  shift
   case "$arg" in
+  --pack-nvrtc)
+    [ $# -gt 0 ] && [ -n "$1" ] || { echo "real-libs-check: --pack-nvrtc needs the file to write" >&2; exit 2; }
+    pack="$1"
+    shift
+    ;;
   --install)
     [ "$(id -u)" = 0 ] || { echo "real-libs-check: --install installs a package with dpkg: run it as root" >&2; exit 2; }
     export GPUGATE_REAL_DPKG=1
     ;;
   --headers) headers="${HEADERS_PACKAGE:-nvidia-cuda-dev}" ;;
-  *) echo "usage: real-libs-check.sh [--install] [--headers]" >&2; exit 2 ;;
+  *) echo "usage: real-libs-check.sh [--install] [--headers] | --pack-nvrtc FILE" >&2; exit 2 ;;
   esac
 done
+if [ -n "$pack" ]; then
+  case "$pack" in /*) ;; *) pack="$PWD/$pack" ;; esac
+fi
 mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 suite="${DEBIAN_SUITE:-bookworm}"
 read -r -a nvrtc <<<"${NVRTC_PACKAGES:-libnvrtc11.2 libnvrtc-builtins11.8}"
 driver="${DRIVER_PACKAGE:-libcuda1}"
 keyring="${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}"
-for tool in apt-get dpkg-deb go; do
+tools=(apt-get dpkg-deb go)
+[ -z "$pack" ] || tools=(apt-get dpkg-deb tar)
+for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null || { echo "real-libs-check: needs $tool (a Debian or Ubuntu machine with Go)" >&2; exit 2; }
 done
 [ -r "$keyring" ] || { echo "real-libs-check: no Debian archive keyring at $keyring: install debian-archive-keyring or set DEBIAN_KEYRING" >&2; exit 2; }
@@ -58,8 +77,19 @@ echo "deb [signed-by=$keyring] $mirror $suite non-free" >"$tmp/sources.list"
 apt=(apt-get -q -o "Dir::Etc::SourceList=$tmp/sources.list" -o Dir::Etc::SourceParts=- -o "Dir::State::Lists=$tmp/lists"
   -o "Dir::Cache=$tmp/cache" -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
 "${apt[@]}" update >/dev/null
-(cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}" "$driver")
+if [ -n "$pack" ]; then
+  (cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}")
+else
+  (cd "$tmp/debs" && "${apt[@]}" download "${nvrtc[@]}" "$driver")
+fi
 for deb in "$tmp"/debs/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+if [ -n "$pack" ]; then
+  lib=$(dirname "$(find "$tmp/root" -name 'libnvrtc.so*' -print -quit)")
+  mkdir -p "$(dirname "$pack")"
+  (cd "$lib" && tar -czf "$pack" libnvrtc*)
+  echo "real-libs-check: NVRTC ($(cd "$lib" && find . -maxdepth 1 -type f -name 'libnvrtc*' -printf '%f ')) packed into $pack"
+  exit 0
+fi
 # The index apt verified against the signed InRelease, decompressed: the
 # pin tool must give exactly the checksums of the files apt downloaded.
 index=$(find "$tmp/lists" -maxdepth 1 -name "*_${suite}_non-free_binary-*_Packages*" -print -quit)

@@ -283,10 +283,15 @@ func TestOpenCUDA_NoNVRTCInTheTiersLibDirIsAClearError(t *testing.T) {
 
 // scripts/gpu-check.sh runs the real-hardware test on a GPU host from a
 // prebuilt test binary. Here it runs this test binary against the fakes, so
-// TestRealGPU_PreinstalledNVRTC itself is exercised, not only skipped.
+// TestRealGPU_PreinstalledNVRTC itself is exercised, not only skipped. It
+// finds NVRTC by its directory, or unpacks it from a tarball (a host with
+// neither NVRTC nor network: scripts/real-libs-check.sh --pack-nvrtc), named
+// or beside the test binary.
 func TestGPUCheckScript_RunsTheRealGPUTestWithTheInstalledNVRTC(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip(err)
+	for _, tool := range []string{"bash", "tar", "gzip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(err)
+		}
 	}
 	libs := fakeLibs(t, t.TempDir())
 	bin := t.TempDir()
@@ -299,16 +304,52 @@ func TestGPUCheckScript_RunsTheRealGPUTestWithTheInstalledNVRTC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), self)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"LD_LIBRARY_PATH="+libs.driver, "GPUGATE_REAL_GPU_NVRTC_LIBDIR="+libs.nvrtc)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("gpu-check: %v\n%s", err, out)
+	// The fake NVRTC as a tarball, links kept, and a copy of this test
+	// binary's path with the tarball beside it.
+	tarball := filepath.Join(t.TempDir(), "nvrtc.tar.gz")
+	if out, err := exec.Command("tar", "-czf", tarball, "-C", libs.nvrtc, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
 	}
-	for _, want := range []string{"NVRTC from " + libs.nvrtc, "--- PASS: TestRealGPU_PreinstalledNVRTC", "4096 values verified"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the output lacks %q:\n%s", want, out)
-		}
+	beside := t.TempDir()
+	os.Symlink(self, filepath.Join(beside, "smoke.test"))
+	data, _ := os.ReadFile(tarball)
+	os.WriteFile(filepath.Join(beside, "nvrtc.tar.gz"), data, 0o644)
+	check := func(binary string, env ...string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), binary)
+		cmd.Env = append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "LD_LIBRARY_PATH="+libs.driver,
+			"GPUGATE_REAL_GPU_NVRTC_LIBDIR=", "GPUGATE_NVRTC_TARBALL="), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	passed := []string{"--- PASS: TestRealGPU_PreinstalledNVRTC", "4096 values verified"}
+	for name, tc := range map[string]struct {
+		binary string
+		env    []string
+		want   string
+	}{
+		"its directory":       {self, []string{"GPUGATE_REAL_GPU_NVRTC_LIBDIR=" + libs.nvrtc}, "NVRTC from " + libs.nvrtc},
+		"a tarball named":     {self, []string{"GPUGATE_NVRTC_TARBALL=" + tarball}, "NVRTC unpacked from " + tarball},
+		"a tarball beside it": {filepath.Join(beside, "smoke.test"), nil, "NVRTC unpacked from " + filepath.Join(beside, "nvrtc.tar.gz")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.env == nil {
+				// Only where this machine has no NVRTC of its own, which the
+				// script would find first.
+				if out, _ := check(self); !strings.Contains(out, "no libnvrtc found") {
+					t.Skip("this machine has an NVRTC the script finds before the tarball")
+				} else if !strings.Contains(out, "--pack-nvrtc") {
+					t.Errorf("the refusal does not say how to make a tarball:\n%s", out)
+				}
+			}
+			out, err := check(tc.binary, tc.env...)
+			if err != nil {
+				t.Fatalf("gpu-check: %v\n%s", err, out)
+			}
+			for _, want := range append([]string{tc.want}, passed...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("the output lacks %q:\n%s", want, out)
+				}
+			}
+		})
 	}
 }

@@ -167,8 +167,10 @@ func TestRealLibsCheckRefusesWhatItCannotDo(t *testing.T) {
 		path string
 		want string
 	}{
-		"an unknown argument": {[]string{"--bogus"}, os.Getenv("PATH"), "usage: real-libs-check.sh [--install] [--headers]"},
-		"no apt-get":          {nil, t.TempDir(), "real-libs-check: needs apt-get"},
+		"an unknown argument":      {[]string{"--bogus"}, os.Getenv("PATH"), "usage: real-libs-check.sh [--install] [--headers] | --pack-nvrtc FILE"},
+		"a tarball with no name":   {[]string{"--pack-nvrtc"}, os.Getenv("PATH"), "--pack-nvrtc needs the file to write"},
+		"no apt-get, packing only": {[]string{"--pack-nvrtc", "nvrtc.tar.gz"}, t.TempDir(), "real-libs-check: needs apt-get"},
+		"no apt-get":               {nil, t.TempDir(), "real-libs-check: needs apt-get"},
 	} {
 		cmd := exec.Command(bash, append([]string{script}, tc.args...)...)
 		cmd.Env = []string{"PATH=" + tc.path}
