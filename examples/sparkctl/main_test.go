@@ -42,20 +42,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	h, _ := spark.NewHandler(c, token)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond) // the controller's admission loop
-		defer tick.Stop()
-		for ctx.Err() == nil {
-			for _, host := range []string{"spark-1", "spark-2"} {
-				c.Heartbeat(ctx, spark.HostReport{Host: host})
-			}
-			c.Reconcile(ctx)
-			select {
-			case <-ctx.Done():
-			case <-tick.C:
-			}
-		}
-	}()
+	go sparktest.RunAdmission(ctx, c, 20*time.Millisecond, "spark-1", "spark-2")
 	env := map[string]string{"SPARK_ADDR": srv.URL, "SPARK_TOKEN": token}
 	ctl := func(args ...string) (int, string) {
 		var out, errOut bytes.Buffer

@@ -57,19 +57,7 @@ func newFleet(t *testing.T, ctx context.Context, o Options) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The controller's admission loop, with both hosts reporting.
-	go func() {
-		for ctx.Err() == nil {
-			for _, host := range []string{"spark-1", "spark-2"} {
-				c.Heartbeat(ctx, spark.HostReport{Host: host})
-			}
-			c.Reconcile(ctx)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
+	go sparktest.RunAdmission(ctx, c, time.Second, "spark-1", "spark-2")
 	server := NewServer(api, o)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)

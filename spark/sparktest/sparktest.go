@@ -1,5 +1,5 @@
 // Package sparktest holds in-memory fakes for package spark: a Store, a
-// ResidentService and preflight checks.
+// ResidentService, preflight checks, and an admission loop for tests.
 package sparktest
 
 import (
@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gpugate/gpugate/spark"
 )
@@ -211,3 +212,22 @@ func (c *Checks) Check(context.Context) error { return c.LinkErr }
 
 // Released returns ServiceErr.
 func (c *Checks) Released(context.Context) error { return c.ServiceErr }
+
+// RunAdmission is a controller's admission loop for a test: every period
+// the hosts report in (a clean heartbeat each) and the controller
+// reconciles, until ctx ends. Run it in its own goroutine; inside a
+// testing/synctest bubble its period is the bubble's time.
+func RunAdmission(ctx context.Context, c *spark.Controller, every time.Duration, hosts ...string) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		for _, h := range hosts {
+			c.Heartbeat(ctx, spark.HostReport{Host: h})
+		}
+		c.Reconcile(ctx)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
