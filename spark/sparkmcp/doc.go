@@ -14,9 +14,9 @@
 //     (topology pair: one atomic two-host lease).
 //   - spark_start_service: "Start Deckard" (the resident service's start,
 //     next after active work).
-//   - spark_wait: blocks, for a bounded time, until the lease is active or
-//     has ended; a lease still queued is an answer, not an error, and the
-//     agent asks again.
+//   - spark_wait: blocks, for a bounded time (55 s unless the agent asks for
+//     up to 600), until the lease is active or has ended; a lease still
+//     queued is an answer, not an error, and the agent asks again.
 //   - spark_status and spark_hosts: the lease's state, queue position and
 //     pending reason; the hosts' sanitized state.
 //   - spark_release: "I'm done with the Sparks" (release with the lease's

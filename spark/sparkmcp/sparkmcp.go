@@ -31,12 +31,20 @@ type Options struct {
 	// MaxWait bounds one spark_wait call (default and at most 10 minutes,
 	// the controller's longest long poll).
 	MaxWait time.Duration
+	// DefaultWait is how long spark_wait blocks when the agent names no
+	// timeout (default 55 s: inside the one-minute tool-call timeout many
+	// MCP clients apply; the agent calls again).
+	DefaultWait time.Duration
 	// Version is reported to clients (default "dev").
 	Version string
 }
 
-// maxWait is the longest one spark_wait call may block.
-const maxWait = 10 * time.Minute
+// maxWait is the longest one spark_wait call may block; defaultWait is
+// what it blocks without a timeout_seconds.
+const (
+	maxWait     = 10 * time.Minute
+	defaultWait = 55 * time.Second
+)
 
 // Lease is what the tools answer about a lease.
 type Lease struct {
@@ -86,7 +94,7 @@ type IDInput struct {
 // WaitInput names a lease and how long to wait.
 type WaitInput struct {
 	ID             string `json:"id" jsonschema:"the lease id spark_request returned"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most (default and maximum 600)"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long to wait at most, in seconds (default 55, at most 600; keep it under your client's tool-call timeout)"`
 }
 
 // ReleaseInput names a lease and its fencing token.
@@ -117,6 +125,10 @@ func NewServer(api Leases, o Options) *mcp.Server {
 	if o.MaxWait <= 0 || o.MaxWait > maxWait {
 		o.MaxWait = maxWait
 	}
+	if o.DefaultWait <= 0 {
+		o.DefaultWait = defaultWait
+	}
+	o.DefaultWait = min(o.DefaultWait, o.MaxWait)
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -156,17 +168,17 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			l, err := request(ctx, spark.LeaseRequest{Class: spark.ServiceStart, Owner: o.Owner})
 			return nil, l, err
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "spark_wait", Description: "Wait until a lease is active or has ended, for at most timeout_seconds (600 at most). A lease still queued when the time is up is returned as queued: call again."},
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_wait", Description: "Wait until a lease is active or has ended, for at most timeout_seconds (default 55, at most 600). A lease still queued when the time is up is returned as queued, with its position: call again."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in WaitInput) (*mcp.CallToolResult, Lease, error) {
 			if err := needID(in.ID); err != nil {
 				return nil, Lease{}, err
 			}
-			wait := o.MaxWait
 			if in.TimeoutSeconds < 0 {
 				return nil, Lease{}, fmt.Errorf("%w: timeout_seconds %d is negative", ErrInput, in.TimeoutSeconds)
 			}
-			if d := time.Duration(in.TimeoutSeconds) * time.Second; in.TimeoutSeconds > 0 && d < wait {
-				wait = d
+			wait := o.DefaultWait
+			if in.TimeoutSeconds > 0 {
+				wait = min(time.Duration(min(in.TimeoutSeconds, int(maxWait/time.Second)))*time.Second, o.MaxWait)
 			}
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()

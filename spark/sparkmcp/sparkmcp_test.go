@@ -165,6 +165,20 @@ func TestThePairTheServiceStartAndABoundedWait(t *testing.T) {
 		if waited := time.Since(start); waited < 5*time.Second || waited > 10*time.Second {
 			t.Errorf("the wait took %s, want about the 5 s asked for", waited)
 		}
+		// Without a timeout the wait stays inside a client's one-minute
+		// tool-call timeout; a huge one is capped.
+		for _, tc := range []struct {
+			args map[string]any
+			want time.Duration
+		}{{map[string]any{"id": second.ID}, 55 * time.Second}, {map[string]any{"id": second.ID, "timeout_seconds": 1 << 40}, 10 * time.Minute}} {
+			start := time.Now()
+			if msg := f.call(t, ctx, "spark_wait", tc.args, &second); msg != "" || second.State != "queued" {
+				t.Errorf("wait %v: %q %+v", tc.args, msg, second)
+			}
+			if waited := time.Since(start); waited < tc.want || waited > tc.want+5*time.Second {
+				t.Errorf("wait %v took %s, want about %s", tc.args, waited, tc.want)
+			}
+		}
 		var d Done
 		if msg := f.call(t, ctx, "spark_cancel", map[string]any{"id": second.ID}, &d); msg != "" || d.Result != "canceled while queued" {
 			t.Errorf("cancel queued: %q %+v", msg, d)
