@@ -39,6 +39,10 @@ type Options struct {
 	Version string
 }
 
+// maxLeaseMinutes bounds duration_minutes before it becomes seconds; the
+// controller's class limits are far shorter.
+const maxLeaseMinutes = 366 * 24 * 60
+
 // maxWait is the longest one spark_wait call may block; defaultWait is
 // what it blocks without a timeout_seconds.
 const (
@@ -154,8 +158,12 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			case topology != spark.Single && topology != spark.Pair:
 				return nil, Lease{}, fmt.Errorf("%w: topology %q: single or pair", ErrInput, in.Topology)
 			}
-			if in.DurationMinutes < 0 {
+			switch {
+			case in.DurationMinutes < 0:
 				return nil, Lease{}, fmt.Errorf("%w: duration_minutes %d is negative: omit it for the default length", ErrInput, in.DurationMinutes)
+			case in.DurationMinutes > maxLeaseMinutes:
+				// Checked before it is multiplied into seconds, which could wrap.
+				return nil, Lease{}, fmt.Errorf("%w: duration_minutes %d is longer than any lease: omit it for the default length", ErrInput, in.DurationMinutes)
 			}
 			if topology == spark.Pair && in.Host != "" {
 				return nil, Lease{}, fmt.Errorf("%w: a pair lease takes both hosts: omit host", ErrInput)

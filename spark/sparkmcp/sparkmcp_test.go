@@ -227,14 +227,15 @@ func TestToolsRefuseBadArgumentsAndOfferNoOtherClass(t *testing.T) {
 			args map[string]any
 			want string
 		}{
-			"topology":          {"spark_request", map[string]any{"topology": "triple"}, "single or pair"},
-			"negative duration": {"spark_request", map[string]any{"duration_minutes": -5}, "negative"},
-			"pair with a host":  {"spark_request", map[string]any{"topology": "pair", "host": "spark-1"}, "omit host"},
-			"too long":          {"spark_request", map[string]any{"duration_minutes": 100000}, "longer than the development limit"},
-			"unknown host":      {"spark_request", map[string]any{"host": "spark-9"}, "unknown host"},
-			"no id":             {"spark_status", map[string]any{"id": ""}, "id is required"},
-			"unknown lease":     {"spark_status", map[string]any{"id": "nope"}, "no such lease"},
-			"a class argument":  {"spark_request", map[string]any{"class": "merge-ci"}, ""},
+			"topology":                   {"spark_request", map[string]any{"topology": "triple"}, "single or pair"},
+			"negative duration":          {"spark_request", map[string]any{"duration_minutes": -5}, "negative"},
+			"pair with a host":           {"spark_request", map[string]any{"topology": "pair", "host": "spark-1"}, "omit host"},
+			"too long":                   {"spark_request", map[string]any{"duration_minutes": 100000}, "longer than the development limit"},
+			"wrapping when made seconds": {"spark_request", map[string]any{"duration_minutes": int64(1<<63-1) / 59}, "longer than any lease"},
+			"unknown host":               {"spark_request", map[string]any{"host": "spark-9"}, "unknown host"},
+			"no id":                      {"spark_status", map[string]any{"id": ""}, "id is required"},
+			"unknown lease":              {"spark_status", map[string]any{"id": "nope"}, "no such lease"},
+			"a class argument":           {"spark_request", map[string]any{"class": "merge-ci"}, ""},
 		} {
 			msg := f.call(t, ctx, tc.tool, tc.args, &l)
 			if tc.want == "" {
