@@ -270,3 +270,54 @@ func mustJSON(v any) []byte {
 	data, _ := json.Marshal(v)
 	return data
 }
+
+// FuzzToolArguments sends every tool arbitrary arguments, as an agent's
+// model may: the server never fails at the protocol level on a JSON object,
+// and a request that succeeds is always a development lease.
+func FuzzToolArguments(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"topology":"pair","duration_minutes":90}`))
+	f.Add(uint8(2), []byte(`{"id":"r-1","timeout_seconds":-1}`))
+	f.Add(uint8(4), []byte(`{"id":"r-1","token":9007199254740993}`))
+	f.Add(uint8(0), []byte(`{"class":"merge-ci","host":"spark-1"}`))
+	names := []string{"spark_request", "spark_start_service", "spark_wait", "spark_status", "spark_release", "spark_cancel", "spark_hosts"}
+	ctx := context.Background()
+	server := NewServer(echoQueue{}, Options{DefaultWait: time.Millisecond})
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		f.Fatal(err)
+	}
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, tool uint8, data []byte) {
+		var args map[string]any
+		if json.Unmarshal(data, &args) != nil || args == nil {
+			return
+		}
+		name := names[int(tool)%len(names)]
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s(%s): a protocol error: %v", name, data, err)
+		}
+		if lease, ok := res.StructuredContent.(map[string]any); name == "spark_request" && !res.IsError && (!ok || lease["class"] != "development") {
+			t.Fatalf("%s(%s) gave %v", name, data, res.StructuredContent)
+		}
+	})
+}
+
+// echoQueue answers every call at once: a request is queued as asked.
+type echoQueue struct{}
+
+func (echoQueue) Request(_ context.Context, lr spark.LeaseRequest) (spark.Status, error) {
+	return spark.Status{Request: spark.Request{ID: "r-1", Class: lr.Class, Topology: lr.Topology, State: spark.Queued}}, nil
+}
+func (echoQueue) Status(_ context.Context, id string) (spark.Status, error) {
+	return spark.Status{Request: spark.Request{ID: id, State: spark.Queued}}, nil
+}
+func (q echoQueue) Wait(ctx context.Context, id string) (spark.Status, error) {
+	return q.Status(ctx, id)
+}
+func (echoQueue) Release(context.Context, string, int64) error    { return nil }
+func (echoQueue) Cancel(context.Context, string) error            { return nil }
+func (echoQueue) Hosts(context.Context) ([]map[string]any, error) { return nil, nil }
