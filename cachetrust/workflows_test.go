@@ -809,10 +809,11 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 		archive, nextest, runtime string // what arrived
 		code                      int
 	}{
-		"intact":                  {"archive", "nextest", "runtime", 0},
-		"a changed archive":       {"archive!", "nextest", "runtime", 1},
-		"a changed cargo-nextest": {"archive", "nextest!", "runtime", 1},
-		"a changed runtime":       {"archive", "nextest", "runtime!", 1},
+		"intact":                   {"archive", "nextest", "runtime", 0},
+		"a changed archive":        {"archive!", "nextest", "runtime", 1},
+		"a changed cargo-nextest":  {"archive", "nextest!", "runtime", 1},
+		"a changed runtime":        {"archive", "nextest", "runtime!", 1},
+		"the tools did not arrive": {"archive", "", "runtime", 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			// The sums the hosted side recorded (sha256sum's format) for
@@ -831,8 +832,12 @@ func TestThePodVerifiesThePayloadsHostedChecksumsBeforeTesting(t *testing.T) {
 				}
 				write(p.dir, p.sum, sums.String())
 			}
-			res := r.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8"})
-			if res.Code != tc.code {
+			if tc.nextest == "" { // the tools artifact: cargo-nextest and the sums
+				os.Remove(filepath.Join(r.Workspace, "cargo-nextest"))
+				os.Remove(filepath.Join(r.Workspace, "cuda-tests.sha256"))
+			}
+			res := r.Run(t, gpu.Steps[verify], map[string]string{"TIER": "12.8", "ARCHIVE": "k"})
+			if res.Code != tc.code || tc.nextest == "" && !strings.Contains(res.Out, "::error::the archive's tools (cargo-nextest and the hosted sums, artifact k-tools) did not arrive") {
 				t.Errorf("exit %d, want %d:\n%s", res.Code, tc.code, res.Out)
 			}
 			// The transfer's verification is recorded in the job summary.
