@@ -54,6 +54,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 				jobs = append(jobs, serviceJob{host: h.Name})
 			}
 		}
+		if err := c.settleServiceStarts(tx, hosts); err != nil {
+			return err
+		}
 		p, err := c.plan(tx)
 		if err != nil {
 			return err
@@ -202,6 +205,27 @@ func (c *Controller) runJob(ctx context.Context, j serviceJob) error {
 	}
 	if err := s.Healthy(ctx); err != nil {
 		return fmt.Errorf("model-ready health check: %w", err)
+	}
+	return nil
+}
+
+// settleServiceStarts ends each queued service start whose service is
+// already online: what it asked for is done, and left queued it would
+// wait for ever at the head of the queue.
+func (c *Controller) settleServiceStarts(tx Tx, hosts []Host) error {
+	reqs, err := tx.Requests(Queued)
+	if err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.Class != ServiceStart {
+			continue
+		}
+		if h := hostByName(hosts, r.Host); h.Name != "" && h.Mode == ServiceRunning {
+			if err := c.end(tx, r, Released, "the resident service is already online"); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -111,6 +111,32 @@ func TestResidentServiceIsOnlineOnlyAfterItsHealthCheck(t *testing.T) {
 	})
 }
 
+// Seed 004's "Explicit Deckard start" asks for the resident service on its
+// host. When the service is already online the request is done: it ends
+// at once instead of waiting at the head of the queue for ever.
+func TestAServiceStartWhileTheServiceRunsEndsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t)
+		if h := f.host(t, "spark-1"); h.Mode != spark.ServiceRunning {
+			t.Fatalf("spark-1 %s", h.Mode)
+		}
+		start := f.submit(t, spark.SubmitRequest{Class: spark.ServiceStart})
+		f.reconcile(t)
+		if st := f.status(t, start.ID).Request; st.State != spark.Released || st.Reason != "the resident service is already online" {
+			t.Errorf("the service start is %s (%s), want released: the service is online", st.State, st.Reason)
+		}
+		if got := f.svc.CallsSnapshot(); !slices.Equal(got, []string{"start", "health"}) {
+			t.Errorf("the running service was touched: %v", got)
+		}
+		// Other work still goes first to spark-2 and is not held up.
+		dev := f.submit(t, spark.SubmitRequest{Class: spark.Development})
+		f.reconcile(t)
+		if st := f.status(t, dev.ID).Request; st.State != spark.Active {
+			t.Errorf("development after it: %+v", st)
+		}
+	})
+}
+
 func TestAdmissionOrderFollowsClassPriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t)
