@@ -72,10 +72,14 @@ func leaseOf(st spark.Status) Lease {
 	if !r.Expires.IsZero() {
 		l.Expires = r.Expires.UTC().Format(time.RFC3339)
 	}
-	switch r.State {
-	case spark.Queued:
+	switch {
+	case r.State == spark.Queued:
 		l.Next = "call spark_wait with this id until the lease is active; do not reach the hosts before then"
-	case spark.Active:
+	case r.Class == spark.ServiceStart && r.State == spark.Active:
+		l.Next = fmt.Sprintf("the resident service is starting on %v: call spark_status until this request ends (released: it passed its health check and is online; failed: it did not)", r.Hosts)
+	case r.Class == spark.ServiceStart && r.State == spark.Released:
+		l.Next = "the resident service is online"
+	case r.State == spark.Active:
 		l.Next = fmt.Sprintf("attach to the development environment of %v; call spark_release with this id and token when done", r.Hosts)
 	default:
 		l.Next = "the lease has ended; request a new one to use a host again"

@@ -186,6 +186,28 @@ func TestThePairTheServiceStartAndABoundedWait(t *testing.T) {
 		if msg := f.call(t, ctx, "spark_start_service", map[string]any{}, &service); msg != "" || service.Class != "service-start" {
 			t.Errorf("service start: %q %+v", msg, service)
 		}
+		// Once the pair is released, the service starts on its host and
+		// comes online; the agent follows it with spark_status.
+		if msg := f.call(t, ctx, "spark_release", map[string]any{"id": pair.ID, "token": pair.Token}, &d); msg != "" {
+			t.Fatal(msg)
+		}
+		for i := 0; service.State == "queued" || service.State == "active"; i++ {
+			if i == 600 {
+				var hosts HostsOutput
+				f.call(t, ctx, "spark_hosts", map[string]any{}, &hosts)
+				t.Fatalf("the service start did not end in ten minutes: %+v; hosts %v", service, hosts.Hosts)
+			}
+			time.Sleep(time.Second) // the bubble's time: the admission loop runs
+			if msg := f.call(t, ctx, "spark_status", map[string]any{"id": service.ID}, &service); msg != "" {
+				t.Fatal(msg)
+			}
+			if service.State == "active" && !strings.Contains(service.Next, "the resident service is starting on [spark-1]") {
+				t.Errorf("a starting service: %+v", service)
+			}
+		}
+		if service.State != "released" || service.Next != "the resident service is online" {
+			t.Errorf("the service start ended as %+v", service)
+		}
 		var hosts HostsOutput
 		if msg := f.call(t, ctx, "spark_hosts", map[string]any{}, &hosts); msg != "" || len(hosts.Hosts) != 2 {
 			t.Errorf("hosts: %q %+v", msg, hosts)
