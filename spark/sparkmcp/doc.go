@@ -20,7 +20,9 @@
 //   - spark_status and spark_hosts: the lease's state, queue position and
 //     pending reason; the hosts' sanitized state.
 //   - spark_release: "I'm done with the Sparks" (release with the lease's
-//     fencing token; the controller then cleans the hosts up).
+//     fencing token, "followed by host cleanup acknowledgement": the
+//     answer says, for each host the lease held, whether it is clean,
+//     still runs processes from the lease, or returns to the service).
 //   - spark_cancel: cancels queued work only; an active lease is released.
 //
 // An agent asks for development and service starts only: pull-request,

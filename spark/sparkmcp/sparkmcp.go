@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,6 +117,39 @@ type ReleaseInput struct {
 type Done struct {
 	ID     string `json:"id"`
 	Result string `json:"result"`
+	// Hosts is the release's cleanup acknowledgement: each released
+	// host's state just after the release.
+	Hosts map[string]string `json:"hosts,omitempty" jsonschema:"each released host's state after the release: idle is clean; release-required means processes outlived the lease and must be cleaned first; restoring means the resident service is coming back"`
+}
+
+// cleanup says, for a release, what became of each host the lease held:
+// the seed's "release request followed by host cleanup acknowledgement".
+func cleanup(held []string, hosts []map[string]any) (map[string]string, string) {
+	ack := map[string]string{}
+	var notes []string
+	for _, h := range hosts {
+		name, _ := h["name"].(string)
+		if !slices.Contains(held, name) {
+			continue
+		}
+		mode, _ := h["mode"].(string)
+		ack[name] = mode
+		switch spark.Mode(mode) {
+		case spark.Idle:
+			notes = append(notes, name+" is clean")
+		case spark.ReleaseRequired:
+			notes = append(notes, name+" still runs processes from this lease: it takes no work until they are cleaned up (stop what you started there)")
+		case spark.Restoring, spark.ServiceRunning:
+			notes = append(notes, name+" goes back to the resident service")
+		default:
+			notes = append(notes, name+" is "+mode)
+		}
+	}
+	if len(notes) == 0 {
+		return nil, "the hosts' state could not be read"
+	}
+	slices.Sort(notes)
+	return ack, strings.Join(notes, "; ")
 }
 
 // HostsOutput is the answer of spark_hosts.
@@ -217,15 +252,22 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			}
 			return nil, leaseOf(st), nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "spark_release", Description: "Release an active lease when done with its hosts; the controller then cleans them up. Needs the lease's fencing token."},
+	mcp.AddTool(s, &mcp.Tool{Name: "spark_release", Description: "Release an active lease when done with its hosts. Needs the lease's fencing token. Answers with each host's state after the release: clean, still running processes from the lease (stop them), or back to the resident service."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ReleaseInput) (*mcp.CallToolResult, Done, error) {
 			if err := needID(in.ID); err != nil {
 				return nil, Done{}, err
 			}
+			st, serr := api.Status(ctx, in.ID) // which hosts it held, for the acknowledgement
 			if err := api.Release(ctx, in.ID, in.Token); err != nil {
 				return nil, Done{}, explain("release "+in.ID, err)
 			}
-			return nil, Done{ID: in.ID, Result: "released: the controller cleans the hosts up; do not use them again without a new lease"}, nil
+			d := Done{ID: in.ID, Result: "released; do not use its hosts again without a new lease"}
+			if hosts, err := api.Hosts(ctx); serr == nil && err == nil {
+				var ack string
+				d.Hosts, ack = cleanup(st.Request.Hosts, hosts)
+				d.Result += "; " + ack
+			}
+			return nil, d, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "spark_cancel", Description: "Cancel a queued lease. An active lease is not cancelled: release it."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, Done, error) {

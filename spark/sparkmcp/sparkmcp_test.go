@@ -3,6 +3,7 @@ package sparkmcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -129,8 +130,9 @@ func TestAgentsRequestWaitAndReleaseThroughTheSameQueue(t *testing.T) {
 		if msg := f.call(t, ctx, "spark_cancel", map[string]any{"id": id}, &d); !strings.Contains(msg, "release it with its token") {
 			t.Errorf("cancelling an active lease: %q", msg)
 		}
-		if msg := f.call(t, ctx, "spark_release", map[string]any{"id": id, "token": l.Token}, &d); msg != "" || !strings.HasPrefix(d.Result, "released") {
-			t.Fatalf("release: %q %+v", msg, d)
+		if msg := f.call(t, ctx, "spark_release", map[string]any{"id": id, "token": l.Token}, &d); msg != "" || !strings.HasPrefix(d.Result, "released") ||
+			d.Hosts["spark-2"] != "idle" || !strings.Contains(d.Result, "spark-2 is clean") {
+			t.Fatalf("release: %q %+v: want the host's cleanup acknowledged", msg, d)
 		}
 		if msg := f.call(t, ctx, "spark_status", map[string]any{"id": id}, &l); msg != "" || l.State != "released" || !strings.Contains(l.Next, "ended") {
 			t.Errorf("status after release: %q %+v", msg, l)
@@ -343,3 +345,20 @@ func (q echoQueue) Wait(ctx context.Context, id string) (spark.Status, error) {
 func (echoQueue) Release(context.Context, string, int64) error    { return nil }
 func (echoQueue) Cancel(context.Context, string) error            { return nil }
 func (echoQueue) Hosts(context.Context) ([]map[string]any, error) { return nil, nil }
+
+// "I'm done with the Sparks" is a "release request followed by host
+// cleanup acknowledgement": each host the lease held, and what became of
+// it.
+func TestTheReleaseAcknowledgesEachHostsCleanup(t *testing.T) {
+	hosts := []map[string]any{{"name": "spark-1", "mode": "restoring"}, {"name": "spark-2", "mode": "release-required"}, {"name": "spark-3", "mode": "idle"}}
+	ack, text := cleanup([]string{"spark-1", "spark-2"}, hosts)
+	if want := map[string]string{"spark-1": "restoring", "spark-2": "release-required"}; !maps.Equal(ack, want) {
+		t.Errorf("ack %v, want %v", ack, want)
+	}
+	if !strings.Contains(text, "spark-1 goes back to the resident service") || !strings.Contains(text, "spark-2 still runs processes from this lease") || strings.Contains(text, "spark-3") {
+		t.Errorf("%q", text)
+	}
+	if ack, text := cleanup([]string{"spark-9"}, hosts); ack != nil || text != "the hosts' state could not be read" {
+		t.Errorf("unknown hosts: %v %q", ack, text)
+	}
+}
