@@ -3,7 +3,7 @@
 //	sparkctl request -class development [-topology single|pair] [-host spark-2] [-duration 2h]
 //	sparkctl wait    ID      # blocks until the lease is active (or ends)
 //	sparkctl status  ID      # state, queue position and pending reason
-//	sparkctl release ID TOKEN
+//	sparkctl release ID TOKEN  # then says whether each host it held is clean
 //	sparkctl cancel  ID      # queued work only
 //	sparkctl hosts
 //	sparkctl [-owner NAME] mcp       # the same lease API for local agents: an MCP server on stdin/stdout
@@ -152,7 +152,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			fmt.Fprintln(stderr, "sparkctl: TOKEN must be the lease's numeric fencing token")
 			return 2
 		}
-		err = cl.Release(ctx, rest[1], tok)
+		// Which hosts it held, for the cleanup acknowledgement after it.
+		st, serr := cl.Status(ctx, rest[1])
+		if err = cl.Release(ctx, rest[1], tok); err == nil {
+			fmt.Fprintf(stdout, "released %s", rest[1])
+			if hosts, herr := cl.Hosts(ctx); serr == nil && herr == nil {
+				_, ack := sparkmcp.Acknowledge(st.Request.Hosts, hosts)
+				fmt.Fprintf(stdout, ": %s", ack)
+			}
+			fmt.Fprintln(stdout)
+		}
 	case "cancel":
 		if !need(1) {
 			return 2

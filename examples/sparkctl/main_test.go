@@ -70,7 +70,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	}
 	preflightOnTheHost(t, ctl, st.Request.ID)
 	heartbeatFromTheHost(t, ctl, c)
-	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 {
+	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 || !strings.Contains(out, "released "+st.Request.ID+": ") || !strings.Contains(out, st.Request.Hosts[0]+" ") {
 		t.Errorf("release: %d %s", code, out)
 	}
 	if code, out := ctl("-workdir", t.TempDir(), "-min-free-gb", "0", "preflight", st.Request.ID); code != 1 || !strings.Contains(out, "not active") {

@@ -122,9 +122,12 @@ type Done struct {
 	Hosts map[string]string `json:"hosts,omitempty" jsonschema:"each released host's state after the release: idle is clean; release-required means processes outlived the lease and must be cleaned first; restoring means the resident service is coming back"`
 }
 
-// cleanup says, for a release, what became of each host the lease held:
-// the seed's "release request followed by host cleanup acknowledgement".
-func cleanup(held []string, hosts []map[string]any) (map[string]string, string) {
+// Acknowledge says, for a release, what became of each host the lease
+// held (the seed's "release request followed by host cleanup
+// acknowledgement"): each held host's mode from hosts (the API's host
+// list, read just after the release), and a sentence for people. Hosts it
+// cannot find give no acknowledgement (nil).
+func Acknowledge(held []string, hosts []map[string]any) (map[string]string, string) {
 	ack := map[string]string{}
 	var notes []string
 	for _, h := range hosts {
@@ -264,7 +267,7 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			d := Done{ID: in.ID, Result: "released; do not use its hosts again without a new lease"}
 			if hosts, err := api.Hosts(ctx); serr == nil && err == nil {
 				var ack string
-				d.Hosts, ack = cleanup(st.Request.Hosts, hosts)
+				d.Hosts, ack = Acknowledge(st.Request.Hosts, hosts)
 				d.Result += "; " + ack
 			}
 			return nil, d, nil

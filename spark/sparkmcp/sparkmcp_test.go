@@ -351,14 +351,14 @@ func (echoQueue) Hosts(context.Context) ([]map[string]any, error) { return nil, 
 // it.
 func TestTheReleaseAcknowledgesEachHostsCleanup(t *testing.T) {
 	hosts := []map[string]any{{"name": "spark-1", "mode": "restoring"}, {"name": "spark-2", "mode": "release-required"}, {"name": "spark-3", "mode": "idle"}}
-	ack, text := cleanup([]string{"spark-1", "spark-2"}, hosts)
+	ack, text := Acknowledge([]string{"spark-1", "spark-2"}, hosts)
 	if want := map[string]string{"spark-1": "restoring", "spark-2": "release-required"}; !maps.Equal(ack, want) {
 		t.Errorf("ack %v, want %v", ack, want)
 	}
 	if !strings.Contains(text, "spark-1 goes back to the resident service") || !strings.Contains(text, "spark-2 still runs processes from this lease") || strings.Contains(text, "spark-3") {
 		t.Errorf("%q", text)
 	}
-	if ack, text := cleanup([]string{"spark-9"}, hosts); ack != nil || text != "the hosts' state could not be read" {
+	if ack, text := Acknowledge([]string{"spark-9"}, hosts); ack != nil || text != "the hosts' state could not be read" {
 		t.Errorf("unknown hosts: %v %q", ack, text)
 	}
 }
