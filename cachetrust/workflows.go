@@ -490,8 +490,14 @@ func (c *checker) workflow(root *yaml.Node) {
 }
 
 // movingImage matches a GitHub-hosted image alias that moves.
-// A label is a whole scalar, or a quoted or listed word in an expression.
-var movingImage = regexp.MustCompile(`(?:^|[\s'",\[])((?:ubuntu|windows|macos)-latest(?:-[A-Za-z0-9-]+)?)(?:$|[\s'",\]])`)
+var movingImage = regexp.MustCompile(`^(?:ubuntu|windows|macos)-latest(?:-[A-Za-z0-9-]+)?$`)
+
+// labelWords splits a runs-on scalar into the runner labels it can name:
+// the whole scalar, or each quoted or listed word of an expression such as
+// fromJSON('["self-hosted","gpu"]').
+func labelWords(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(" \t\n'\",[]", r) })
+}
 
 // runnerScalars returns every scalar a job's runner can come from: its
 // runs-on (a label, a list, a group's labels, an expression) and, when
@@ -523,30 +529,12 @@ func runnerScalars(job *yaml.Node) []*yaml.Node {
 // from.
 func (c *checker) movingRunners(job string, n *yaml.Node) {
 	for _, s := range runnerScalars(n) {
-		if m := movingImage.FindStringSubmatch(s.Value); m != nil {
-			c.add(s, RuleMovingRunner, "job %s runs on %s, an alias GitHub moves to a new image: cache keys that name the OS would restore what another image built, and the baseline would change unreviewed; name the version (e.g. ubuntu-24.04)", job, m[1])
+		for _, w := range labelWords(s.Value) {
+			if movingImage.MatchString(w) {
+				c.add(s, RuleMovingRunner, "job %s runs on %s, an alias GitHub moves to a new image: cache keys that name the OS would restore what another image built, and the baseline would change unreviewed; name the version (e.g. ubuntu-24.04)", job, w)
+			}
 		}
 	}
-}
-
-// hasLabel reports whether label is one of the labels s names: the whole
-// scalar, or a quoted or listed word in an expression.
-func hasLabel(s, label string) bool {
-	if label == "" {
-		return false
-	}
-	for i := strings.Index(s, label); i >= 0; {
-		end := i + len(label)
-		if (i == 0 || strings.ContainsRune(" \t'\",[", rune(s[i-1]))) && (end == len(s) || strings.ContainsRune(" \t'\",]", rune(s[end]))) {
-			return true
-		}
-		next := strings.Index(s[i+1:], label)
-		if next < 0 {
-			break
-		}
-		i += 1 + next
-	}
-	return false
 }
 
 // fleetRunners reports a job that targets the fleet's runners outside a
@@ -554,8 +542,9 @@ func hasLabel(s, label string) bool {
 func (c *checker) fleetRunners(job string, n *yaml.Node, tr map[string]*yaml.Node) {
 	fr := c.rules.FleetRunners
 	for _, s := range runnerScalars(n) {
+		words := labelWords(s.Value)
 		for _, label := range fr.Labels {
-			if !hasLabel(s.Value, label) {
+			if !slices.Contains(words, label) {
 				continue
 			}
 			if !slices.Contains(fr.Workflows, c.file) {
