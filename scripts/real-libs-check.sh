@@ -25,6 +25,11 @@
 # download; only its include directory is unpacked) go through the runtime
 # tree's JIT header check with the real NVRTC.
 #
+# It also packs that NVRTC as a device run carries it and runs
+# scripts/gpu-check.sh with the tarball, the real-hardware test compiling
+# with the real NVRTC and running the kernel through the C stand-in of the
+# driver (needs a C compiler).
+#
 # With --pack-nvrtc FILE it only fetches Debian's NVRTC and writes its
 # libraries, links kept, to FILE as a .tar.gz (about 23 MB): a GPU host
 # without NVRTC and without network can then run scripts/gpu-check.sh with

@@ -294,33 +294,18 @@ func TestGPUCheckScript_RunsTheRealGPUTestWithTheInstalledNVRTC(t *testing.T) {
 		}
 	}
 	libs := fakeLibs(t, t.TempDir())
-	bin := t.TempDir()
-	smi := "#!/bin/sh\ncase \"$1\" in\n--query-gpu=*) echo 'NVIDIA H200, 580.159.03, 143771, 9.0' ;;\n" +
-		"*) echo '| NVIDIA-SMI 580.159.03    Driver Version: 580.159.03    CUDA Version: 13.0 |' ;;\nesac\n"
-	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(smi), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The fake NVRTC as a tarball, links kept, and a copy of this test
 	// binary's path with the tarball beside it.
-	tarball := filepath.Join(t.TempDir(), "nvrtc.tar.gz")
-	if out, err := exec.Command("tar", "-czf", tarball, "-C", libs.nvrtc, ".").CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	tarball := tarNVRTC(t, libs.nvrtc)
 	beside := t.TempDir()
 	os.Symlink(self, filepath.Join(beside, "smoke.test"))
 	data, _ := os.ReadFile(tarball)
 	os.WriteFile(filepath.Join(beside, "nvrtc.tar.gz"), data, 0o644)
-	check := func(binary string, env ...string) (string, error) {
-		cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), binary)
-		cmd.Env = append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "LD_LIBRARY_PATH="+libs.driver,
-			"GPUGATE_REAL_GPU_NVRTC_LIBDIR=", "GPUGATE_NVRTC_TARBALL="), env...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	check := func(binary string, env ...string) (string, error) { return gpuCheck(t, libs.driver, binary, env...) }
 	passed := []string{"--- PASS: TestRealGPU_PreinstalledNVRTC", "4096 values verified"}
 	for name, tc := range map[string]struct {
 		binary string
@@ -352,4 +337,66 @@ func TestGPUCheckScript_RunsTheRealGPUTestWithTheInstalledNVRTC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tarNVRTC packs an NVRTC directory, links kept, as
+// scripts/real-libs-check.sh --pack-nvrtc does.
+func tarNVRTC(t *testing.T, dir string) string {
+	t.Helper()
+	tarball := filepath.Join(t.TempDir(), "nvrtc.tar.gz")
+	if out, err := exec.Command("tar", "-czf", tarball, "-C", dir, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	return tarball
+}
+
+// gpuCheck runs scripts/gpu-check.sh on binary with a stand-in nvidia-smi
+// (an H200 whose driver supports CUDA 13.0) and the driver library in
+// driverDir, with env on top.
+func gpuCheck(t *testing.T, driverDir, binary string, env ...string) (string, error) {
+	t.Helper()
+	bin := t.TempDir()
+	smi := "#!/bin/sh\ncase \"$1\" in\n--query-gpu=*) echo 'NVIDIA H200, 580.159.03, 143771, 9.0' ;;\n" +
+		"*) echo '| NVIDIA-SMI 580.159.03    Driver Version: 580.159.03    CUDA Version: 13.0 |' ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(smi), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), binary)
+	cmd.Env = append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "LD_LIBRARY_PATH="+driverDir,
+		"GPUGATE_REAL_GPU_NVRTC_LIBDIR=", "GPUGATE_NVRTC_TARBALL="), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// The tarball a device run carries (scripts/real-libs-check.sh
+// --pack-nvrtc), made of NVIDIA's real NVRTC: gpu-check.sh unpacks it,
+// and the real-hardware test compiles with it for the device's compute
+// capability (9.0 here) and runs the kernel through the C stand-in of the
+// driver. Only the GPU itself is not real.
+func TestRealLibraries_GPUCheckRunsWithTheRealNVRTCFromItsTarball(t *testing.T) {
+	dir := os.Getenv("GPUGATE_REAL_NVRTC_LIBDIR")
+	if dir == "" {
+		t.Skip("set GPUGATE_REAL_NVRTC_LIBDIR to a directory with a real libnvrtc (scripts/real-libs-check.sh)")
+	}
+	for _, tool := range []string{"bash", "tar", "gzip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(err)
+		}
+	}
+	libs := fakeLibs(t, t.TempDir())
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball := tarNVRTC(t, dir)
+	out, err := gpuCheck(t, libs.driver, self, "GPUGATE_NVRTC_TARBALL="+tarball)
+	if err != nil {
+		t.Fatalf("gpu-check: %v\n%s", err, out)
+	}
+	for _, want := range []string{"NVRTC unpacked from " + tarball, "--- PASS: TestRealGPU_PreinstalledNVRTC", "bytes of PTX, 4096 values verified"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Log(out)
 }
