@@ -281,11 +281,15 @@ func TestWriteBounded_AtomicAndNeverBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := WriteBounded(context.Background(), time.Second, taken, r)
-	if err == nil || !strings.HasPrefix(err.Error(), "cost: write report: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "cost: write taken: ") {
 		t.Errorf("writing over a directory: %v", err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".cost-report-*")); len(left) != 0 {
+	// Gone by the time WriteBounded answers, not some time after.
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
 		t.Errorf("temporary files left behind: %v", left)
+	}
+	if info, err := os.Stat(p); err != nil || info.Mode().Perm() != 0o644 {
+		t.Errorf("the report's mode: %v %v", info, err)
 	}
 }
 

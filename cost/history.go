@@ -260,13 +260,27 @@ func extractJSON(zipped []byte, dir string) error {
 	return nil
 }
 
+// writeAtomic writes data to a temporary file beside path and renames it
+// into place, so a reader sees the whole file or none. The temporary file
+// never outlives the call, whatever fails.
 func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
 		return fmt.Errorf("cost: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cost: %w", err)
+	defer os.Remove(tmp.Name()) // after the rename there is nothing left to remove
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644) // CreateTemp makes it 0600
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("cost: write %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

@@ -1,14 +1,13 @@
 package cost
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -212,26 +211,12 @@ func WriteBounded(ctx context.Context, d time.Duration, path string, r Report) (
 				done <- fmt.Errorf("cost: writing the report panicked: %v", p)
 			}
 		}()
-		tmp, err := os.CreateTemp(filepath.Dir(path), ".cost-report-*")
-		if err != nil {
-			done <- fmt.Errorf("cost: %w", err)
-			return
-		}
-		defer os.Remove(tmp.Name())
-		if err := r.WriteJSON(tmp); err != nil {
-			tmp.Close()
+		var b bytes.Buffer
+		if err := r.WriteJSON(&b); err != nil {
 			done <- fmt.Errorf("cost: write report: %w", err)
 			return
 		}
-		if err := tmp.Close(); err != nil {
-			done <- fmt.Errorf("cost: write report: %w", err)
-			return
-		}
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			done <- fmt.Errorf("cost: write report: %w", err)
-			return
-		}
-		done <- nil
+		done <- writeAtomic(path, b.Bytes()) // its temporary file is gone before the answer
 	}()
 	select {
 	case err := <-done:
