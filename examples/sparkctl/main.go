@@ -103,6 +103,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		token = strings.TrimSpace(string(data))
 	}
+	if token == "" {
+		// Every command calls the controller's API, which refuses a
+		// request without its token: say so before anything is sent
+		// (an MCP server would otherwise start and fail every tool).
+		fmt.Fprintln(stderr, "sparkctl: no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to")
+		return 2
+	}
 	cl, err := spark.NewAPIClient(*addr, token, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkctl:", err)

@@ -240,3 +240,24 @@ func TestMCPServesTheLeaseQueueOnStdio(t *testing.T) {
 		t.Errorf("exit %d after the client closed: %s", code, errOut.String())
 	}
 }
+
+// Without its API token every command would be refused by the controller;
+// sparkctl says so itself, exits 2, and sends nothing (sparkctl mcp does
+// not start a server whose every tool would fail).
+func TestEveryCommandNeedsTheAPIToken(t *testing.T) {
+	for _, args := range [][]string{{"hosts"}, {"mcp"}, {"status", "r-1"}} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, func(k string) string {
+			return map[string]string{"SPARK_ADDR": "http://127.0.0.1:1"}[k]
+		}, &out, &errOut)
+		if code != 2 || !strings.Contains(errOut.String(), "no API token: set SPARK_TOKEN") || out.Len() != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out.String(), errOut.String())
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	var errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-token-file", empty, "hosts"}, func(string) string { return "" }, io.Discard, &errOut); code != 2 || !strings.Contains(errOut.String(), "no API token") {
+		t.Errorf("an empty token file: exit %d, %q", code, errOut.String())
+	}
+}
