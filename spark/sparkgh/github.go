@@ -127,3 +127,21 @@ func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (
 	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
 	return reg.MintJIT(ctx, name, labels)
 }
+
+// BranchSHA calls GET /repos/{owner}/{repo}/branches/{branch}
+// (https://docs.github.com/rest/branches/branches#get-a-branch).
+func (g *GitHubAPI) BranchSHA(ctx context.Context, repo, branch string) (string, error) {
+	r, err := g.repo(repo)
+	if err != nil {
+		return "", err
+	}
+	b, _, err := g.Client.Repositories.GetBranch(ctx, r.Owner, r.Repo, branch, 1)
+	if err != nil {
+		return "", fmt.Errorf("sparkgh: read branch %s of %s: %w", branch, repo, err)
+	}
+	sha := b.GetCommit().GetSHA()
+	if sha == "" {
+		return "", fmt.Errorf("sparkgh: branch %s of %s names no commit", branch, repo)
+	}
+	return sha, nil
+}

@@ -48,3 +48,26 @@ func TestGitHubAPI_PullRequestAndComment(t *testing.T) {
 		t.Error("a repository without an owner was accepted")
 	}
 }
+
+// A scheduled request runs the commit its branch points to when it is
+// asked for.
+func TestGitHubAPI_BranchSHA(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/butter/branches/main", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"name":"main","commit":{"sha":"`+sha1+`"}}`)
+	})
+	mux.HandleFunc("GET /repos/o/butter/branches/empty", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"name":"empty"}`)
+	})
+	client, _ := githubtest.New(t, mux)
+	api := &GitHubAPI{Client: client, Org: "acme"}
+	if sha, err := api.BranchSHA(ctx, "o/butter", "main"); err != nil || sha != sha1 {
+		t.Errorf("main: %q %v", sha, err)
+	}
+	if _, err := api.BranchSHA(ctx, "o/butter", "gone"); err == nil || !strings.HasPrefix(err.Error(), "sparkgh: read branch gone of o/butter") {
+		t.Errorf("a missing branch: %v", err)
+	}
+	if _, err := api.BranchSHA(ctx, "o/butter", "empty"); err == nil || !strings.Contains(err.Error(), "names no commit") {
+		t.Errorf("a branch without a commit: %v", err)
+	}
+}

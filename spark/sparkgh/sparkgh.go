@@ -109,6 +109,8 @@ type GitHub interface {
 	Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error
 	// MintJIT creates a one-job runner registration.
 	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
+	// BranchSHA returns the commit a branch points to now.
+	BranchSHA(ctx context.Context, repo, branch string) (string, error)
 }
 
 // Annotation keys the integration stores on requests.
@@ -118,6 +120,7 @@ const (
 	keyLabel  = "gh.label"
 	keyRunner = "gh.runner"
 	keyPhase  = "gh.phase"
+	keySHA    = "gh.sha" // the commit of a request that has no pull request
 )
 
 // Integration drives GitHub from the controller.
@@ -396,7 +399,11 @@ func RunnerName(requestID string) string { return "spark-" + requestID }
 // released so the capacity is not held idle, and the check fails naming
 // the step.
 func (in *Integration) OnGrant(r spark.Request) {
-	if r.PR == nil || r.Annotations[keyRepo] == "" {
+	sha := r.Annotations[keySHA]
+	if r.PR != nil {
+		sha = r.PR.SHA
+	}
+	if sha == "" || r.Annotations[keyRepo] == "" {
 		return // not a GitHub request
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -418,7 +425,7 @@ func (in *Integration) OnGrant(r spark.Request) {
 			}
 		}
 		return "dispatching the workflow", in.gh.Dispatch(ctx, r.Annotations[keyRepo], in.cfg.Workflow, map[string]any{
-			"reservation_id": r.ID, "head_sha": r.PR.SHA, "topology": string(r.Topology), "suite": r.Suite,
+			"reservation_id": r.ID, "head_sha": sha, "topology": string(r.Topology), "suite": r.Suite,
 		})
 	}()
 	if err != nil {
@@ -441,4 +448,50 @@ func (in *Integration) OnGrant(r spark.Request) {
 		in.log.Error("sparkgh.annotate_failed", "request", r.ID, "error", err)
 	}
 	in.log.Info("sparkgh.dispatched", "request", r.ID, "runner", runner, "labels", strings.Join(labels, ","))
+}
+
+// Scheduled is work the controller's own schedule asks for (seed 004:
+// "Scheduled benchmark … Controller schedule"; "Merge correctness CI …
+// Controller-approved workflow"): no pull request, a branch's commit at
+// the time it is asked for.
+type Scheduled struct {
+	Name     string         // the schedule's name: the request's owner is schedule:<name>
+	Repo     string         // owner/name
+	Branch   string         // whose current commit runs
+	Class    spark.Class    // benchmark, merge-ci or background-ci
+	Topology spark.Topology // default single
+	Suite    string         // the workflow's suite input
+	Duration time.Duration  // default: the class's lease length
+}
+
+// ErrSchedule is matched by Schedule's refusals of its argument.
+var ErrSchedule = errors.New("sparkgh: invalid scheduled request")
+
+// Schedule queues s at its branch's current commit. When the controller
+// grants it, OnGrant mints a one-job runner and dispatches the workflow at
+// that commit, as for a pull request; there is no check run, since there
+// is no pull request to show it on. Only the scheduled classes are
+// accepted: development, service starts and pull-request work have their
+// own entry points.
+func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request, error) {
+	switch {
+	case s.Class != spark.Benchmark && s.Class != spark.MergeCI && s.Class != spark.BackgroundCI:
+		return spark.Request{}, fmt.Errorf("%w: %s: class %q: want benchmark, merge-ci or background-ci", ErrSchedule, s.Name, s.Class)
+	case s.Name == "" || s.Branch == "" || s.Suite == "":
+		return spark.Request{}, fmt.Errorf("%w: %q: name, branch and suite are required", ErrSchedule, s.Name)
+	}
+	if owner, name, ok := strings.Cut(s.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return spark.Request{}, fmt.Errorf("%w: %s: repo %q: want owner/name", ErrSchedule, s.Name, s.Repo)
+	}
+	sha, err := in.gh.BranchSHA(ctx, s.Repo, s.Branch)
+	if err != nil {
+		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: the commit of %s %s: %w", s.Name, s.Repo, s.Branch, err)
+	}
+	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: s.Class, Topology: s.Topology, Suite: s.Suite, Duration: s.Duration,
+		Owner: "schedule:" + s.Name, Annotations: map[string]string{keyRepo: s.Repo, keySHA: sha, keyPhase: "queued"}})
+	if err != nil {
+		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: %w", s.Name, err)
+	}
+	in.log.Info("sparkgh.scheduled", "schedule", s.Name, "request", r.ID, "repo", s.Repo, "sha", short(sha))
+	return r, nil
 }

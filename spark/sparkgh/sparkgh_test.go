@@ -34,6 +34,7 @@ type fakeGH struct {
 	comments   []string
 	dispatches []map[string]any
 	minted     map[string][]string
+	branches   map[string]string // repo@branch -> commit
 	// Injected failures of MintJIT, Dispatch and CreateCheck.
 	mintErr, dispatchErr, createErr error
 }
@@ -45,7 +46,7 @@ type checkRec struct {
 
 func newFakeGH() *fakeGH {
 	return &fakeGH{roles: map[string]string{"maint": "maintain", "admin1": "admin", "dev": "write"}, prs: map[int]PR{},
-		checks: map[int64]*checkRec{}, minted: map[string][]string{}}
+		checks: map[int64]*checkRec{}, minted: map[string][]string{}, branches: map[string]string{"o/butter@main": "2222222222222222222222222222222222222222"}}
 }
 
 func (g *fakeGH) Permission(_ context.Context, _, user string) (string, error) {
@@ -103,6 +104,16 @@ func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (Secre
 	}
 	g.minted[name] = labels
 	return "JIT-SECRET-" + Secret(name), nil
+}
+
+func (g *fakeGH) BranchSHA(_ context.Context, repo, branch string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sha, ok := g.branches[repo+"@"+branch]
+	if !ok {
+		return "", errors.New("404 Branch not found")
+	}
+	return sha, nil
 }
 
 func (g *fakeGH) titles(id int64) []string {
@@ -341,6 +352,58 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 		hosts, live, _ := w.c.Snapshot(ctx)
 		if len(live) != 0 || hosts[1].Mode != spark.Idle {
 			t.Errorf("the lease must be released: %+v %+v", live, hosts)
+		}
+	})
+}
+
+// Seed 004: "Scheduled benchmark … Controller schedule" and "Merge
+// correctness CI … Controller-approved workflow". A scheduled request runs
+// the branch's commit at the time it was asked for: queued in priority
+// order, granted, then a one-job runner and the workflow dispatched at
+// that commit, with no check run (there is no pull request), and released
+// when its job completes. Classes with entry points of their own, a branch
+// GitHub does not know and a malformed repository are refused.
+func TestAScheduledRequestRunsTheBranchsCommitThroughTheSameQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		r, err := w.in.Schedule(ctx, Scheduled{Name: "nightly-bench", Repo: "o/butter", Branch: "main", Class: spark.Benchmark, Suite: "performance"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Owner != "schedule:nightly-bench" || r.State != spark.Queued || r.Duration != spark.DefaultDurations()[spark.Benchmark] {
+			t.Errorf("queued %+v", r)
+		}
+		w.gh.branches["o/butter@main"] = "3333333333333333333333333333333333333333" // main moves on
+		w.tick(t)
+		if len(w.gh.dispatches) != 1 {
+			t.Fatalf("dispatches %v", w.gh.dispatches)
+		}
+		d := w.gh.dispatches[0]
+		runner := RunnerName(r.ID)
+		if d["reservation_id"] != r.ID || d["head_sha"] != "2222222222222222222222222222222222222222" || d["suite"] != "performance" || d["topology"] != "single" ||
+			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single"}) {
+			t.Errorf("dispatch %v, minted %v: want the commit it was asked for", d, w.gh.minted)
+		}
+		if len(w.gh.checks) != 0 {
+			t.Errorf("a scheduled request got %d check run(s)", len(w.gh.checks))
+		}
+		w.event(t, "workflow_job", map[string]any{"action": "completed", "workflow_job": map[string]any{"runner_name": runner, "conclusion": "success"}})
+		if st, _ := w.c.Status(ctx, r.ID); st.Request.State != spark.Released {
+			t.Errorf("after its job: %s", st.Request.State)
+		}
+		for name, bad := range map[string]Scheduled{
+			"development":       {Name: "x", Repo: "o/butter", Branch: "main", Class: spark.Development, Suite: "smoke"},
+			"a PR class":        {Name: "x", Repo: "o/butter", Branch: "main", Class: spark.ManualPR, Suite: "smoke"},
+			"no suite":          {Name: "x", Repo: "o/butter", Branch: "main", Class: spark.MergeCI},
+			"a bad repo":        {Name: "x", Repo: "butter", Branch: "main", Class: spark.MergeCI, Suite: "smoke"},
+			"an unknown branch": {Name: "x", Repo: "o/butter", Branch: "gone", Class: spark.MergeCI, Suite: "smoke"},
+		} {
+			if _, err := w.in.Schedule(ctx, bad); err == nil || name != "an unknown branch" && !errors.Is(err, ErrSchedule) {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 0 {
+			t.Errorf("a refused schedule queued %+v", live)
 		}
 	})
 }
