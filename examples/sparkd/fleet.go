@@ -40,6 +40,7 @@ type fleetFile struct {
 	Durations        map[string]string  `yaml:"durations"`
 	Service          *serviceCommands   `yaml:"service"`
 	GitHub           *githubSettings    `yaml:"github"`
+	Schedules        []scheduleEntry    `yaml:"schedules"`
 }
 
 // githubSettings override the seed's GitHub integration (labels, commands,
@@ -59,8 +60,9 @@ type githubSettings struct {
 // integration's configuration (the seed's, with the file's overrides; its
 // webhook secret is filled in from -webhook-secret-file).
 type fleet struct {
-	opts   spark.Options
-	github sparkgh.Config
+	opts      spark.Options
+	github    sparkgh.Config
+	schedules []schedule
 }
 
 // serviceCommands drive the resident service: each is a shell command run
@@ -96,7 +98,11 @@ func loadFleet(data []byte) (fleet, error) {
 	if err != nil {
 		return fleet{}, err
 	}
-	return fleet{opts: opts, github: gh}, nil
+	scheds, err := f.schedules()
+	if err != nil {
+		return fleet{}, err
+	}
+	return fleet{opts: opts, github: gh, schedules: scheds}, nil
 }
 
 // config is the seed's GitHub integration with the file's overrides,

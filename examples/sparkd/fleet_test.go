@@ -43,6 +43,14 @@ func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
 	}
 }
 
+// sched is a schedule entry with the given time fields.
+func sched(when string) string {
+	if when != "" {
+		when = ", " + when
+	}
+	return "{name: nightly, repo: o/butter, branch: main, class: benchmark, suite: performance" + when + "}"
+}
+
 // A fleet file sparkd cannot run safely is refused, naming what to fix.
 func TestFleetFile_RefusesWhatItCannotRunSafely(t *testing.T) {
 	const hosts = "hosts:\n  - {name: a, managed: true}\n"
@@ -65,6 +73,16 @@ func TestFleetFile_RefusesWhatItCannotRunSafely(t *testing.T) {
 		"a lane's unknown topology":       {hosts + "github: {labels: {gpu-test: {suite: smoke, topology: trio}}}\n", `topology "trio"`},
 		"an unknown role":                 {hosts + "github: {min_role: owner}\n", `MinRole "owner"`},
 		"an empty runner label":           {hosts + "github: {runner_labels: [self-hosted, '']}\n", "a runner label is empty"},
+		"a schedule without a name":       {hosts + "schedules: [{repo: o/r, branch: main, class: benchmark, suite: performance, at: '03:00'}]\n", "needs a name of its own"},
+		"two schedules of one name":       {hosts + "schedules: [" + sched("at: '03:00'") + ", " + sched("at: '04:00'") + "]\n", "needs a name of its own"},
+		"a schedule of development":       {hosts + "schedules: [{name: n, repo: o/r, branch: main, class: development, suite: smoke, at: '03:00'}]\n", `class "development": a schedule asks for`},
+		"a schedule with no time":         {hosts + "schedules: [" + sched("") + "]\n", "exactly one of at"},
+		"a schedule with two times":       {hosts + "schedules: [" + sched("at: '03:00', every: 6h") + "]\n", "exactly one of at"},
+		"a schedule at no time of day":    {hosts + "schedules: [" + sched("at: '25:00'") + "]\n", "want HH:MM in UTC"},
+		"a schedule too often":            {hosts + "schedules: [" + sched("every: 1m") + "]\n", "at least 10m0s"},
+		"a schedule's bad repo":           {hosts + "schedules: [{name: n, repo: r, branch: main, class: benchmark, suite: performance, at: '03:00'}]\n", `repo "r": want owner/name`},
+		"a schedule's bad topology":       {hosts + "schedules: [" + sched("at: '03:00', topology: trio") + "]\n", `topology "trio"`},
+		"a schedule's bad duration":       {hosts + "schedules: [" + sched("at: '03:00', duration: soon") + "]\n", `duration "soon"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadFleet([]byte(tc.file))
@@ -130,13 +148,16 @@ func TestFleetFlagRefusals(t *testing.T) {
 	good, bad := filepath.Join(dir, "good.yml"), filepath.Join(dir, "bad.yml")
 	os.WriteFile(good, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
 	os.WriteFile(bad, []byte("hosts:\n  - {name: gpu-a, managed: true, service: true}\n"), 0o644)
+	scheduled := filepath.Join(dir, "scheduled.yml")
+	os.WriteFile(scheduled, []byte("hosts:\n  - {name: gpu-a, managed: true}\nschedules: ["+sched("at: '03:00'")+"]\n"), 0o644)
 	for name, tc := range map[string]struct {
 		args []string
 		want string
 	}{
-		"-simulate with -fleet": {[]string{"-fleet", good, "-simulate"}, "a -fleet's hosts report their own heartbeats"},
-		"a bad fleet":           {[]string{"-fleet", bad}, "bad.yml"},
-		"a missing fleet":       {[]string{"-fleet", filepath.Join(dir, "missing.yml")}, "no such file"},
+		"-simulate with -fleet":    {[]string{"-fleet", good, "-simulate"}, "a -fleet's hosts report their own heartbeats"},
+		"a bad fleet":              {[]string{"-fleet", bad}, "bad.yml"},
+		"a missing fleet":          {[]string{"-fleet", filepath.Join(dir, "missing.yml")}, "no such file"},
+		"schedules without GitHub": {[]string{"-fleet", scheduled}, "the fleet's schedules dispatch workflows through GitHub"},
 	} {
 		var logs bytes.Buffer
 		if code := run(context.Background(), append([]string{"-addr", "127.0.0.1:0", "-db", filepath.Join(dir, "spark.db")}, tc.args...), &logs, nil); code != 2 || !strings.Contains(logs.String(), tc.want) {
@@ -152,6 +173,7 @@ func FuzzLoadFleet(f *testing.F) {
 	f.Add(exampleFleet)
 	f.Add([]byte("hosts:\n  - {name: a, managed: true}\ndurations: {development: 1h}\n"))
 	f.Add([]byte("hosts: [{name: a, service: true}]\nservice: {drain: x}\n"))
+	f.Add([]byte("hosts: [{name: a}]\nschedules: [{name: n, repo: o/r, branch: main, class: merge-ci, suite: smoke, every: 6h, duration: 1h}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		f, err := loadFleet(data)
 		opts := f.opts
@@ -172,6 +194,11 @@ func FuzzLoadFleet(f *testing.F) {
 		for class, d := range opts.Durations {
 			if d <= 0 {
 				t.Fatalf("class %s has lease length %s", class, d)
+			}
+		}
+		for _, s := range f.schedules {
+			if next := s.next(time.Unix(0, 0)); !next.After(time.Unix(0, 0)) || s.Name == "" || s.Duration < 0 {
+				t.Fatalf("schedule %+v loaded (next %s)", s, next)
 			}
 		}
 	})

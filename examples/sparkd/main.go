@@ -11,7 +11,10 @@
 // -fleet runs a real fleet: its hosts, admission settings and the resident
 // service's commands come from the YAML file (fleet.example.yml is the
 // template, with the seed's values), nothing is simulated, and each
-// managed host reports its own heartbeats (sparkctl heartbeat).
+// managed host reports its own heartbeats (sparkctl heartbeat). Its
+// schedules queue benchmark, merge-ci or background-ci work at a branch's
+// commit, daily or at an interval, dispatched like a pull request's once
+// granted (they need the GitHub integration below).
 //
 // Routes: /v1/... is the bearer-authenticated agent and CLI API;
 // GET /dashboard.json is the sanitized, read-only dashboard mirror (no
@@ -78,6 +81,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		return exit
 	}
 	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
+	var scheds []schedule
 	opts.Service = &sparktest.Service{} // the seed's simulated resident service
 	if *fleetFile != "" {
 		explicit := false
@@ -97,7 +101,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
 			return 2
 		}
-		opts, ghConfig = f.opts, f.github
+		opts, ghConfig, scheds = f.opts, f.github, f.schedules
+		if len(scheds) > 0 && *whSecretFile == "" {
+			fmt.Fprintf(stderr, "sparkd: the fleet's schedules dispatch workflows through GitHub: give -webhook-secret-file, -github-org and -jit-dir, or remove schedules (%s)\n", *fleetFile)
+			return 2
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if *dbPath == "" {
@@ -146,6 +154,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		wh := gh.NewWebhook(0)
 		go wh.Run(ctx)
 		h.Handle("POST /github/webhook", wh)
+		go runSchedules(ctx, scheds, func(ctx context.Context, s sparkgh.Scheduled) error {
+			_, err := gh.Schedule(ctx, s)
+			return err
+		}, log)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

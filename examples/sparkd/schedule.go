@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
+)
+
+// scheduleEntry is one entry of the fleet file's schedules: work the
+// controller asks for itself (seed 004: "Scheduled benchmark … Controller
+// schedule"), at a branch's current commit, through the same queue.
+type scheduleEntry struct {
+	Name     string `yaml:"name"`
+	Repo     string `yaml:"repo"`   // owner/name
+	Branch   string `yaml:"branch"` // whose commit runs
+	Class    string `yaml:"class"`  // benchmark, merge-ci or background-ci
+	Topology string `yaml:"topology"`
+	Suite    string `yaml:"suite"`    // the workflow's suite input
+	At       string `yaml:"at"`       // daily, HH:MM in UTC
+	Every    string `yaml:"every"`    // or at this interval from sparkd's start
+	Duration string `yaml:"duration"` // lease length (default: the class's)
+}
+
+// schedule is a validated entry.
+type schedule struct {
+	sparkgh.Scheduled
+	at    time.Duration // from midnight UTC, when daily
+	every time.Duration // when periodic
+}
+
+// minEvery bounds how often a schedule may ask: more often would flood
+// the queue with work that cannot finish before the next arrives.
+const minEvery = 10 * time.Minute
+
+// scheduledClasses are the classes a schedule may ask for: development,
+// service starts and pull-request work have their own entry points.
+var scheduledClasses = []spark.Class{spark.Benchmark, spark.MergeCI, spark.BackgroundCI}
+
+// schedules validates the file's entries.
+func (f fleetFile) schedules() ([]schedule, error) {
+	var out []schedule
+	seen := map[string]bool{}
+	for i, e := range f.Schedules {
+		where := fmt.Sprintf("schedules[%d]", i)
+		if e.Name != "" {
+			where = "schedule " + e.Name
+		}
+		s := schedule{Scheduled: sparkgh.Scheduled{Name: e.Name, Repo: e.Repo, Branch: e.Branch, Class: spark.Class(e.Class),
+			Topology: spark.Topology(e.Topology), Suite: e.Suite}}
+		switch {
+		case e.Name == "" || seen[e.Name]:
+			return nil, fmt.Errorf("%w: %s: every schedule needs a name of its own", errFleet, where)
+		case e.Repo == "" || e.Branch == "" || e.Suite == "":
+			return nil, fmt.Errorf("%w: %s: repo, branch and suite are required", errFleet, where)
+		case !slices.Contains(scheduledClasses, s.Class):
+			return nil, fmt.Errorf("%w: %s: class %q: a schedule asks for %v", errFleet, where, e.Class, scheduledClasses)
+		case e.Topology != "" && s.Topology != spark.Single && s.Topology != spark.Pair:
+			return nil, fmt.Errorf("%w: %s: topology %q: single or pair", errFleet, where, e.Topology)
+		case (e.At == "") == (e.Every == ""):
+			return nil, fmt.Errorf("%w: %s: give exactly one of at (daily, HH:MM UTC) and every (an interval such as 6h)", errFleet, where)
+		}
+		seen[e.Name] = true
+		if owner, name, ok := strings.Cut(e.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("%w: %s: repo %q: want owner/name", errFleet, where, e.Repo)
+		}
+		if e.At != "" {
+			t, err := time.Parse("15:04", e.At)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: at %q: want HH:MM in UTC, such as 03:00", errFleet, where, e.At)
+			}
+			s.at = time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute
+		} else {
+			d, err := time.ParseDuration(e.Every)
+			if err != nil || d < minEvery {
+				return nil, fmt.Errorf("%w: %s: every %q: an interval of at least %s, such as 6h", errFleet, where, e.Every, minEvery)
+			}
+			s.every = d
+		}
+		if e.Duration != "" {
+			d, err := time.ParseDuration(e.Duration)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%w: %s: duration %q is not a positive duration such as 4h", errFleet, where, e.Duration)
+			}
+			s.Duration = d
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// next is the schedule's first time strictly after t.
+func (s schedule) next(t time.Time) time.Time {
+	if s.every > 0 {
+		return t.Add(s.every)
+	}
+	day := t.UTC().Truncate(24 * time.Hour)
+	if due := day.Add(s.at); due.After(t) {
+		return due
+	}
+	return day.Add(24 * time.Hour).Add(s.at)
+}
+
+// runSchedules asks for each schedule's work when it is due, until ctx
+// ends. A failed request is logged and the schedule waits for its next
+// time: nothing is retried in a loop, and a sleeping machine that wakes
+// late asks once, not once for every time it missed.
+func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Context, sparkgh.Scheduled) error, log *slog.Logger) {
+	done := make(chan struct{})
+	for _, s := range scheds {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			due := s.next(time.Now())
+			for {
+				t := time.NewTimer(time.Until(due))
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				if err := submit(ctx, s.Scheduled); err != nil {
+					log.Error("schedule", "schedule", s.Name, "error", err)
+				} else {
+					log.Info("schedule", "schedule", s.Name, "queued", s.Class)
+				}
+				if now := time.Now(); now.After(due) {
+					due = now
+				}
+				due = s.next(due)
+			}
+		}()
+	}
+	for range scheds {
+		<-done
+	}
+}

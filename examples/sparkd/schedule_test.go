@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparkgh"
+)
+
+// Seed 004: "Scheduled benchmark … Controller schedule". Each schedule
+// asks for its work when it is due: daily at its UTC time, or at its
+// interval; a failed request waits for the next time instead of
+// retrying in a loop.
+func TestSchedulesAskForTheirWorkWhenDue(t *testing.T) {
+	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+schedules:
+  - {name: nightly, repo: o/butter, branch: main, class: benchmark, topology: pair, suite: performance, at: "03:00", duration: 3h}
+  - {name: merge, repo: o/iron, branch: main, class: merge-ci, suite: smoke, every: 6h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fleet.schedules[0].Scheduled; s.Class != spark.Benchmark || s.Topology != spark.Pair || s.Duration != 3*time.Hour || s.Repo != "o/butter" {
+		t.Errorf("loaded %+v", s)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now() // the bubble's clock: midnight UTC
+		var mu sync.Mutex
+		asked := map[string][]time.Duration{}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			runSchedules(ctx, fleet.schedules, func(_ context.Context, s sparkgh.Scheduled) error {
+				mu.Lock()
+				defer mu.Unlock()
+				asked[s.Name] = append(asked[s.Name], time.Since(start))
+				if s.Name == "merge" {
+					return context.DeadlineExceeded // a failure: logged, not retried
+				}
+				return nil
+			}, slog.New(slog.DiscardHandler))
+			close(done)
+		}()
+		time.Sleep(49 * time.Hour)
+		cancel()
+		<-done
+		h := time.Hour
+		if want := []time.Duration{3 * h, 27 * h}; !slices.Equal(asked["nightly"], want) {
+			t.Errorf("nightly asked at %v, want %v", asked["nightly"], want)
+		}
+		if want := []time.Duration{6 * h, 12 * h, 18 * h, 24 * h, 30 * h, 36 * h, 42 * h, 48 * h}; !slices.Equal(asked["merge"], want) {
+			t.Errorf("merge asked at %v, want %v", asked["merge"], want)
+		}
+	})
+}
+
+// A daily schedule's next time is today's, once it has passed tomorrow's.
+func TestScheduleNext(t *testing.T) {
+	s := schedule{at: 3*time.Hour + 30*time.Minute}
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ now, want time.Time }{
+		{day.Add(time.Hour), day.Add(3*time.Hour + 30*time.Minute)},
+		{day.Add(3*time.Hour + 30*time.Minute), day.Add(27*time.Hour + 30*time.Minute)},
+		{day.Add(23 * time.Hour), day.Add(27*time.Hour + 30*time.Minute)},
+		{day.Add(time.Hour).In(time.FixedZone("UTC+9", 9*3600)), day.Add(3*time.Hour + 30*time.Minute)},
+	} {
+		if got := s.next(tc.now); !got.Equal(tc.want) {
+			t.Errorf("next(%s) = %s, want %s", tc.now, got, tc.want)
+		}
+	}
+	if got := (schedule{every: 6 * time.Hour}).next(day); !got.Equal(day.Add(6 * time.Hour)) {
+		t.Errorf("every 6h: %s", got)
+	}
+}
