@@ -2,9 +2,11 @@
 // maintainers request fleet time from pull requests with labels or comment
 // commands, the controller answers with check runs on the exact SHA,
 // dispatches the admitted default-branch workflow with a one-job JIT
-// runner, and mirrors a sanitized dashboard. It implements the
-// "Maintainer experience" and "Repository enablement" sections of the
-// shared-fleet seed.
+// runner, and mirrors a sanitized dashboard. Schedule queues the work the
+// controller asks for itself (benchmarks, merge CI) at a branch's commit,
+// dispatched the same way once granted. It implements the "Maintainer
+// experience" and "Repository enablement" sections of the shared-fleet
+// seed, and its "Controller schedule".
 package sparkgh
 
 import (
