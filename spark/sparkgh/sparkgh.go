@@ -469,7 +469,9 @@ type Scheduled struct {
 // ErrSchedule is matched by Schedule's refusals of its argument.
 var ErrSchedule = errors.New("sparkgh: invalid scheduled request")
 
-// Schedule queues s at its branch's current commit. When the controller
+// Schedule queues s at its branch's current commit, unless a request of
+// the same schedule is still queued: that one is returned, and nothing
+// more is queued. When the controller
 // grants it, OnGrant mints a one-job runner and dispatches the workflow at
 // that commit, as for a pull request; there is no check run, since there
 // is no pull request to show it on. Only the scheduled classes are
@@ -484,6 +486,17 @@ func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request
 	}
 	if owner, name, ok := strings.Cut(s.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return spark.Request{}, fmt.Errorf("%w: %s: repo %q: want owner/name", ErrSchedule, s.Name, s.Repo)
+	}
+	// A schedule has at most one request waiting: when the fleet is too
+	// busy to run the last one before the next is due, asking again would
+	// only grow the queue.
+	_, live, err := in.ctrl.Snapshot(ctx)
+	if err != nil {
+		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: %w", s.Name, err)
+	}
+	if i := slices.IndexFunc(live, func(r spark.Request) bool { return r.State == spark.Queued && r.Owner == "schedule:"+s.Name }); i >= 0 {
+		in.log.Warn("sparkgh.schedule_still_queued", "schedule", s.Name, "request", live[i].ID)
+		return live[i], nil
 	}
 	sha, err := in.gh.BranchSHA(ctx, s.Repo, s.Branch)
 	if err != nil {

@@ -374,6 +374,10 @@ func TestAScheduledRequestRunsTheBranchsCommitThroughTheSameQueue(t *testing.T) 
 			t.Errorf("queued %+v", r)
 		}
 		w.gh.branches["o/butter@main"] = "3333333333333333333333333333333333333333" // main moves on
+		// Due again before it ran: the waiting request is the answer.
+		if again, err := w.in.Schedule(ctx, Scheduled{Name: "nightly-bench", Repo: "o/butter", Branch: "main", Class: spark.Benchmark, Suite: "performance"}); err != nil || again.ID != r.ID {
+			t.Errorf("asked again while queued: %+v %v, want %s", again, err, r.ID)
+		}
 		w.tick(t)
 		if len(w.gh.dispatches) != 1 {
 			t.Fatalf("dispatches %v", w.gh.dispatches)
