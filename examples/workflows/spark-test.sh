@@ -9,6 +9,9 @@
 #   - prints toolchain and source revisions;
 #   - uses the controller-provided work and cache directories;
 #   - runs correctness before any performance measurement;
+#   - is bounded: the whole suite has the seed's target as its limit
+#     (SPARK_SUITE_MINUTES; default 30 for smoke, 60 for performance), and
+#     a command still running at the limit is stopped and fails the lane;
 #   - serializes writes to the shared build target, waiting a bounded time
 #     for the lock (SPARK_LOCK_WAIT_SECONDS, default 1800);
 #   - never downloads a model: with the managed model cache
@@ -31,6 +34,8 @@ smoke_cmd="${SPARK_SMOKE_CMD:-cargo test --release -p wh-butter-cuda --test cuda
 perf_cmd="${SPARK_PERF_CMD:-cargo run --release -p wh-butter-bench -- --prompt-tokens 512 --decode-tokens 32 --warmup 1 --runs 2}"
 distributed_cmd="${SPARK_DISTRIBUTED_CMD:-}"
 lock_wait="${SPARK_LOCK_WAIT_SECONDS:-1800}"
+case "$suite" in performance) default_minutes=60 ;; *) default_minutes=30 ;; esac
+minutes="${SPARK_SUITE_MINUTES:-$default_minutes}"
 models="${SPARK_MODEL_CACHE:-}"
 
 die() { echo "spark-test: $*" >&2; exit 2; }
@@ -47,6 +52,7 @@ smoke | performance) ;;
 *) die "SPARK_TEST_SUITE \"$suite\": want smoke or performance" ;;
 esac
 [[ "$lock_wait" =~ ^[0-9]+$ ]] || die "SPARK_LOCK_WAIT_SECONDS \"$lock_wait\": want a whole number of seconds"
+[[ "$minutes" =~ ^[1-9][0-9]*$ ]] || die "SPARK_SUITE_MINUTES \"$minutes\": want a whole number of minutes, at least 1"
 if [[ -n "$models" ]]; then
 	[[ -d "$models" ]] || die "SPARK_MODEL_CACHE \"$models\" is not a directory: the managed model cache must exist before the lane runs"
 	# Models come from the managed cache, never from the network: a model
@@ -65,6 +71,7 @@ for tool in nvcc rustc cargo go; do
 done
 
 started=$(date +%s)
+deadline=$((started + minutes * 60))
 # Writes to the shared build target are serialized across reservations.
 exec 9>"$cache/build.lock"
 run() { # name command...
@@ -75,10 +82,21 @@ run() { # name command...
 		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"reason\":\"the shared build target stayed locked for ${lock_wait} s\"}"
 		exit 1
 	fi
-	if ! bash -c "$*" >"$work/$name.log" 2>&1; then
+	local left=$((deadline - $(date +%s)))
+	if ((left <= 0)); then
+		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"reason\":\"the suite's ${minutes}-minute limit was spent before it started\"}"
+		exit 1
+	fi
+	local code=0
+	timeout --kill-after=30 "$left" bash -c "$*" >"$work/$name.log" 2>&1 || code=$?
+	if ((code != 0)); then
 		flock -u 9
 		tail -n 50 "$work/$name.log" >&2
-		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"log\":\"$work/$name.log\"}"
+		local reason=""
+		if ((code == 124 || code == 137)); then
+			reason=",\"reason\":\"stopped at the suite's ${minutes}-minute limit\""
+		fi
+		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"log\":\"$work/$name.log\"$reason}"
 		exit 1
 	fi
 	flock -u 9

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -210,5 +211,61 @@ func TestEntryPointNeverDownloadsAModelTheManagedCacheHolds(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); err == nil {
 		t.Error("the lane ran without its managed model cache")
+	}
+}
+
+// The entry point "must be deterministic, bounded": each suite's limit is
+// the seed's target ("spark-test (target: 30 minutes)", "spark-test-long
+// (target: 60 minutes)"), every command runs under timeout with what is
+// left of it, and a command stopped at the limit fails the lane with a
+// receipt saying so. A stand-in timeout records what it was given.
+func TestEntryPointIsBoundedByTheSuitesTarget(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	os.WriteFile(filepath.Join(bin, "timeout"), []byte(`#!/bin/sh
+echo "$1 $2" >>"`+calls+`"
+if [ -n "$EXPIRE" ]; then exit 124; fi
+shift 2
+exec "$@"
+`), 0o755)
+	path := "PATH=" + bin + string(os.PathListSeparator) + toolchainStandIns(t) + string(os.PathListSeparator) + os.Getenv("PATH")
+	bounds := func() []string {
+		data, _ := os.ReadFile(calls)
+		os.Remove(calls)
+		return strings.Fields(string(data))
+	}
+	near := func(got string, limit int) bool {
+		s, err := strconv.Atoi(got)
+		return err == nil && s <= limit && s > limit-60
+	}
+	for _, tc := range []struct {
+		env      []string
+		commands int
+		limit    int // seconds
+	}{
+		{[]string{"SPARK_TEST_SUITE=smoke"}, 1, 30 * 60},
+		{[]string{"SPARK_TEST_SUITE=performance"}, 2, 60 * 60},
+		{[]string{"SPARK_TEST_SUITE=performance", "SPARK_SUITE_MINUTES=5"}, 2, 5 * 60},
+	} {
+		out, stderr, code := runEntryPoint(t, "single", append(tc.env, path, "SPARK_SMOKE_CMD=true", "SPARK_PERF_CMD=true")...)
+		got := bounds()
+		if code != 0 || len(got) != 2*tc.commands {
+			t.Fatalf("%v: exit %d, timeout given %v\n%s%s", tc.env, code, got, out, stderr)
+		}
+		for i := 0; i < len(got); i += 2 {
+			if got[i] != "--kill-after=30" || !near(got[i+1], tc.limit) {
+				t.Errorf("%v: command %d ran under timeout %s %s, want what is left of %d s", tc.env, i/2, got[i], got[i+1], tc.limit)
+			}
+		}
+	}
+	out, _, code := runEntryPoint(t, "single", path, "EXPIRE=1", "SPARK_TEST_SUITE=performance", "SPARK_SMOKE_CMD=true", "SPARK_PERF_CMD=true")
+	if r := receipt(t, out); code != 1 || r["failed"] != "correctness" || r["reason"] != "stopped at the suite's 60-minute limit" {
+		t.Errorf("a command stopped at the limit: exit %d, receipt %v", code, r)
+	}
+	if got := bounds(); len(got) != 2 {
+		t.Errorf("the lane went on after the limit: %v", got)
+	}
+	if _, stderr, code := runEntryPoint(t, "single", "SPARK_SUITE_MINUTES=0"); code != 2 || !strings.Contains(stderr, "at least 1") {
+		t.Errorf("a zero limit: exit %d %s", code, stderr)
 	}
 }
