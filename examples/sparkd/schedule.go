@@ -116,6 +116,7 @@ func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Co
 		go func() {
 			defer func() { done <- struct{}{} }()
 			due := s.next(time.Now())
+			log.Info("schedule", "schedule", s.Name, "class", s.Class, "repo", s.Repo, "branch", s.Branch, "first", due.UTC().Format(time.RFC3339))
 			for {
 				t := time.NewTimer(time.Until(due))
 				select {
@@ -124,15 +125,16 @@ func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Co
 					return
 				case <-t.C:
 				}
-				if err := submit(ctx, s.Scheduled); err != nil {
-					log.Error("schedule", "schedule", s.Name, "error", err)
-				} else {
-					log.Info("schedule", "schedule", s.Name, "queued", s.Class)
-				}
+				err := submit(ctx, s.Scheduled)
 				if now := time.Now(); now.After(due) {
 					due = now
 				}
 				due = s.next(due)
+				if err != nil {
+					log.Error("schedule", "schedule", s.Name, "error", err, "next", due.UTC().Format(time.RFC3339))
+				} else {
+					log.Info("schedule", "schedule", s.Name, "queued", s.Class, "next", due.UTC().Format(time.RFC3339))
+				}
 			}
 		}()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -35,6 +36,7 @@ schedules:
 		asked := map[string][]time.Duration{}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
+		var logs syncBuffer
 		go func() {
 			runSchedules(ctx, fleet.schedules, func(_ context.Context, s sparkgh.Scheduled) error {
 				mu.Lock()
@@ -44,7 +46,7 @@ schedules:
 					return context.DeadlineExceeded // a failure: logged, not retried
 				}
 				return nil
-			}, slog.New(slog.DiscardHandler))
+			}, slog.New(slog.NewTextHandler(&logs, nil)))
 			close(done)
 		}()
 		time.Sleep(49 * time.Hour)
@@ -57,10 +59,36 @@ schedules:
 		if want := []time.Duration{6 * h, 12 * h, 18 * h, 24 * h, 30 * h, 36 * h, 42 * h, 48 * h}; !slices.Equal(asked["merge"], want) {
 			t.Errorf("merge asked at %v, want %v", asked["merge"], want)
 		}
+		// The operator's log says when each will first ask, and after each
+		// time what happened and when it asks next.
+		for _, want := range []string{"schedule=nightly class=benchmark repo=o/butter branch=main first=2000-01-01T03:00:00Z",
+			"schedule=nightly queued=benchmark next=2000-01-03T03:00:00Z", "schedule=merge error=\"context deadline exceeded\" next=2000-01-01T12:00:00Z"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("the log lacks %q:\n%s", want, logs.String())
+			}
+		}
 	})
 }
 
-// A daily schedule's next time is today's, once it has passed tomorrow's.
+// syncBuffer is a log destination several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A daily schedule's next time is today's until that has passed, then tomorrow's.
 func TestScheduleNext(t *testing.T) {
 	s := schedule{at: 3*time.Hour + 30*time.Minute}
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
