@@ -23,7 +23,8 @@
 //     fencing token, "followed by host cleanup acknowledgement": the
 //     answer says, for each host the lease held, whether it is clean,
 //     still runs processes from the lease, or returns to the service).
-//   - spark_cancel: cancels queued work only; an active lease is released.
+//   - spark_cancel: cancels queued work only; an active lease is refused
+//     (release it instead).
 //
 // An agent asks for development and service starts only: pull-request,
 // CI and benchmark work comes from their own triggers, through the same
