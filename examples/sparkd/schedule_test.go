@@ -36,12 +36,19 @@ schedules:
 		asked := map[string][]time.Duration{}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
+		// Two days of asking: the bubble's clock moves to each timer while
+		// everything waits, and the run stops at the second day's last
+		// request (merge's eighth, at 48 h).
+		enough := make(chan struct{})
 		var logs syncBuffer
 		go func() {
 			runSchedules(ctx, fleet.schedules, func(_ context.Context, s sparkgh.Scheduled) error {
 				mu.Lock()
 				defer mu.Unlock()
 				asked[s.Name] = append(asked[s.Name], time.Since(start))
+				if len(asked["merge"]) == 8 && s.Name == "merge" {
+					close(enough)
+				}
 				if s.Name == "merge" {
 					return context.DeadlineExceeded // a failure: logged, not retried
 				}
@@ -49,7 +56,8 @@ schedules:
 			}, slog.New(slog.NewTextHandler(&logs, nil)))
 			close(done)
 		}()
-		time.Sleep(49 * time.Hour)
+		<-enough
+		synctest.Wait() // the eighth request is logged
 		cancel()
 		<-done
 		h := time.Hour

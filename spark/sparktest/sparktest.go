@@ -213,18 +213,23 @@ func (c *Checks) Check(context.Context) error { return c.LinkErr }
 // Released returns ServiceErr.
 func (c *Checks) Released(context.Context) error { return c.ServiceErr }
 
-// RunAdmission is a controller's admission loop for a test: every period
-// the hosts report in (a clean heartbeat each) and the controller
-// reconciles, until ctx ends. Run it in its own goroutine; inside a
-// testing/synctest bubble its period is the bubble's time.
+// Admit is one round of a controller's admission for a test: the hosts
+// report in (a clean heartbeat each) and the controller reconciles.
+func Admit(ctx context.Context, c *spark.Controller, hosts ...string) {
+	for _, h := range hosts {
+		c.Heartbeat(ctx, spark.HostReport{Host: h})
+	}
+	c.Reconcile(ctx)
+}
+
+// RunAdmission runs Admit every period until ctx ends. Run it in its own
+// goroutine; inside a testing/synctest bubble its period is the bubble's
+// time.
 func RunAdmission(ctx context.Context, c *spark.Controller, every time.Duration, hosts ...string) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		for _, h := range hosts {
-			c.Heartbeat(ctx, spark.HostReport{Host: h})
-		}
-		c.Reconcile(ctx)
+		Admit(ctx, c, hosts...)
 		select {
 		case <-ctx.Done():
 		case <-t.C:
