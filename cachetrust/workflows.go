@@ -278,19 +278,18 @@ func scalar(n *yaml.Node) string {
 	return n.Value
 }
 
-// anyScalar reports whether match accepts a scalar (a key or a value)
-// anywhere under n, aliases followed.
-func anyScalar(n *yaml.Node, match func(string) bool) bool {
-	if n == nil {
+// eachScalar calls fn on every scalar (a key or a value) under n, aliases
+// followed, until fn returns true; it reports whether one did.
+func eachScalar(n *yaml.Node, fn func(*yaml.Node) bool) bool {
+	switch {
+	case n == nil:
 		return false
+	case n.Kind == yaml.ScalarNode:
+		return fn(n)
+	case n.Kind == yaml.AliasNode:
+		return eachScalar(n.Alias, fn)
 	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		return match(n.Value)
-	case yaml.AliasNode:
-		return anyScalar(n.Alias, match)
-	}
-	return slices.ContainsFunc(n.Content, func(child *yaml.Node) bool { return anyScalar(child, match) })
+	return slices.ContainsFunc(n.Content, func(child *yaml.Node) bool { return eachScalar(child, fn) })
 }
 
 // triggers returns the workflow's events and their nodes.
@@ -504,23 +503,10 @@ func labelWords(s string) []string {
 // runs-on reads the matrix, the matrix's values.
 func runnerScalars(job *yaml.Node) []*yaml.Node {
 	var out []*yaml.Node
-	var walk func(*yaml.Node)
-	walk = func(n *yaml.Node) {
-		switch {
-		case n == nil:
-		case n.Kind == yaml.ScalarNode:
-			out = append(out, n)
-		case n.Kind == yaml.AliasNode:
-			walk(n.Alias)
-		default:
-			for _, child := range n.Content {
-				walk(child)
-			}
-		}
-	}
-	walk(get(job, "runs-on"))
+	collect := func(s *yaml.Node) bool { out = append(out, s); return false }
+	eachScalar(get(job, "runs-on"), collect)
 	if strings.Contains(scalar(get(job, "runs-on")), "matrix.") {
-		walk(get(get(job, "strategy"), "matrix"))
+		eachScalar(get(get(job, "strategy"), "matrix"), collect)
 	}
 	return out
 }
@@ -648,7 +634,7 @@ func (c *checker) permissions(p *yaml.Node, job string) {
 // credentials: a job that holds provider secrets must not persist checkout
 // credentials.
 func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
-	if c.secretRef == nil || !anyScalar(job, c.secretRef.MatchString) {
+	if c.secretRef == nil || !eachScalar(job, func(s *yaml.Node) bool { return c.secretRef.MatchString(s.Value) }) {
 		return
 	}
 	for _, s := range steps {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
@@ -38,10 +36,6 @@ type schedule struct {
 // the queue with work that cannot finish before the next arrives.
 const minEvery = 10 * time.Minute
 
-// scheduledClasses are the classes a schedule may ask for: development,
-// service starts and pull-request work have their own entry points.
-var scheduledClasses = []spark.Class{spark.Benchmark, spark.MergeCI, spark.BackgroundCI}
-
 // schedules validates the file's entries.
 func (f fleetFile) schedules() ([]schedule, error) {
 	var out []schedule
@@ -56,19 +50,13 @@ func (f fleetFile) schedules() ([]schedule, error) {
 		switch {
 		case e.Name == "" || seen[e.Name]:
 			return nil, fmt.Errorf("%w: %s: every schedule needs a name of its own", errFleet, where)
-		case e.Repo == "" || e.Branch == "" || e.Suite == "":
-			return nil, fmt.Errorf("%w: %s: repo, branch and suite are required", errFleet, where)
-		case !slices.Contains(scheduledClasses, s.Class):
-			return nil, fmt.Errorf("%w: %s: class %q: a schedule asks for %v", errFleet, where, e.Class, scheduledClasses)
-		case e.Topology != "" && s.Topology != spark.Single && s.Topology != spark.Pair:
-			return nil, fmt.Errorf("%w: %s: topology %q: single or pair", errFleet, where, e.Topology)
 		case (e.At == "") == (e.Every == ""):
 			return nil, fmt.Errorf("%w: %s: give exactly one of at (daily, HH:MM UTC) and every (an interval such as 6h)", errFleet, where)
 		}
-		seen[e.Name] = true
-		if owner, name, ok := strings.Cut(e.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("%w: %s: repo %q: want owner/name", errFleet, where, e.Repo)
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", errFleet, err)
 		}
+		seen[e.Name] = true
 		if e.At != "" {
 			t, err := time.Parse("15:04", e.At)
 			if err != nil {

@@ -74,18 +74,22 @@ started=$(date +%s)
 deadline=$((started + minutes * 60))
 # Writes to the shared build target are serialized across reservations.
 exec 9>"$cache/build.lock"
+# failed NAME FIELDS: the receipt of a lane that failed at NAME, with more
+# JSON fields (each ,"key":"value"), and the lane's exit status.
+failed() {
+	echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$1\"$2}"
+	exit 1
+}
 run() { # name command...
 	local name="$1"
 	shift
 	echo "spark-test: $name: $*"
 	if ! flock -w "$lock_wait" 9; then
-		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"reason\":\"the shared build target stayed locked for ${lock_wait} s\"}"
-		exit 1
+		failed "$name" ",\"reason\":\"the shared build target stayed locked for ${lock_wait} s\""
 	fi
 	local left=$((deadline - $(date +%s)))
 	if ((left <= 0)); then
-		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"reason\":\"the suite's ${minutes}-minute limit was spent before it started\"}"
-		exit 1
+		failed "$name" ",\"reason\":\"the suite's ${minutes}-minute limit was spent before it started\""
 	fi
 	local code=0
 	timeout --kill-after=30 "$left" bash -c "$*" >"$work/$name.log" 2>&1 || code=$?
@@ -96,8 +100,7 @@ run() { # name command...
 		if ((code == 124 || code == 137)); then
 			reason=",\"reason\":\"stopped at the suite's ${minutes}-minute limit\""
 		fi
-		echo "{\"suite\":\"$suite\",\"topology\":\"$topology\",\"failed\":\"$name\",\"log\":\"$work/$name.log\"$reason}"
-		exit 1
+		failed "$name" ",\"log\":\"$work/$name.log\"$reason"
 	fi
 	flock -u 9
 }

@@ -469,6 +469,30 @@ type Scheduled struct {
 // ErrSchedule is matched by Schedule's refusals of its argument.
 var ErrSchedule = errors.New("sparkgh: invalid scheduled request")
 
+// ScheduledClasses are the classes a schedule may ask for: development,
+// service starts and pull-request work have entry points of their own.
+var ScheduledClasses = []spark.Class{spark.Benchmark, spark.MergeCI, spark.BackgroundCI}
+
+// Validate reports what Schedule would refuse in s without asking GitHub
+// or the controller: a name, an owner/name repository, a branch, a suite,
+// a scheduled class, and a topology single or pair (or none).
+func (s Scheduled) Validate() error {
+	owner, name, ok := strings.Cut(s.Repo, "/")
+	switch {
+	case s.Name == "" || s.Branch == "" || s.Suite == "":
+		return fmt.Errorf("%w: %q: name, branch and suite are required", ErrSchedule, s.Name)
+	case !ok || owner == "" || name == "" || strings.Contains(name, "/"):
+		return fmt.Errorf("%w: %s: repo %q: want owner/name", ErrSchedule, s.Name, s.Repo)
+	case !slices.Contains(ScheduledClasses, s.Class):
+		return fmt.Errorf("%w: %s: class %q: a schedule asks for %v", ErrSchedule, s.Name, s.Class, ScheduledClasses)
+	case s.Topology != "" && s.Topology != spark.Single && s.Topology != spark.Pair:
+		return fmt.Errorf("%w: %s: topology %q: single or pair", ErrSchedule, s.Name, s.Topology)
+	case s.Duration < 0:
+		return fmt.Errorf("%w: %s: duration %s is negative", ErrSchedule, s.Name, s.Duration)
+	}
+	return nil
+}
+
 // Schedule queues s at its branch's current commit, unless a request of
 // the same schedule is still queued: that one is returned, and nothing
 // more is queued. When the controller
@@ -478,14 +502,8 @@ var ErrSchedule = errors.New("sparkgh: invalid scheduled request")
 // accepted: development, service starts and pull-request work have their
 // own entry points.
 func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request, error) {
-	switch {
-	case s.Class != spark.Benchmark && s.Class != spark.MergeCI && s.Class != spark.BackgroundCI:
-		return spark.Request{}, fmt.Errorf("%w: %s: class %q: want benchmark, merge-ci or background-ci", ErrSchedule, s.Name, s.Class)
-	case s.Name == "" || s.Branch == "" || s.Suite == "":
-		return spark.Request{}, fmt.Errorf("%w: %q: name, branch and suite are required", ErrSchedule, s.Name)
-	}
-	if owner, name, ok := strings.Cut(s.Repo, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return spark.Request{}, fmt.Errorf("%w: %s: repo %q: want owner/name", ErrSchedule, s.Name, s.Repo)
+	if err := s.Validate(); err != nil {
+		return spark.Request{}, err
 	}
 	// A schedule has at most one request waiting: when the fleet is too
 	// busy to run the last one before the next is due, asking again would
