@@ -28,6 +28,8 @@
 //     moving -latest alias (Rules.PinnedRunners), and the owned fleet's
 //     runner labels only in the workflows its controller dispatches
 //     (Rules.FleetRunners).
+//   - CheckRuleReferences: a repository's own rules name only workflows it
+//     has (a rule about a renamed file checks nothing).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete
 //     only when every symlink resolves inside it, each required library
 //     pattern matches a non-empty file and nothing matches what its

@@ -31,6 +31,7 @@ const (
 	RuleRerunUpload         = "rerun-upload"                 // an upload a re-run attempt would repeat, refused as a conflict
 	RuleMovingRunner        = "moving-runner"                // a job runs on a -latest image alias, which moves under fixed cache keys
 	RuleFleetRunner         = "fleet-runner"                 // a job targets the owned fleet's runners outside a controller-dispatched workflow
+	RuleUnknownWorkflow     = "unknown-workflow"             // the rules name a workflow that is not among the checked files
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 )
 
@@ -407,6 +408,40 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
 	})
 	return all
+}
+
+// CheckRuleReferences reports each workflow the rules name that is not
+// among files, the repository's workflows: a rule about a renamed or
+// misspelt file checks nothing. Most rules then fail closed (a renamed
+// publisher is an unlisted writer), but a renamed re-run workflow's uploads
+// would go unchecked, and an entry naming nothing hides what the rules were
+// meant to say. Run it with the repository's own rules; the example rules
+// name the seed's files. Key pairs report their own missing files in
+// CheckWorkflows.
+func CheckRuleReferences(files map[string][]byte, r Rules) []Finding {
+	fields := map[string][]string{}
+	add := func(field string, paths ...string) {
+		for _, p := range paths {
+			if _, ok := files[p]; !ok && !slices.Contains(fields[p], field) {
+				fields[p] = append(fields[p], field)
+			}
+		}
+	}
+	add("publishers", r.Publishers...)
+	add("isolated_writers", r.IsolatedWriters...)
+	for i, g := range r.WriteGrants {
+		add(fmt.Sprintf("write_grants[%d]", i), g.Workflow)
+	}
+	add("pull_request_target", r.PullRequestTarget...)
+	add("rerun_uploads", r.RerunUploads...)
+	add("fleet_runners.workflows", r.FleetRunners.Workflows...)
+	var out []Finding
+	for _, p := range slices.Sorted(maps.Keys(fields)) {
+		out = append(out, Finding{File: p, Rule: RuleUnknownWorkflow, Message: fmt.Sprintf(
+			"the rules name this workflow (%s), but it is not among the checked files, so those rules check nothing: correct the path (relative to the repository root) or remove the entry",
+			strings.Join(fields[p], ", "))})
+	}
+	return out
 }
 
 // action checks a composite action: it runs in its caller's context, so it

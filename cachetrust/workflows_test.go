@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/gpugate/gpugate/internal/workflowtest"
 )
 
@@ -397,6 +399,37 @@ func TestCheckWorkflows_ParseErrorsAreFindings(t *testing.T) {
 	}
 	if _, err := LoadRules([]byte("publisherz: []")); err == nil {
 		t.Error("unknown rules key must fail")
+	}
+}
+
+// TestCheckRuleReferences_ARuleNamingAMissingWorkflowChecksNothing: the
+// example rules name every adoption workflow; with one renamed, each rule
+// that named it is reported, once per file, and CheckWorkflows alone (which
+// an adopter may run on a subset) is unchanged.
+func TestCheckRuleReferences_ARuleNamingAMissingWorkflowChecksNothing(t *testing.T) {
+	rules := rules(t)
+	files := exampleWorkflows(t)
+	if fs := CheckRuleReferences(files, rules); len(fs) != 0 {
+		t.Fatalf("the example rules against their own workflows: %v", fs)
+	}
+	files[".github/workflows/reap.yml"] = files[".github/workflows/runpod-reap.yml"]
+	delete(files, ".github/workflows/runpod-reap.yml")
+	got := CheckRuleReferences(files, rules)
+	want := []Finding{{File: ".github/workflows/runpod-reap.yml", Rule: RuleUnknownWorkflow}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Finding{}, "Message")); diff != "" {
+		t.Fatalf("(-want +got)\n%s", diff)
+	}
+	if !strings.Contains(got[0].Message, "(write_grants[2], rerun_uploads)") {
+		t.Errorf("the finding must name each rule that named the file: %s", got[0].Message)
+	}
+	for _, f := range CheckWorkflows(files, rules) {
+		if f.Rule == RuleUnknownWorkflow {
+			t.Errorf("CheckWorkflows reports references itself: %v", f)
+		}
+	}
+	rules = Rules{Publishers: []string{"a.yml"}, IsolatedWriters: []string{"a.yml"}, PullRequestTarget: []string{"b.yml"}, FleetRunners: FleetRunners{Labels: []string{"l"}, Workflows: []string{"c.yml"}}}
+	if got := ruleIDs(CheckRuleReferences(nil, rules)); len(got) != 3 {
+		t.Errorf("publishers, isolated writers, pull_request_target and fleet workflows are references: %v", got)
 	}
 }
 

@@ -27,6 +27,10 @@ import (
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
 
+// errNothingToCheck: the directory holds no workflow, so a clean result
+// would mean nothing.
+var errNothingToCheck = errors.New("nothing to check")
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
@@ -180,10 +184,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		rel, _ := filepath.Rel(*dir, p)
 		files[filepath.ToSlash(rel)] = data
 	}
+	if len(files) == 0 {
+		return fail(fmt.Errorf("cachecheck: %w: %s has no .github/workflows/*.yml and no action.yml: run it at the repository root or pass -dir", errNothingToCheck, *dir))
+	}
 	if *rulesFile == "" {
 		r.KeyPairs = nil // the bundled pairs name the seed's files
 	}
 	findings := cachetrust.CheckWorkflows(files, r)
+	if *rulesFile != "" {
+		// The repository's own rules must name its own workflows.
+		findings = append(findings, cachetrust.CheckRuleReferences(files, r)...)
+	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(findings, "", "  ")
 		fmt.Fprintln(stdout, string(out))

@@ -38,6 +38,39 @@ func TestFindingsFail(t *testing.T) {
 	}
 }
 
+// TestNothingToCheckFails: a directory without workflows (the wrong -dir,
+// or a checkout step left out) is an error, not "0 finding(s)".
+func TestNothingToCheckFails(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-dir", t.TempDir()}, func(string) string { return "" }, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if !strings.Contains(errOut.String(), "has no .github/workflows/*.yml and no action.yml: run it at the repository root or pass -dir") {
+		t.Errorf("%s", errOut.String())
+	}
+}
+
+// TestOwnRulesMustNameTheRepositorysWorkflows: with -rules, a rule naming a
+// workflow the repository does not have fails; the bundled rules name the
+// seed's files and are not held to it.
+func TestOwnRulesMustNameTheRepositorysWorkflows(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".github/workflows"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".github/workflows/ci.yml"), []byte("on: pull_request\npermissions: {contents: read}\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: make\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules.yml"), []byte("isolated_writers: [.github/workflows/ci.yml]\nrerun_uploads: [.github/workflows/gpu-test.yml]\n"), 0o644)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-dir", dir, "-rules", filepath.Join(dir, "rules.yml")}, func(string) string { return "" }, &out, &errOut); code != 1 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), ".github/workflows/gpu-test.yml:0:0: unknown-workflow: the rules name this workflow (rerun_uploads)") {
+		t.Errorf("%s", out.String())
+	}
+	out.Reset()
+	if code := run([]string{"-dir", dir}, func(string) string { return "" }, &out, &errOut); code != 0 {
+		t.Fatalf("bundled rules: exit %d: %s", code, out.String())
+	}
+}
+
 func TestKeyAndEmbeds(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
