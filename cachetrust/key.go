@@ -63,6 +63,12 @@ type ArchiveKey struct {
 // ErrSpec is matched by errors about a KeySpec.
 var ErrSpec = errors.New("cachetrust: invalid key spec")
 
+// ErrNoInputs is matched when a key would cover no file: every checkout
+// (another commit, another repository, the wrong directory) would get that
+// same key, and an archive built from other sources would be reused under
+// it.
+var ErrNoInputs = errors.New("cachetrust: the key covers no file")
+
 // ExampleKeySpec is the seed's key spec file: the explicit components
 // (cudarc binding set, PTX toolkit) and the manual version.
 //
@@ -124,7 +130,8 @@ func (s KeySpec) Covers(path string) bool {
 // toolchain and prefix components: identical on every machine and checkout
 // path, whatever the file order or mtimes, and free of branch, ref and
 // commit identity. Symlinks contribute their target text and are never
-// followed. Files are hashed in parallel and streamed.
+// followed. Files are hashed in parallel and streamed. A key over no file
+// at all is refused (ErrNoInputs).
 func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	if err := spec.validate(); err != nil {
 		return ArchiveKey{}, err
@@ -154,6 +161,9 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	})
 	if err != nil {
 		return ArchiveKey{}, fmt.Errorf("cachetrust: walk: %w", err)
+	}
+	if len(paths) == 0 {
+		return ArchiveKey{}, fmt.Errorf("%w: no file under the root matches the include globs %q: compute it at the checkout's root, or fix the globs", ErrNoInputs, spec.Include)
 	}
 	records := make([]Record, len(paths))
 	if err := hashAll(fsys, paths, modes, records); err != nil {

@@ -162,6 +162,28 @@ func TestKey_BadSpec(t *testing.T) {
 	}
 }
 
+// TestKey_NoInputIsRefused: a key over no file would be the same for every
+// checkout (the wrong directory, another commit), so a consumer would reuse
+// an archive built from other sources. Only excluded or unmatched files is
+// the same as none.
+func TestKey_NoInputIsRefused(t *testing.T) {
+	s := spec()
+	for name, fsys := range map[string]fstest.MapFS{
+		"empty":          {},
+		"no match":       {"README.md": {Data: []byte("x")}},
+		"all excluded":   {".github/workflows/src/x.rs": {Data: []byte("x")}},
+		"only .git here": {".git/src/x.rs": {Data: []byte("x")}},
+	} {
+		_, err := Key(fsys, s)
+		if !errors.Is(err, ErrNoInputs) || !strings.Contains(err.Error(), "compute it at the checkout's root") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if _, err := Key(fstest.MapFS{"src/lib.rs": {Data: []byte("x")}}, s); err != nil {
+		t.Errorf("one input is enough: %v", err)
+	}
+}
+
 // The cache-trust seed: the key covers "the cudarc binding and PTX toolkit
 // versions (explicit key prefix)" and "a manually bumped vN component". The
 // example spec file sets both over the Rust workspace defaults; the file is

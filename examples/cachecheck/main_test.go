@@ -39,13 +39,23 @@ func TestFindingsFail(t *testing.T) {
 }
 
 // TestNothingToCheckFails: a directory without workflows (the wrong -dir,
-// or a checkout step left out) is an error, not "0 finding(s)".
+// or a checkout step left out) is an error, not "0 finding(s)", and so is a
+// key over no file.
 func TestNothingToCheckFails(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-dir", t.TempDir()}, func(string) string { return "" }, &out, &errOut); code != 1 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	if !strings.Contains(errOut.String(), "has no .github/workflows/*.yml and no action.yml: run it at the repository root or pass -dir") {
+		t.Errorf("%s", errOut.String())
+	}
+	// A key over nothing would be every checkout's key.
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"-key", "-dir", t.TempDir()}, func(string) string { return "" }, &out, &errOut); code != 1 || strings.Contains(out.String(), "key=") {
+		t.Fatalf("-key: exit %d: %s", code, out.String())
+	}
+	if !strings.Contains(errOut.String(), "the key covers no file") {
 		t.Errorf("%s", errOut.String())
 	}
 }
