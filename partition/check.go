@@ -21,14 +21,21 @@ type Duplicate struct {
 
 // Report is the result of Check.
 type Report struct {
+	// Empty: the inventory lists no test at all. A listing that found
+	// nothing (the wrong features, an empty archive, a build that listed
+	// another package) proves no partition right, and every lane would run
+	// nothing.
+	Empty      bool        `json:"empty"`
 	New        []TestID    `json:"new"`        // in the inventory, in no category
 	Stale      []Stale     `json:"stale"`      // in the partition, not in the inventory
 	Duplicates []Duplicate `json:"duplicates"` // in more than one line
 }
 
-// OK reports whether the partition is exhaustive and disjoint and has no
-// stale entries.
-func (r Report) OK() bool { return len(r.New) == 0 && len(r.Stale) == 0 && len(r.Duplicates) == 0 }
+// OK reports whether the inventory lists tests and the partition is
+// exhaustive and disjoint and has no stale entries.
+func (r Report) OK() bool {
+	return !r.Empty && len(r.New) == 0 && len(r.Stale) == 0 && len(r.Duplicates) == 0
+}
 
 // String prints the exact TSV lines to add or remove.
 func (r Report) String() string {
@@ -36,6 +43,9 @@ func (r Report) String() string {
 		return "partition: every test is in exactly one category\n"
 	}
 	var b strings.Builder
+	if r.Empty {
+		b.WriteString("the inventory lists no test: check the listing command (its features, its archive, its packages); a lane would run nothing\n")
+	}
 	if len(r.New) > 0 {
 		fmt.Fprintf(&b, "%d test(s) in no category. Audit each body and its helpers, then add a line with its category (a name, feature gate or #[ignore] alone never decides it):\n", len(r.New))
 		for _, id := range r.New {
@@ -67,9 +77,9 @@ func (r Report) String() string {
 // exactly one category (exhaustive, disjoint across the archive set's
 // files), and no entries for tests that no longer exist, with a rename hint
 // when the same name appears under another binary or a near name in the
-// same binary.
+// same binary. An inventory with no test is never OK (Report.Empty).
 func Check(inv Inventory, p Partition) Report {
-	var r Report
+	r := Report{Empty: len(inv) == 0}
 	inInv := make(map[TestID]bool, len(inv))
 	for _, id := range inv {
 		inInv[id] = true

@@ -5,8 +5,9 @@
 // hardware test partitions"): ParseNextestList and ParseGoTestJSON read the
 // real inventory; partition files (TSV: binary-id, test name, category,
 // note) say where each test runs; Check fails on any test in no category,
-// any test listed twice across an archive set's files, and any stale line,
-// printing the exact TSV lines to add or remove with rename hints. A test's
+// any test listed twice across an archive set's files, any stale line and
+// an inventory that lists no test at all, printing the exact TSV lines to
+// add or remove with rename hints. A test's
 // name, feature gate or #[ignore] never classifies it. Select renders a
 // lane as a nextest filterset or go test -run patterns, and Config.Lane
 // does so only for a configured category (and, when asked, a non-empty

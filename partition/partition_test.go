@@ -164,6 +164,25 @@ func TestCheck_NameFeatureGateOrIgnoreAloneNeverClassifies(t *testing.T) {
 	}
 }
 
+// TestCheck_AnEmptyInventoryProvesNothing: a listing that found no test
+// (the wrong features, an empty archive) is not an exhaustive partition,
+// even with no lines to go stale: every lane would run nothing.
+func TestCheck_AnEmptyInventoryProvesNothing(t *testing.T) {
+	inv, err := ParseNextestList(strings.NewReader(`{"rust-build-meta": {}, "test-count": 0, "rust-suites": {}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]Partition{"no lines": {}, "seed lines": seedPartition(t)} {
+		r := Check(inv, p)
+		if !r.Empty || r.OK() || !strings.Contains(r.String(), "the inventory lists no test") {
+			t.Errorf("%s: %+v\n%s", name, r, r)
+		}
+	}
+	if r := Check(seedInventory(t), seedPartition(t)); r.Empty {
+		t.Errorf("the seed inventory is not empty: %+v", r)
+	}
+}
+
 func TestCheck_DisjointAcrossTheArchiveSetsFiles(t *testing.T) {
 	extra, _ := ParseTSV(strings.NewReader("tenferro-cuda\tlayout::tests::strides_roundtrip\tsingle-gpu\n"))
 	extra.Entries[0].File = "testdata/pjrt_test_partition.tsv"

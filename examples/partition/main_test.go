@@ -36,6 +36,11 @@ func TestCheckSelectShards(t *testing.T) {
 	if code, out := runCmd(t, inv, "check", "-format", "go", tsv); code != 0 || !strings.Contains(out, "every test is in exactly one category") {
 		t.Errorf("check: exit %d\n%s", code, out)
 	}
+	// A listing that found nothing (go test -json of a package that failed
+	// to build lists no test) fails the check.
+	if code, out := runCmd(t, `{"Action":"start","Package":"example.com/m"}`+"\n", "check", "-format", "go", tsv); code != 1 || !strings.Contains(out, "the inventory lists no test") {
+		t.Errorf("check of an empty inventory: exit %d\n%s", code, out)
+	}
 	if code, out := runCmd(t, "", "select", "-category", "single-gpu", "-render", "go", tsv); code != 0 || out != "example.com/m\t^(TestB)$\n" {
 		t.Errorf("select: exit %d %q", code, out)
 	}
