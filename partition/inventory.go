@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,16 +89,20 @@ func (inv Inventory) sort() {
 }
 
 type goEvent struct {
-	Action  string
-	Package string
-	Test    string
-	Output  string
+	Action      string
+	Package     string
+	ImportPath  string // build events
+	Test        string
+	Output      string
+	FailedBuild string
 }
 
 var goTestName = regexp.MustCompile(`^(Test|Example|Benchmark|Fuzz)[^\s/]*$`)
 
 // ParseGoTestJSON reads `go test -json` events (each package and test that
 // ran, subtests included) or `go test -list` output (plain, or with -json).
+// A package that failed to build, or whose listing failed, is an error:
+// its tests would be missing, and their partition lines would look stale.
 func ParseGoTestJSON(r io.Reader) (Inventory, error) {
 	seen := map[TestID]bool{}
 	var inv Inventory
@@ -121,6 +126,8 @@ func ParseGoTestJSON(r io.Reader) (Inventory, error) {
 				return nil, fmt.Errorf("%w: line %d: %v", ErrInventory, n, err)
 			}
 			switch {
+			case ev.Action == "build-fail" || ev.FailedBuild != "":
+				return nil, fmt.Errorf("%w: line %d: %s failed to build, so its tests are missing from the inventory: fix the build and list again", ErrInventory, n, cmp.Or(ev.FailedBuild, ev.ImportPath, ev.Package))
 			case ev.Test != "" && ev.Package != "" && ev.Action == "run":
 				add(TestID{ev.Package, ev.Test})
 			case ev.Test == "" && ev.Action == "output" && ev.Package != "":
@@ -141,8 +148,9 @@ func ParseGoTestJSON(r io.Reader) (Inventory, error) {
 			}
 			pending = nil
 		case strings.HasPrefix(line, "?   "), strings.HasPrefix(line, "FAIL"), strings.HasPrefix(line, "PASS"):
-			if strings.HasPrefix(line, "FAIL") && len(pending) > 0 {
-				return nil, fmt.Errorf("%w: line %d: listing failed: %s", ErrInventory, n, line)
+			// "FAIL\tpkg [build failed]": that package's tests are missing.
+			if strings.HasPrefix(line, "FAIL") && (len(pending) > 0 || trimmed != "FAIL") {
+				return nil, fmt.Errorf("%w: line %d: listing failed, so tests are missing from the inventory: %s: fix it and list again", ErrInventory, n, line)
 			}
 		default:
 			return nil, fmt.Errorf("%w: line %d: %q is neither a go test -json event nor a go test -list line", ErrInventory, n, line)

@@ -116,6 +116,33 @@ func TestSkipped(t *testing.T) { t.Skip("needs a GPU") }
 	}
 }
 
+// TestParseGoTestJSON_APackageThatFailedToBuildIsAnError: go's real output
+// for a module where one package does not compile. Its tests would be
+// missing from the inventory, and Check would then call their partition
+// lines stale and say to remove them.
+func TestParseGoTestJSON_APackageThatFailedToBuildIsAnError(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.21\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "b"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "a_test.go"), []byte("package a\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b", "b_test.go"), []byte("package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { undefined() }\n"), 0o644)
+	for name, args := range map[string][]string{"json": {"test", "-json", "./..."}, "list": {"test", "-list", ".", "./..."}, "list json": {"test", "-json", "-list", ".", "./..."}} {
+		cmd := exec.Command(gobin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		out, _ := cmd.Output() // go exits 1; stdout is what a workflow pipes on
+		inv, err := ParseGoTestJSON(strings.NewReader(string(out)))
+		if !errors.Is(err, ErrInventory) || !strings.Contains(err.Error(), "example.com/m/b") || !strings.Contains(err.Error(), "list again") {
+			t.Errorf("%s: inventory %v, err %v\n%s", name, inv, err, out)
+		}
+	}
+}
+
 func TestParseTSV_ErrorsNameFileAndLine(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "cuda_test_partition.tsv")
