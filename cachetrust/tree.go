@@ -60,7 +60,8 @@ type TreeReport struct {
 //     restore; an absolute one dangles once the tree is staged elsewhere);
 //   - every rules.Required pattern matches at least one file, and every
 //     match resolves to a non-empty regular file;
-//   - nothing in the tree matches a rules.Excluded pattern.
+//   - nothing in the tree matches a rules.Excluded pattern;
+//   - it holds at least one file, whatever is required.
 //
 // Every problem is reported, joined, each matching ErrIncompleteTree.
 // Shared libraries stored twice are reported in TreeReport.Copies.
@@ -121,6 +122,11 @@ func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 	})
 	if err != nil {
 		return rep, fmt.Errorf("%w: %s: %w", ErrIncompleteTree, root, err)
+	}
+	if rep.Files == 0 {
+		// However few patterns are required, an empty tree is a failed
+		// install or a restore into the wrong path, never a runtime.
+		bad("%s holds no file: install it afresh (and check the restore's path)", root)
 	}
 	rep.Copies = copies(realRoot, libs)
 	fsys := os.DirFS(realRoot)

@@ -145,6 +145,20 @@ func TestCheckTree_CompilerBinariesStaticLibrariesStubsAndMultiGPUProvidersAreEx
 // remain links to one physical copy." A library stored twice (an alias
 // directory copied, a soname link dereferenced) is reported, not refused:
 // the tree works, but every copy is cached and transferred again.
+// TestCheckTree_AnEmptyTreeIsNeverComplete: with nothing required (a
+// caller that forgot its -require), an empty directory, or one holding
+// only directories, was "complete".
+func TestCheckTree_AnEmptyTreeIsNeverComplete(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "lib64"), 0o755)
+	if _, err := CheckTree(root, TreeRules{}); !errors.Is(err, ErrIncompleteTree) || !strings.Contains(err.Error(), "holds no file") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := CheckTree(runtimeTree(t), TreeRules{}); err != nil {
+		t.Errorf("a tree with files and nothing required: %v", err)
+	}
+}
+
 func TestCheckTree_ReportsALibraryStoredTwiceInsteadOfLinked(t *testing.T) {
 	root := runtimeTree(t)
 	rep, err := CheckTree(root, TreeRules{Required: seedRequired})
