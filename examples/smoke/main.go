@@ -81,6 +81,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 			return 2
 		}
 	}
+	if len(data) == 0 && *tiers != "" {
+		fmt.Fprintf(stderr, "smoke: -tiers %s is empty: write the JSON that smoke.Config.JSON renders from the YAML table into it\n", *tiers)
+		return 2
+	}
 	if len(data) == 0 {
 		fmt.Fprintf(stderr, "smoke: no tier table: pass -tiers FILE or set %s to the JSON that smoke.Config.JSON renders from the YAML table (provision does this for every pod)\n", smoke.EnvTiers)
 		return 2

@@ -56,6 +56,12 @@ func TestBadConfigurationExitsTwo(t *testing.T) {
 	if code := run(context.Background(), nil, func(string) string { return "" }, brokenEnv{}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), smoke.EnvTiers) {
 		t.Errorf("no tier table: exit %d, %s", code, errOut.String())
 	}
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	os.WriteFile(empty, nil, 0o644)
+	errOut.Reset()
+	if code := run(context.Background(), []string{"-tiers", empty}, exampleEnv(t), brokenEnv{}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "-tiers "+empty+" is empty") {
+		t.Errorf("an empty -tiers file: exit %d, %s", code, errOut.String())
+	}
 	tiers := exampleEnv(t)
 	env := func(k string) string {
 		if k == "GPUGATE_MIN_VRAM_GB" {
