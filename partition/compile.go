@@ -115,13 +115,20 @@ func (e *ObjectError) Is(target error) bool { return target == ErrObjects }
 
 // VerifyObjects is the link step's assertion: every object the shards
 // recorded (name and digest) is present with the same digest, and nothing
-// else was compiled. It fails loudly naming each difference.
+// else was compiled. It fails loudly naming each difference, and when the
+// manifests list no object at all.
 func VerifyObjects(manifests [][]Object, present []Object) error {
 	want := map[string]string{}
 	for _, m := range manifests {
 		for _, o := range m {
 			want[o.Name] = o.Digest
 		}
+	}
+	if len(want) == 0 {
+		// Nothing to reuse proves no reuse: the shards wrote empty
+		// manifests (or none arrived), and a link that compiled everything
+		// itself would pass.
+		return fmt.Errorf("%w: the shard manifests list no object: check that each shard compiled its units and uploaded its manifest", ErrObjects)
 	}
 	have := map[string]string{}
 	for _, o := range present {

@@ -87,6 +87,13 @@ func TestVerifyObjects_ASilentFullRecompileIsImpossible(t *testing.T) {
 			t.Errorf("message %q lacks %q", err, part)
 		}
 	}
+	// Empty manifests prove nothing, even when the link compiled nothing
+	// either.
+	for _, present := range [][]Object{nil, {{"a.o", "d1"}}} {
+		if err := VerifyObjects([][]Object{{}, nil}, present); !errors.Is(err, ErrObjects) || !strings.Contains(err.Error(), "list no object") {
+			t.Errorf("empty manifests, present %v: err = %v", present, err)
+		}
+	}
 }
 
 func TestPlanChain_SixHourCapAndTheWiredDepth(t *testing.T) {
