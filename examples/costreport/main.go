@@ -68,6 +68,9 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	if err1 != nil || err2 != nil || *dir == "" {
 		return cli.Refuse(fs, "-since and -until (YYYY-MM-DD) and -dir are required")
 	}
+	if u.Before(s) {
+		return cli.Refuse(fs, "-until %s is before -since %s", *until, *since)
+	}
 	client, err := ghaction.GitHubClient(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("costreport: %w", err)
@@ -76,8 +79,12 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	if *reaper != "" {
 		err = errors.Join(err, cost.CollectReaper(ctx, client, *repo, *reaper, s, u, *dir))
 	}
+	if err != nil {
+		fmt.Fprintf(stderr, "costreport: collect stopped; what it saved is under %s, and collect run again resumes there\n", *dir)
+		return err
+	}
 	fmt.Fprintf(stdout, "evidence saved under %s (run collect again to resume)\n", *dir)
-	return err
+	return nil
 }
 
 func summarize(args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +33,7 @@ func TestARefusedCommandLineExitsTwoAndSaysWhy(t *testing.T) {
 		stderr string
 	}{
 		"collect without -until and -dir": {[]string{"collect", "-since", "2026-10-06"}, "costreport collect: -since and -until (YYYY-MM-DD) and -dir are required"},
+		"an inverted range":               {[]string{"collect", "-since", "2026-10-09", "-until", "2026-10-06", "-dir", "d"}, "costreport collect: -until 2026-10-06 is before -since 2026-10-09"},
 		"summarize without -dir":          {[]string{"summarize"}, "costreport summarize: -dir is required"},
 		"an unknown flag":                 {[]string{"summarize", "-nope"}, "flag provided but not defined: -nope"},
 		"a stray argument":                {[]string{"summarize", "-dir", "d", "extra"}, `unexpected argument "extra"`},
@@ -42,5 +45,22 @@ func TestARefusedCommandLineExitsTwoAndSaysWhy(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), tc.stderr)
 			}
 		})
+	}
+}
+
+// TestACollectThatFailsDoesNotSayItSaved: GitHub answering 500 to
+// everything stops the collection, and the command says what it kept
+// rather than "evidence saved".
+func TestACollectThatFailsDoesNotSayItSaved(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"message": "down"}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	env := map[string]string{"GITHUB_TOKEN": "t", "GITHUB_API_URL": srv.URL}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"collect", "-repo", "o/r", "-since", "2026-10-06", "-until", "2026-10-06", "-dir", dir}, func(k string) string { return env[k] }, &stdout, &stderr)
+	if code != 1 || strings.Contains(stdout.String(), "evidence saved") || !strings.Contains(stderr.String(), "collect stopped; what it saved is under "+dir) {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
 	}
 }
