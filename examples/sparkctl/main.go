@@ -11,8 +11,9 @@
 //	sparkctl [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] preflight ID
 //
 // preflight runs on the leased host before a job starts (the managed
-// runner's step): the lease must be active and hold this host with the
-// current fencing token, nothing may be running on the GPU (nvidia-smi),
+// runner's step): the lease must be active and hold this host (-host or
+// SPARK_HOST, never inferred from the lease) with the current fencing
+// token, nothing may be running on the GPU (nvidia-smi),
 // the work directory needs its free space, a pair needs its interconnect
 // check to pass, and the service host needs the resident service to have
 // released it. Each of the last two is a shell command whose exit status 0
@@ -74,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	tokenFile := fs.String("token-file", getenv("SPARK_TOKEN_FILE"), "file holding the API token")
 	class := fs.String("class", "development", "request: workload class")
 	topology := fs.String("topology", "single", "request: single or pair")
-	host := fs.String("host", "", "request: a specific host; preflight: the host this runs on (default: the lease's only host)")
+	host := fs.String("host", "", "request: a specific host; heartbeat, preflight: the host this runs on (default SPARK_HOST)")
 	duration := fs.Duration("duration", 0, "request: lease length (default and maximum: the class's configured length)")
 	owner := fs.String("owner", getenv("USER"), "request: who asks")
 	var pf preflightOptions
@@ -178,7 +179,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if !need(1) {
 			return 2
 		}
-		pf.host = *host
+		// The host is what this runner's machine says it is, never taken
+		// from the lease: a job on another host must not pass as the
+		// lease's.
+		if pf.host = or(*host, getenv("SPARK_HOST")); pf.host == "" {
+			fmt.Fprintln(stderr, "sparkctl preflight needs -host or SPARK_HOST: the managed host this job runs on, which the lease must hold (set it in the runner's environment, as for heartbeat)")
+			return 2
+		}
 		if err = preflight(ctx, cl, rest[1], pf); err == nil {
 			fmt.Fprintf(stdout, "preflight passed for lease %s\n", rest[1])
 		}
@@ -253,13 +260,8 @@ func preflight(ctx context.Context, cl *spark.APIClient, id string, o preflightO
 		return fmt.Errorf("lease %s is %s, not active: nothing may start", id, r.State)
 	}
 	host := o.host
-	switch {
-	case host == "" && len(r.Hosts) == 1:
-		host = r.Hosts[0]
-	case host == "":
-		return fmt.Errorf("lease %s holds %s: give -host, the host this runs on", id, strings.Join(r.Hosts, " and "))
-	case !slices.Contains(r.Hosts, host):
-		return fmt.Errorf("lease %s holds %s, not %s", id, strings.Join(r.Hosts, " and "), host)
+	if !slices.Contains(r.Hosts, host) {
+		return fmt.Errorf("lease %s holds %s, not %s, where this runs", id, strings.Join(r.Hosts, " and "), host)
 	}
 	checks := spark.PreflightChecks{Token: cl, GPU: spark.NvidiaSMIApps{}, Disk: spark.StatfsDisk{}}
 	if o.interconnect != "" {

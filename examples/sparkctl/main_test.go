@@ -68,12 +68,17 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token+7, 10)); code != 1 || !strings.Contains(out, "stale") {
 		t.Errorf("stale release: %d %s", code, out)
 	}
+	if code, out := ctl("-workdir", t.TempDir(), "-min-free-gb", "0", "preflight", st.Request.ID); code != 2 || !strings.Contains(out, "needs -host or SPARK_HOST") {
+		t.Errorf("preflight on an unnamed host: %d %s", code, out)
+	}
+	env["SPARK_HOST"] = st.Request.Hosts[0]
 	preflightOnTheHost(t, ctl, st.Request.ID)
+	delete(env, "SPARK_HOST")
 	heartbeatFromTheHost(t, ctl, c)
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 || !strings.Contains(out, "released "+st.Request.ID+": ") || !strings.Contains(out, st.Request.Hosts[0]+" ") {
 		t.Errorf("release: %d %s", code, out)
 	}
-	if code, out := ctl("-workdir", t.TempDir(), "-min-free-gb", "0", "preflight", st.Request.ID); code != 1 || !strings.Contains(out, "not active") {
+	if code, out := ctl("-host", st.Request.Hosts[0], "-workdir", t.TempDir(), "-min-free-gb", "0", "preflight", st.Request.ID); code != 1 || !strings.Contains(out, "not active") {
 		t.Errorf("preflight after release: %d %s", code, out)
 	}
 	if code, out := ctl("hosts"); code != 0 || !strings.Contains(out, "spark-2") {
@@ -109,7 +114,7 @@ func preflightOnTheHost(t *testing.T, ctl func(...string) (int, string), id stri
 		{"everything clear", nil, "", 0, "preflight passed"},
 		{"a competing GPU process", nil, "4242, python3\n", 1, "preflight gpu-processes failed: competing GPU processes: 4242, python3"},
 		{"too little disk", []string{"-min-free-gb", "100000000"}, "", 1, "preflight disk failed"},
-		{"another host", []string{"-host", "spark-9"}, "", 1, "not spark-9"},
+		{"another host", []string{"-host", "spark-9"}, "", 1, "not spark-9, where this runs"},
 		{"the service host, unchecked", []string{"-service-host"}, "", 1, "preflight service-released failed"},
 		{"the service host, released", []string{"-service-host", "-service-released-cmd", "true"}, "", 0, "preflight passed"},
 		{"the service host, still holding", []string{"-service-host", "-service-released-cmd", "echo model loaded; false"}, "", 1, "model loaded"},

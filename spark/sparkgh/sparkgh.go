@@ -394,9 +394,24 @@ func (in *Integration) Sync(ctx context.Context) error {
 // RunnerName is the one-job runner of a reservation.
 func RunnerName(requestID string) string { return "spark-" + requestID }
 
+// runnerLabels are a reservation's runner labels, which its workflow's
+// runs-on names: the fleet's base labels, the topology's, and the runner's
+// own name. The last is what binds the job to this runner: with the shared
+// labels alone, GitHub may hand the job to another lease's runner, on
+// another host, or to one whose lease has ended, and the preflight would
+// check the wrong host.
+func (c Config) runnerLabels(topology spark.Topology, requestID string) []string {
+	topo := "spark-single"
+	if topology == spark.Pair {
+		topo = "spark-pair"
+	}
+	return append(slices.Clone(c.RunnerLabels), topo, RunnerName(requestID))
+}
+
 // OnGrant dispatches the admitted default-branch workflow with the
 // reservation's inputs and mints a one-job JIT runner with the
-// allocation's cumulative labels. Wire it into spark.Options.OnGrant. If
+// allocation's cumulative labels and its own name as a label, which only
+// this reservation's job asks for. Wire it into spark.Options.OnGrant. If
 // minting, the hand-off to JITConfigs or the dispatch fails, the lease is
 // released so the capacity is not held idle, and the check fails naming
 // the step.
@@ -410,12 +425,8 @@ func (in *Integration) OnGrant(r spark.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	topo := "spark-single"
-	if r.Topology == spark.Pair {
-		topo = "spark-pair"
-	}
-	labels := append(slices.Clone(in.cfg.RunnerLabels), topo)
 	runner := RunnerName(r.ID)
+	labels := in.cfg.runnerLabels(r.Topology, r.ID)
 	step, err := func() (string, error) {
 		jit, err := in.gh.MintJIT(ctx, runner, labels)
 		if err != nil {

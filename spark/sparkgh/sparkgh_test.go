@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +21,10 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
+	"go.yaml.in/yaml/v3"
 )
 
 var ctx = context.Background()
@@ -337,7 +342,7 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 		d := w.gh.dispatches[0]
 		runner := RunnerName(d["reservation_id"].(string))
 		if d["head_sha"] != sha1 || d["topology"] != "single" || d["suite"] != "performance" ||
-			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single"}) || len(jits) != 1 {
+			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single", runner}) || len(jits) != 1 {
 			t.Errorf("dispatch %v minted %v", d, w.gh.minted)
 		}
 		job := func(action, conclusion string) {
@@ -385,7 +390,7 @@ func TestAScheduledRequestRunsTheBranchsCommitThroughTheSameQueue(t *testing.T) 
 		d := w.gh.dispatches[0]
 		runner := RunnerName(r.ID)
 		if d["reservation_id"] != r.ID || d["head_sha"] != "2222222222222222222222222222222222222222" || d["suite"] != "performance" || d["topology"] != "single" ||
-			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single"}) {
+			!slices.Equal(w.gh.minted[runner], []string{"self-hosted", "Linux", "ARM64", "waffuru-spark", "spark-single", runner}) {
 			t.Errorf("dispatch %v, minted %v: want the commit it was asked for", d, w.gh.minted)
 		}
 		if len(w.gh.checks) != 0 {
@@ -752,5 +757,52 @@ func BenchmarkWebhookServeHTTP(b *testing.B) {
 				<-wh.queue
 			}
 		})
+	}
+}
+
+// TestTheWorkflowAsksForItsReservationsOwnRunner: the template's runs-on,
+// for each topology, is exactly the labels the grant mints, the runner's
+// own name included, so the job cannot land on another lease's runner
+// (seed 004: "JIT runners receive cumulative labels describing the
+// allocation"; seed 001's per-attempt label: "a shared label would let a
+// stale online record ... accept").
+func TestTheWorkflowAsksForItsReservationsOwnRunner(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(workflowtest.Dir(), "spark-test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			RunsOn []string `yaml:"runs-on"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(data, &wf); err != nil {
+		t.Fatal(err)
+	}
+	runsOn := wf.Jobs["spark-test"].RunsOn
+	// The two expressions the template uses, evaluated for given inputs.
+	topoExpr := regexp.MustCompile(`^\$\{\{ inputs\.topology == '(\w+)' && '([\w-]+)' \|\| '([\w-]+)' \}\}$`)
+	eval := func(topology, reservation string) []string {
+		var out []string
+		for _, item := range runsOn {
+			if m := topoExpr.FindStringSubmatch(item); m != nil {
+				item = m[3]
+				if topology == m[1] {
+					item = m[2]
+				}
+			}
+			out = append(out, strings.ReplaceAll(item, "${{ inputs.reservation_id }}", reservation))
+		}
+		return out
+	}
+	cfg := SeedConfig("")
+	for _, topo := range []spark.Topology{spark.Single, spark.Pair} {
+		got, want := eval(string(topo), "r42"), cfg.runnerLabels(topo, "r42")
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the workflow asks for %v, the grant mints %v", topo, got, want)
+		}
+	}
+	if other := eval("single", "r43"); slices.Equal(other, cfg.runnerLabels(spark.Single, "r42")) {
+		t.Errorf("another reservation's job asks for this runner: %v", other)
 	}
 }
