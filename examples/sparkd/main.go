@@ -39,6 +39,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -191,6 +192,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			if err := gh.Sync(ctx); err != nil {
 				log.Error("github sync", "error", err)
 			}
+			sweepJIT(ctx, *jitDir, c, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -253,6 +255,35 @@ func jitWriter(dir string) func(runner string, cfg sparkgh.Secret) error {
 			return fmt.Errorf("sparkd: -jit-dir: %w", err)
 		}
 		return nil
+	}
+}
+
+// sweepJIT removes each runner config in dir whose lease is no longer
+// active (released, expired, failed, or unknown to the controller): the
+// host agent never started that runner, and started later it would come
+// online on a host no lease holds. A controller that cannot answer leaves
+// the file for the next sweep.
+func sweepJIT(ctx context.Context, dir string, c *spark.Controller, log *slog.Logger) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.jitconfig"))
+	for _, p := range paths {
+		runner := strings.TrimSuffix(filepath.Base(p), ".jitconfig")
+		id, ok := sparkgh.RunnerRequest(runner)
+		if !ok {
+			continue // not sparkd's
+		}
+		st, err := c.Status(ctx, id)
+		switch {
+		case errors.Is(err, spark.ErrNotFound):
+		case err != nil:
+			continue
+		case st.Request.State == spark.Active:
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			log.Error("sparkd.jit_revoke_failed", "runner", runner, "error", err)
+			continue
+		}
+		log.Warn("sparkd.jit_revoked", "runner", runner, "request", id, "why", "the lease is no longer active and its runner never started")
 	}
 }
 

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
+	"github.com/gpugate/gpugate/spark/sparktest"
 )
 
 func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
@@ -125,5 +128,58 @@ func TestJITWriter_TheHostAgentGetsWholeConfigsOnlyItCanRead(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("the directory holds %v, want only spark-r1.jitconfig", entries)
+	}
+}
+
+// TestSweepJIT_AnEndedLeasesUnstartedRunnerIsRevoked: a runner config the
+// host agent has not collected is removed once its lease is no longer
+// active (here released, or unknown to the controller), so the runner can
+// never come online on a host no lease holds; an active lease's config
+// and files sparkd did not write stay.
+func TestSweepJIT_AnEndedLeasesUnstartedRunnerIsRevoked(t *testing.T) {
+	ctx := context.Background()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func() spark.Request {
+		r, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Topology: spark.Single, Owner: "dev"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sparktest.Admit(ctx, c, "spark-1", "spark-2")
+		st, _ := c.Status(ctx, r.ID)
+		if st.Request.State != spark.Active {
+			t.Fatalf("request %s is %s", r.ID, st.Request.State)
+		}
+		return st.Request
+	}
+	ended := submit()
+	if err := c.Release(ctx, ended.ID, ended.Token); err != nil {
+		t.Fatal(err)
+	}
+	active := submit()
+	dir := t.TempDir()
+	write := jitWriter(dir)
+	for _, runner := range []string{sparkgh.RunnerName(active.ID), sparkgh.RunnerName(ended.ID), sparkgh.RunnerName("r-none")} {
+		if err := write(runner, "JIT-CONFIG-SECRET"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "other.jitconfig"), []byte("not sparkd's"), 0o600)
+	var logs bytes.Buffer
+	sweepJIT(ctx, dir, c, slog.New(slog.NewTextHandler(&logs, nil)))
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if want := []string{"other.jitconfig", sparkgh.RunnerName(active.ID) + ".jitconfig"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
+	}
+	if strings.Count(logs.String(), "sparkd.jit_revoked") != 2 || strings.Contains(logs.String(), "JIT-CONFIG-SECRET") {
+		t.Errorf("logs:\n%s", logs.String())
 	}
 }

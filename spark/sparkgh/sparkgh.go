@@ -394,6 +394,13 @@ func (in *Integration) Sync(ctx context.Context) error {
 // RunnerName is the one-job runner of a reservation.
 func RunnerName(requestID string) string { return "spark-" + requestID }
 
+// RunnerRequest is the reservation whose one-job runner is named runner;
+// false for any other name.
+func RunnerRequest(runner string) (string, bool) {
+	id, ok := strings.CutPrefix(runner, "spark-")
+	return id, ok && id != ""
+}
+
 // runnerLabels are a reservation's runner labels, which its workflow's
 // runs-on names: the fleet's base labels, the topology's, and the runner's
 // own name. The last is what binds the job to this runner: with the shared
