@@ -59,7 +59,7 @@ func TestPushesToMainRunEveryLaneAndTheMacOSNoOpRunsOnLinux(t *testing.T) {
 	if len(wf.On.Push.Branches) != 1 || wf.On.Push.Branches[0] != "main" {
 		t.Errorf("push branches %v: want main", wf.On.Push.Branches)
 	}
-	mac := wf.Jobs["macos-tests"].RunsOn
+	mac := wf.Jobs["macos-tests"].RunsOn.String()
 	if !strings.Contains(mac, "'ubuntu-24.04' || 'macos-15'") || !strings.Contains(mac, "github.event_name == 'pull_request' && needs.changes.result == 'success'") {
 		t.Errorf("macOS runs on %q: want Linux for its no-op, macOS otherwise (a push, a failed classifier, a macOS trigger)", mac)
 	}

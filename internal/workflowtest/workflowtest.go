@@ -45,7 +45,7 @@ type Concurrency struct {
 type Job struct {
 	Name        string            `yaml:"name"`
 	If          string            `yaml:"if"`
-	RunsOn      string            `yaml:"runs-on"`
+	RunsOn      Labels            `yaml:"runs-on"`
 	Needs       any               `yaml:"needs"` // a job name or a list of them
 	Uses        string            `yaml:"uses"`
 	With        map[string]string `yaml:"with"`
@@ -58,6 +58,26 @@ type Job struct {
 	Strategy       Strategy `yaml:"strategy"`
 	Steps          []Step   `yaml:"steps"`
 }
+
+// Labels is a job's runs-on: one label or expression, or a list of them.
+type Labels []string
+
+// UnmarshalYAML reads a scalar as a one-item list.
+func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = Labels{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*l = list
+	return nil
+}
+
+// String joins the labels with spaces.
+func (l Labels) String() string { return strings.Join(l, " ") }
 
 // Strategy is a job's matrix strategy.
 type Strategy struct {

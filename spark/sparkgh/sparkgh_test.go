@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,7 +22,6 @@ import (
 	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
-	"go.yaml.in/yaml/v3"
 )
 
 var ctx = context.Background()
@@ -767,19 +764,7 @@ func BenchmarkWebhookServeHTTP(b *testing.B) {
 // allocation"; seed 001's per-attempt label: "a shared label would let a
 // stale online record ... accept").
 func TestTheWorkflowAsksForItsReservationsOwnRunner(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(workflowtest.Dir(), "spark-test.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf struct {
-		Jobs map[string]struct {
-			RunsOn []string `yaml:"runs-on"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(data, &wf); err != nil {
-		t.Fatal(err)
-	}
-	runsOn := wf.Jobs["spark-test"].RunsOn
+	runsOn := workflowtest.Read(t, "spark-test.yml").Jobs["spark-test"].RunsOn
 	// The two expressions the template uses, evaluated for given inputs.
 	topoExpr := regexp.MustCompile(`^\$\{\{ inputs\.topology == '(\w+)' && '([\w-]+)' \|\| '([\w-]+)' \}\}$`)
 	eval := func(topology, reservation string) []string {
