@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
@@ -94,17 +95,30 @@ func (s schedule) next(t time.Time) time.Time {
 	return day.Add(24 * time.Hour).Add(s.at)
 }
 
+// Retry bounds of a schedule whose request failed (GitHub or the
+// controller briefly unreachable): the first retry after a minute, then
+// doubling to a quarter of an hour, never at or past its next regular time.
+const (
+	retryFirst = time.Minute
+	retryMax   = 15 * time.Minute
+)
+
 // runSchedules asks for each schedule's work when it is due, until ctx
-// ends. A failed request is logged and the schedule waits for its next
-// time: nothing is retried in a loop, and a sleeping machine that wakes
-// late asks once, not once for every time it missed.
+// ends. A failed request is retried with backoff (retryFirst doubling to
+// retryMax) until the schedule's next regular time, so a brief outage at
+// 03:00 does not cost the night's run, and an outage that lasts only
+// delays the next one. A sleeping machine that wakes late asks once, not
+// once for every time it missed.
 func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Context, sparkgh.Scheduled) error, log *slog.Logger) {
 	done := make(chan struct{})
 	for _, s := range scheds {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			due := s.next(time.Now())
+			regular := s.next(time.Now())
+			due := regular
 			log.Info("schedule", "schedule", s.Name, "class", s.Class, "repo", s.Repo, "branch", s.Branch, "first", due.UTC().Format(time.RFC3339))
+			retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(retryFirst), backoff.WithMaxInterval(retryMax),
+				backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0))
 			for {
 				t := time.NewTimer(time.Until(due))
 				select {
@@ -114,10 +128,20 @@ func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Co
 				case <-t.C:
 				}
 				err := submit(ctx, s.Scheduled)
-				if now := time.Now(); now.After(due) {
-					due = now
+				now := time.Now()
+				next := s.next(regular)
+				if !next.After(now) {
+					next = s.next(now)
 				}
-				due = s.next(due)
+				if err != nil {
+					if again := now.Add(retry.NextBackOff()); again.Before(next) {
+						due = again
+						log.Error("schedule", "schedule", s.Name, "error", err, "retry", due.UTC().Format(time.RFC3339))
+						continue
+					}
+				}
+				retry.Reset()
+				regular, due = next, next
 				if err != nil {
 					log.Error("schedule", "schedule", s.Name, "error", err, "next", due.UTC().Format(time.RFC3339))
 				} else {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -16,8 +17,8 @@ import (
 
 // Seed 004: "Scheduled benchmark … Controller schedule". Each schedule
 // asks for its work when it is due: daily at its UTC time, or at its
-// interval; a failed request waits for the next time instead of
-// retrying in a loop.
+// interval; a failed request is retried with backoff before its next
+// time (TestScheduleRetriesUntilItsNextTime).
 func TestSchedulesAskForTheirWorkWhenDue(t *testing.T) {
 	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
 schedules:
@@ -38,7 +39,7 @@ schedules:
 		done := make(chan struct{})
 		// Two days of asking: the bubble's clock moves to each timer while
 		// everything waits, and the run stops at the second day's last
-		// request (merge's eighth, at 48 h).
+		// request (merge's at 48 h, its tenth: its first two fail).
 		enough := make(chan struct{})
 		var logs syncBuffer
 		go func() {
@@ -46,34 +47,74 @@ schedules:
 				mu.Lock()
 				defer mu.Unlock()
 				asked[s.Name] = append(asked[s.Name], time.Since(start))
-				if len(asked["merge"]) == 8 && s.Name == "merge" {
+				if len(asked["merge"]) == 10 && s.Name == "merge" {
 					close(enough)
 				}
-				if s.Name == "merge" {
-					return context.DeadlineExceeded // a failure: logged, not retried
+				if s.Name == "merge" && len(asked["merge"]) <= 2 {
+					return context.DeadlineExceeded // a brief outage: retried
 				}
 				return nil
 			}, slog.New(slog.NewTextHandler(&logs, nil)))
 			close(done)
 		}()
 		<-enough
-		synctest.Wait() // the eighth request is logged
+		synctest.Wait() // the last request is logged
 		cancel()
 		<-done
 		h := time.Hour
 		if want := []time.Duration{3 * h, 27 * h}; !slices.Equal(asked["nightly"], want) {
 			t.Errorf("nightly asked at %v, want %v", asked["nightly"], want)
 		}
-		if want := []time.Duration{6 * h, 12 * h, 18 * h, 24 * h, 30 * h, 36 * h, 42 * h, 48 * h}; !slices.Equal(asked["merge"], want) {
+		if want := []time.Duration{6 * h, 6*h + time.Minute, 6*h + 3*time.Minute, 12 * h, 18 * h, 24 * h, 30 * h, 36 * h, 42 * h, 48 * h}; !slices.Equal(asked["merge"], want) {
 			t.Errorf("merge asked at %v, want %v", asked["merge"], want)
 		}
 		// The operator's log says when each will first ask, and after each
 		// time what happened and when it asks next.
 		for _, want := range []string{"schedule=nightly class=benchmark repo=o/butter branch=main first=2000-01-01T03:00:00Z",
-			"schedule=nightly queued=benchmark next=2000-01-03T03:00:00Z", "schedule=merge error=\"context deadline exceeded\" next=2000-01-01T12:00:00Z"} {
+			"schedule=nightly queued=benchmark next=2000-01-03T03:00:00Z", "schedule=merge error=\"context deadline exceeded\" retry=2000-01-01T06:01:00Z",
+			"schedule=merge queued=merge-ci next=2000-01-01T12:00:00Z"} {
 			if !strings.Contains(logs.String(), want) {
 				t.Errorf("the log lacks %q:\n%s", want, logs.String())
 			}
+		}
+	})
+}
+
+// A request that keeps failing is retried after 1, 2, 4, 8 and then every
+// 15 minutes, never at or past the schedule's next time, which then asks
+// as usual.
+func TestScheduleRetriesUntilItsNextTime(t *testing.T) {
+	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, suite: smoke, every: 1h}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var asked []time.Duration
+		ctx, cancel := context.WithCancel(t.Context())
+		done, enough := make(chan struct{}), make(chan struct{})
+		var logs syncBuffer
+		go func() {
+			runSchedules(ctx, fleet.schedules, func(context.Context, sparkgh.Scheduled) error {
+				asked = append(asked, time.Since(start))
+				if time.Since(start) == 2*time.Hour {
+					close(enough)
+				}
+				return errors.New("github: 502")
+			}, slog.New(slog.NewTextHandler(&logs, nil)))
+			close(done)
+		}()
+		<-enough
+		cancel()
+		<-done
+		m := time.Minute
+		if want := []time.Duration{60 * m, 61 * m, 63 * m, 67 * m, 75 * m, 90 * m, 105 * m, 120 * m}; !slices.Equal(asked, want) {
+			t.Errorf("asked at %v, want %v", asked, want)
+		}
+		if want := `schedule=hourly error="github: 502" next=2000-01-01T02:00:00Z`; !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs.String())
 		}
 	})
 }
