@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/spark"
@@ -722,6 +724,55 @@ func BenchmarkParseCommands(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestWebhook_AFullQueueWaitsThenRefusesAndLogsTheDeliveryToRedeliver:
+// GitHub never redelivers a failed delivery by itself. A burst waits for
+// room; a delivery still without room after QueueWait is refused with 503
+// and logged with its ID, for an operator to redeliver, and the
+// redelivery is then accepted rather than taken for a duplicate.
+func TestWebhook_AFullQueueWaitsThenRefusesAndLogsTheDeliveryToRedeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		in, err := New(SeedConfig("s3cret-webhook"), nil, newFakeGH(), slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wh := in.NewWebhook(1)
+		body := []byte(`{"zen": "Keep it logically awesome."}`)
+		post := func(delivery string) int {
+			r := httptest.NewRequest("POST", "/webhook", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("X-GitHub-Event", "ping")
+			r.Header.Set("X-GitHub-Delivery", delivery)
+			r.Header.Set("X-Hub-Signature-256", sign(body, "s3cret-webhook"))
+			rec := httptest.NewRecorder()
+			wh.ServeHTTP(rec, r)
+			return rec.Code
+		}
+		if code := post("d1"); code != http.StatusAccepted {
+			t.Fatalf("first: %d", code)
+		}
+		// Room appears while the second waits: it is queued.
+		second := make(chan int)
+		go func() { second <- post("d2") }()
+		synctest.Wait()
+		<-wh.queue
+		if code := <-second; code != http.StatusAccepted {
+			t.Errorf("a delivery that found room within QueueWait: %d", code)
+		}
+		start := time.Now()
+		if code := post("d3"); code != http.StatusServiceUnavailable || time.Since(start) != wh.QueueWait {
+			t.Errorf("no room: %d after %s, want 503 after %s", code, time.Since(start), wh.QueueWait)
+		}
+		if !strings.Contains(logs.String(), "sparkgh.webhook_refused delivery=d3 event=ping") || !strings.Contains(logs.String(), "GitHub does not redeliver on its own") {
+			t.Errorf("log:\n%s", logs.String())
+		}
+		<-wh.queue
+		if code := post("d3"); code != http.StatusAccepted {
+			t.Errorf("the redelivery: %d", code)
+		}
+	})
 }
 
 // BenchmarkWebhookServeHTTP: signature validation and enqueueing of a

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -15,9 +16,14 @@ import (
 
 // delivery is one verified webhook waiting to be processed.
 type delivery struct {
+	id      string // X-GitHub-Delivery
 	event   string
 	payload []byte
 }
+
+// redeliverHint is what the log says of a delivery that was not handled:
+// GitHub records the failure but never redelivers on its own.
+const redeliverHint = "GitHub does not redeliver on its own: redeliver it from the App's settings (Advanced, Recent Deliveries) or the API"
 
 // Webhook receives GitHub webhooks: it verifies X-Hub-Signature-256,
 // de-duplicates by delivery ID, answers at once, and processes
@@ -28,6 +34,10 @@ type Webhook struct {
 	// MaxBody bounds a delivery's size (GitHub caps payloads at 25 MiB);
 	// a larger body is refused with 413 before it is read whole.
 	MaxBody int64
+	// QueueWait is how long a delivery waits for room in a full queue
+	// before it is refused with 503; GitHub gives up on a response after
+	// 10 seconds.
+	QueueWait time.Duration
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -39,12 +49,14 @@ func (in *Integration) NewWebhook(queue int) *Webhook {
 	if queue <= 0 {
 		queue = 256
 	}
-	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}, MaxBody: 25 << 20}
+	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}, MaxBody: 25 << 20, QueueWait: 5 * time.Second}
 }
 
 // ServeHTTP verifies and enqueues a delivery: 202 when queued, 200 for a
 // duplicate, 401 for a bad signature (nothing is queued), 413 for a body
-// over MaxBody, 503 when the queue is full (GitHub redelivers).
+// over MaxBody, 503 when the queue stays full for QueueWait. GitHub never
+// redelivers a failed delivery by itself, so a refused one is logged with
+// its delivery ID, for an operator to redeliver.
 func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, wh.MaxBody)
 	payload, err := github.ValidatePayload(r, []byte(wh.in.cfg.WebhookSecret.Reveal()))
@@ -72,13 +84,23 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	d := delivery{id, github.WebHookType(r), payload}
 	select {
-	case wh.queue <- delivery{github.WebHookType(r), payload}:
+	case wh.queue <- d:
 		w.WriteHeader(http.StatusAccepted)
+		return
 	default:
+	}
+	wait := time.NewTimer(wh.QueueWait)
+	defer wait.Stop()
+	select {
+	case wh.queue <- d:
+		w.WriteHeader(http.StatusAccepted)
+	case <-wait.C:
 		wh.mu.Lock()
 		delete(wh.seen, id) // let the redelivery through
 		wh.mu.Unlock()
+		wh.in.log.Error("sparkgh.webhook_refused", "delivery", id, "event", d.event, "why", "the queue stayed full", "hint", redeliverHint)
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 	}
 }
@@ -91,7 +113,7 @@ func (wh *Webhook) Run(ctx context.Context) {
 			return
 		case d := <-wh.queue:
 			if err := wh.in.Process(ctx, d.event, d.payload); err != nil {
-				wh.in.log.Error("sparkgh.process", "event", d.event, "error", err)
+				wh.in.log.Error("sparkgh.process", "delivery", d.id, "event", d.event, "error", err, "hint", redeliverHint)
 			}
 		}
 	}
