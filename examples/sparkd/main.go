@@ -130,12 +130,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	defer store.Close()
 	opts.Log = log
 	var gh *sparkgh.Integration
+	var missed *redeliveries
 	if *whSecretFile != "" {
 		if gh, err = github(ctx, ghConfig, *whSecretFile, *org, *group, *jitDir, log); err != nil {
 			fmt.Fprintln(stderr, "sparkd:", err)
 			return 1
 		}
 		opts.OnGrant = gh.OnGrant
+		// Only the App itself can read and redeliver its webhook
+		// deliveries; with GITHUB_TOKEN, a delivery sparkd missed stays
+		// missed.
+		if app, err := ghaction.GitHubAppClient(ctx, os.Getenv); err == nil {
+			missed = newRedeliveries(sparkgh.AppDeliveries{Client: app}, time.Now(), log)
+		} else {
+			log.Warn("sparkd.no_redelivery", "why", err.Error())
+		}
 	}
 	c, err := spark.New(store, opts)
 	if err != nil {
@@ -193,6 +202,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 				log.Error("github sync", "error", err)
 			}
 			sweepJIT(ctx, *jitDir, c, log)
+			missed.tick(ctx, time.Now())
 		}
 		select {
 		case <-ctx.Done():

@@ -46,6 +46,15 @@ type appTokens struct {
 // appTokenSource reads the App settings from getenv; ok is false when
 // none is set.
 func appTokenSource(getenv func(string) string, base *github.Client) (ts oauth2.TokenSource, ok bool, err error) {
+	a, ok, err := loadApp(getenv, base)
+	if a == nil {
+		return nil, ok, err
+	}
+	return oauth2.ReuseTokenSource(nil, a), true, nil
+}
+
+// loadApp reads the App settings from getenv; ok is false when none is set.
+func loadApp(getenv func(string) string, base *github.Client) (a *appTokens, ok bool, err error) {
 	id, inst, keyFile := getenv(EnvAppID), getenv(EnvAppInstallationID), getenv(EnvAppPrivateKeyFile)
 	if id == "" && inst == "" && keyFile == "" {
 		return nil, false, nil
@@ -66,7 +75,21 @@ func appTokenSource(getenv func(string) string, base *github.Client) (ts oauth2.
 	if err != nil {
 		return nil, true, fmt.Errorf("%w: %s %s: %w", ErrApp, EnvAppPrivateKeyFile, keyFile, err)
 	}
-	return oauth2.ReuseTokenSource(nil, &appTokens{appID: appID, installation: installation, key: key, client: base, now: time.Now}), true, nil
+	return &appTokens{appID: appID, installation: installation, key: key, client: base, now: time.Now}, true, nil
+}
+
+// appJWTs is the App's own identity, for the endpoints under /app that
+// installation tokens cannot call (its webhook deliveries).
+type appJWTs struct{ a *appTokens }
+
+// Token signs a fresh JWT; ReuseTokenSource keeps it for eight of its
+// nine minutes.
+func (j appJWTs) Token() (*oauth2.Token, error) {
+	jwt, err := j.a.jwt()
+	if err != nil {
+		return nil, fmt.Errorf("%w: sign the App's JWT: %w", ErrApp, err)
+	}
+	return &oauth2.Token{AccessToken: jwt, TokenType: "Bearer", Expiry: j.a.now().Add(8 * time.Minute)}, nil
 }
 
 // parseAppKey reads the RSA key GitHub issues for an App (PKCS #1 PEM), or

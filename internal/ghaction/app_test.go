@@ -53,6 +53,12 @@ func (f *fakeApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mints++
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"token":"ghs_minted_%d","expires_at":%q}`, f.mints, time.Now().Add(f.ttl).UTC().Format(time.RFC3339))
+	case r.URL.Path == "/api/v3/app/hook/deliveries":
+		// Only the App itself may read them: a JWT, never an
+		// installation token.
+		f.checkJWT(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		f.auths = append(f.auths, "jwt")
+		w.Write([]byte(`[]`))
 	case r.URL.Path == "/api/v3/repos/o/r":
 		f.auths = append(f.auths, r.Header.Get("Authorization"))
 		w.Write([]byte(`{"full_name":"o/r"}`))
@@ -185,5 +191,33 @@ func TestGitHubClient_AFailedMintFailsTheCall(t *testing.T) {
 	}
 	if len(fake.auths) != 0 {
 		t.Errorf("the API was called anyway with %v", fake.auths)
+	}
+}
+
+// GitHubAppClient calls /app endpoints as the App itself, with a signed
+// JWT (never an installation token, which GitHub refuses there), and
+// refuses to work without the App's settings.
+func TestGitHubAppClient_CallsAsTheAppWithAJWT(t *testing.T) {
+	keyFile, key := appKeyFile(t)
+	fake := &fakeApp{t: t, key: &key.PublicKey, ttl: time.Hour}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
+		EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
+	c, err := GitHubAppClient(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Apps.ListHookDeliveries(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if fake.mints != 0 || strings.Join(fake.auths, ",") != "jwt" {
+		t.Errorf("%d installation tokens minted, authorizations %v: want the JWT alone", fake.mints, fake.auths)
+	}
+	delete(env, EnvAppID)
+	delete(env, EnvAppInstallationID)
+	delete(env, EnvAppPrivateKeyFile)
+	if _, err := GitHubAppClient(context.Background(), func(k string) string { return env[k] }); !errors.Is(err, ErrApp) || !strings.Contains(err.Error(), "only the App itself") {
+		t.Errorf("without the App's settings: %v", err)
 	}
 }

@@ -21,17 +21,7 @@ var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflo
 // token's hour needs; otherwise with GITHUB_TOKEN. Both go through
 // golang.org/x/oauth2.
 func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
-	api := getenv("GITHUB_API_URL")
-	withAPI := func(c *github.Client) (*github.Client, error) {
-		if api == "" || api == "https://api.github.com" {
-			return c, nil
-		}
-		e, err := c.WithEnterpriseURLs(api, api)
-		if err != nil {
-			return nil, fmt.Errorf("ghaction: GITHUB_API_URL %q is not a URL: %w", api, err)
-		}
-		return e, nil
-	}
+	withAPI := apiURL(getenv)
 	minting, err := withAPI(github.NewClient(appHTTPClient))
 	if err != nil {
 		return nil, err
@@ -48,4 +38,41 @@ func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Clie
 		ts = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})
 	}
 	return withAPI(github.NewClient(oauth2.NewClient(ctx, ts)))
+}
+
+// apiURL points a client at GITHUB_API_URL, when it names another server
+// than github.com's.
+func apiURL(getenv func(string) string) func(*github.Client) (*github.Client, error) {
+	api := getenv("GITHUB_API_URL")
+	return func(c *github.Client) (*github.Client, error) {
+		if api == "" || api == "https://api.github.com" {
+			return c, nil
+		}
+		e, err := c.WithEnterpriseURLs(api, api)
+		if err != nil {
+			return nil, fmt.Errorf("ghaction: GITHUB_API_URL %q is not a URL: %w", api, err)
+		}
+		return e, nil
+	}
+}
+
+// GitHubAppClient authenticates as the GitHub App itself (a JWT signed
+// with its key, GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE), for the
+// endpoints under /app, such as its webhook deliveries, that an
+// installation token cannot call. It refuses to work without the App's
+// settings.
+func GitHubAppClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
+	withAPI := apiURL(getenv)
+	minting, err := withAPI(github.NewClient(appHTTPClient))
+	if err != nil {
+		return nil, err
+	}
+	a, ok, err := loadApp(getenv, minting)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, fmt.Errorf("%w: set %s, %s and %s: only the App itself can read its webhook deliveries", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
+	}
+	return withAPI(github.NewClient(oauth2.NewClient(ctx, oauth2.ReuseTokenSource(nil, appJWTs{a}))))
 }

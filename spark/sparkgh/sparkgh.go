@@ -4,7 +4,9 @@
 // dispatches the admitted default-branch workflow with a one-job JIT
 // runner, and mirrors a sanitized dashboard. Schedule queues the work the
 // controller asks for itself (benchmarks, merge CI) at a branch's commit,
-// dispatched the same way once granted. It implements the "Maintainer
+// dispatched the same way once granted. Redeliverer asks GitHub to send
+// again the webhook deliveries the receiver missed, which GitHub never
+// does by itself. It implements the "Maintainer
 // experience" and "Repository enablement" sections of the shared-fleet
 // seed, and its "Controller schedule".
 package sparkgh

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gpugate/gpugate/spark/sparkgh"
+)
+
+// The cadence of redelivery sweeps, how far back the first one looks (what
+// sparkd missed while it was down, well inside the three days GitHub keeps
+// deliveries), and the overlap between sweeps (a delivery is logged with
+// the time it was sent, which can precede the sweep that first sees it).
+const (
+	redeliverEvery   = 5 * time.Minute
+	redeliverBack    = 6 * time.Hour
+	redeliverOverlap = 10 * time.Minute
+)
+
+// redeliveries runs a Redeliverer at its cadence from sparkd's loop.
+type redeliveries struct {
+	r     *sparkgh.Redeliverer
+	since time.Time // the next sweep reads back to here
+	next  time.Time // and is due then
+	log   *slog.Logger
+}
+
+func newRedeliveries(dl sparkgh.DeliveryLog, start time.Time, log *slog.Logger) *redeliveries {
+	return &redeliveries{r: &sparkgh.Redeliverer{Log: dl, Logger: log}, since: start.Add(-redeliverBack), next: start, log: log}
+}
+
+// tick sweeps when one is due. A sweep that fails is logged, and the next
+// reads back as far again.
+func (d *redeliveries) tick(ctx context.Context, now time.Time) {
+	if d == nil || now.Before(d.next) {
+		return
+	}
+	d.next = now.Add(redeliverEvery)
+	if _, err := d.r.Sweep(ctx, d.since); err != nil {
+		d.log.Error("sparkd.redeliver", "error", err, "since", d.since.UTC().Format(time.RFC3339))
+		return
+	}
+	d.since = now.Add(-redeliverOverlap)
+}

@@ -1,0 +1,190 @@
+package sparkgh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// Delivery is one attempt in the GitHub App's webhook delivery log.
+type Delivery struct {
+	ID   int64     // this attempt
+	GUID string    // the delivery (X-GitHub-Delivery), shared by its redeliveries
+	At   time.Time // when GitHub sent it
+	OK   bool      // the receiver answered 2xx
+}
+
+// DeliveryLog is the App's webhook delivery log, read and redelivered as
+// the App itself (a JWT, never an installation token).
+type DeliveryLog interface {
+	// Deliveries lists attempts, newest first, one page per call: cursor
+	// "" is the first page, and next is "" after the last.
+	Deliveries(ctx context.Context, cursor string) (attempts []Delivery, next string, err error)
+	// Redeliver asks GitHub to send attempt id again.
+	Redeliver(ctx context.Context, id int64) error
+}
+
+// DefaultRedeliveries is Redeliverer.Max's default: GitHub's first attempt
+// and two redeliveries.
+const DefaultRedeliveries = 3
+
+// ErrRedeliver is matched by Redeliverer.Sweep errors.
+var ErrRedeliver = errors.New("sparkgh: redeliver failed webhook deliveries")
+
+// Redeliverer asks GitHub to send again every webhook delivery that never
+// reached the receiver with a 2xx (sparkd down or restarting, its queue
+// full). GitHub records a failed delivery but "does not automatically
+// redeliver failed deliveries", so a label applied while the controller
+// was down would otherwise be lost. The receiver de-duplicates by
+// delivery ID, so a delivery is never processed twice.
+type Redeliverer struct {
+	Log DeliveryLog
+	// Max bounds the attempts of one delivery, GitHub's first included
+	// (0: DefaultRedeliveries), so one the receiver keeps failing is not
+	// sent for ever.
+	Max    int
+	Logger *slog.Logger
+
+	known map[string]*known // by GUID, while still in view
+}
+
+// known is what a Redeliverer remembers of a delivery across sweeps, whose
+// windows may no longer show its early attempts.
+type known struct {
+	attempts  int  // GitHub's and the redeliveries
+	abandoned bool // logged
+}
+
+// Sweep reads the delivery log back to since and redelivers each failed
+// delivery's newest attempt. It returns the GUIDs it redelivered; a
+// delivery that used up its attempts is logged for an operator once.
+func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, error) {
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	maxAttempts := r.Max
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultRedeliveries
+	}
+	if r.known == nil {
+		r.known = map[string]*known{}
+	}
+	type delivery struct {
+		attempts int
+		ok       bool
+		latest   Delivery
+	}
+	byGUID := map[string]*delivery{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == 100 {
+			return nil, fmt.Errorf("%w: more than 100 pages since %s", ErrRedeliver, since.UTC().Format(time.RFC3339))
+		}
+		attempts, next, err := r.Log.Deliveries(ctx, cursor)
+		if err != nil {
+			return nil, fmt.Errorf("%w: list deliveries: %w", ErrRedeliver, err)
+		}
+		older := false
+		for _, a := range attempts {
+			if a.At.Before(since) {
+				older = true
+				continue
+			}
+			d := byGUID[a.GUID]
+			if d == nil {
+				d = &delivery{}
+				byGUID[a.GUID] = d
+			}
+			d.attempts++
+			d.ok = d.ok || a.OK
+			if a.ID > d.latest.ID {
+				d.latest = a
+			}
+		}
+		// The log is newest first: a page reaching past since ends it.
+		if older || next == "" {
+			break
+		}
+		cursor = next
+	}
+	for guid := range r.known {
+		if byGUID[guid] == nil {
+			delete(r.known, guid) // out of view: never sent again
+		}
+	}
+	var done []string
+	var errs []error
+	for _, guid := range slices.Sorted(maps.Keys(byGUID)) {
+		d := byGUID[guid]
+		k := r.known[guid]
+		if k == nil {
+			k = &known{}
+			r.known[guid] = k
+		}
+		// Attempts that fell out of the window still count.
+		k.attempts = max(k.attempts, d.attempts)
+		switch {
+		case d.ok:
+		case k.attempts >= maxAttempts:
+			if !k.abandoned {
+				log.Error("sparkgh.delivery_abandoned", "delivery", guid, "attempts", k.attempts, "hint", "the receiver failed it every time: see sparkgh.process in the log, then redeliver it from the App's settings")
+				k.abandoned = true
+			}
+		default:
+			if err := r.Log.Redeliver(ctx, d.latest.ID); err != nil {
+				errs = append(errs, fmt.Errorf("delivery %s: %w", guid, err))
+				continue
+			}
+			k.attempts++
+			log.Info("sparkgh.redelivered", "delivery", guid, "attempt", k.attempts)
+			done = append(done, guid)
+		}
+	}
+	if len(errs) > 0 {
+		return done, fmt.Errorf("%w: %w", ErrRedeliver, errors.Join(errs...))
+	}
+	return done, nil
+}
+
+// AppDeliveries is the go-github adapter of DeliveryLog. Its client must
+// authenticate as the App (ghaction.GitHubAppClient).
+type AppDeliveries struct {
+	Client *github.Client
+}
+
+var _ DeliveryLog = AppDeliveries{}
+
+// Deliveries calls GET /app/hook/deliveries
+// (https://docs.github.com/rest/apps/webhooks#list-deliveries-for-an-app-webhook).
+func (a AppDeliveries) Deliveries(ctx context.Context, cursor string) ([]Delivery, string, error) {
+	ds, resp, err := a.Client.Apps.ListHookDeliveries(ctx, &github.ListCursorOptions{PerPage: 100, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]Delivery, 0, len(ds))
+	for _, d := range ds {
+		code := d.GetStatusCode()
+		out = append(out, Delivery{ID: d.GetID(), GUID: d.GetGUID(), At: d.GetDeliveredAt().Time,
+			OK: code >= 200 && code < 300 || code == 0 && strings.EqualFold(d.GetStatus(), "OK")})
+	}
+	return out, resp.Cursor, nil
+}
+
+// Redeliver calls POST /app/hook/deliveries/{delivery_id}/attempts
+// (https://docs.github.com/rest/apps/webhooks#redeliver-a-delivery-for-an-app-webhook).
+func (a AppDeliveries) Redeliver(ctx context.Context, id int64) error {
+	_, _, err := a.Client.Apps.RedeliverHookDelivery(ctx, id)
+	var accepted *github.AcceptedError
+	if errors.As(err, &accepted) {
+		return nil // 202: GitHub queued the attempt
+	}
+	return err
+}
