@@ -50,6 +50,9 @@ func (g *githubServer) handler(t *testing.T) http.Handler {
 		fmt.Fprint(w, `{"id":501}`)
 	})
 	mux.HandleFunc("GET /repos/o/butter", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"default_branch":"main"}`) })
+	mux.HandleFunc("GET /repos/o/butter/pulls/7", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(prJSON(7, sha1, []string{"spark-test"}, false)) // what the label event said
+	})
 	mux.HandleFunc("POST /repos/o/butter/actions/workflows/spark-test.yml/dispatches", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		json.NewDecoder(r.Body).Decode(&body)

@@ -228,8 +228,22 @@ func (in *Integration) authorize(ctx context.Context, pr PR, actor string) error
 	return nil
 }
 
-// request queues a lane for a PR and opens its check run.
+// request queues a lane for a PR and opens its check run, unless the same
+// lane is already queued or running at that commit.
 func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label string) error {
+	// The same ask again (a delivery seen twice, a repeated command) while
+	// the first is queued or running is that one.
+	_, live, err := in.ctrl.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if i := slices.IndexFunc(live, func(r spark.Request) bool {
+		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && r.PR.SHA == pr.HeadSHA &&
+			r.Annotations[keyLabel] == label && r.Suite == lane.Suite && r.Topology == lane.Topology
+	}); i >= 0 {
+		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+		return nil
+	}
 	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: in.cfg.Class, Topology: lane.Topology, Suite: lane.Suite,
 		PR: &spark.PRRef{Repo: pr.Repo, Number: pr.Number, SHA: pr.HeadSHA}, Owner: "github",
 		Annotations: map[string]string{keyRepo: pr.Repo, keyLabel: label, keyPhase: "queued"}})

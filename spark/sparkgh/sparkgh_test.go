@@ -21,6 +21,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
@@ -201,12 +202,71 @@ func (w *world) event(t *testing.T, event string, payload map[string]any) {
 	}
 }
 
+// label delivers a label event whose pull request is also GitHub's
+// current state of it.
 func (w *world) label(t *testing.T, action, label, sender string, pr map[string]any) {
+	w.setPR(pr)
 	w.event(t, "pull_request", map[string]any{"action": action, "label": map[string]any{"name": label}, "sender": map[string]any{"login": sender}, "pull_request": pr})
+}
+
+// setPR makes pr (prJSON's shape) GitHub's current state of it.
+func (w *world) setPR(pr map[string]any) {
+	data, _ := json.Marshal(pr)
+	var p github.PullRequest
+	json.Unmarshal(data, &p)
+	w.gh.mu.Lock()
+	defer w.gh.mu.Unlock()
+	w.gh.prs[p.GetNumber()] = prOf("o/butter", &p)
 }
 
 var sha1 = strings.Repeat("1", 40)
 var sha2 = strings.Repeat("2", 40)
+
+// A delivery acted on late (redelivered, or queued behind others) does
+// nothing unless what it says of the pull request still holds: a label
+// was a decision about the commit it was applied to, and the deliveries
+// for what changed since handle the rest. One that still holds but asks
+// for what is already queued at that commit adds nothing.
+func TestALateDeliveryActsOnlyOnThePullRequestAsItIsNow(t *testing.T) {
+	sha3 := strings.Repeat("3", 40)
+	closed := func(p map[string]any) map[string]any { p["state"] = "closed"; return p }
+	for name, tc := range map[string]struct {
+		queued  bool           // a request for sha3 is queued first
+		action  string         // the late delivery
+		said    map[string]any // its pull request
+		now     map[string]any // GitHub's, when it is processed
+		wantSHA string         // the one queued request afterwards; "" for none
+	}{
+		"labeled, pushed since":       {false, "labeled", prJSON(7, sha1, []string{"spark-test"}, false), prJSON(7, sha2, []string{"spark-test"}, false), ""},
+		"labeled, closed since":       {false, "labeled", prJSON(7, sha1, []string{"spark-test"}, false), closed(prJSON(7, sha1, []string{"spark-test"}, false)), ""},
+		"labeled, label removed":      {false, "labeled", prJSON(7, sha1, []string{"spark-test"}, false), prJSON(7, sha1, nil, false), ""},
+		"synchronize, pushed again":   {true, "synchronize", prJSON(7, sha2, []string{"spark-test"}, false), prJSON(7, sha3, []string{"spark-test"}, false), sha3},
+		"closed, reopened since":      {true, "closed", closed(prJSON(7, sha3, []string{"spark-test"}, false)), prJSON(7, sha3, []string{"spark-test"}, false), sha3},
+		"unlabeled, labelled again":   {true, "unlabeled", prJSON(7, sha3, nil, false), prJSON(7, sha3, []string{"spark-test"}, false), sha3},
+		"synchronize, still the head": {true, "synchronize", prJSON(7, sha3, []string{"spark-test"}, false), prJSON(7, sha3, []string{"spark-test"}, false), sha3},
+		"labeled, delivered twice":    {true, "labeled", prJSON(7, sha3, []string{"spark-test"}, false), prJSON(7, sha3, []string{"spark-test"}, false), sha3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				if tc.queued {
+					w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha3, []string{"spark-test"}, false))
+				}
+				w.setPR(tc.now)
+				w.event(t, "pull_request", map[string]any{"action": tc.action, "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
+					"pull_request": tc.said})
+				_, live, _ := w.c.Snapshot(ctx)
+				var got string
+				for _, r := range live {
+					got += r.PR.SHA
+				}
+				if got != tc.wantSHA || len(w.gh.comments) != 0 {
+					t.Errorf("queued %q, want %q; comments %v", got, tc.wantSHA, w.gh.comments)
+				}
+			})
+		})
+	}
+}
 
 func TestLabelByAMaintainerQueuesACheckOnTheExactSHA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -422,6 +482,7 @@ func TestARequestWhoseCheckGitHubRefusedGetsItOnTheNextSync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		w.gh.createErr = errors.New("502 Bad Gateway")
+		w.setPR(prJSON(7, sha1, []string{"spark-test-long"}, false))
 		payload := map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
 			"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}}
 		data, _ := json.Marshal(payload)
@@ -510,6 +571,7 @@ func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
 				t.Fatalf("%s: %d", delivery, rec.Code)
 			}
 		}
+		w.setPR(prJSON(7, sha1, []string{"spark-test-long"}, false))
 		deliver("d1", "pull_request", []byte(`{"action":"labeled","pull_request":null}`)) // undecodable for us
 		body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
 			"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})

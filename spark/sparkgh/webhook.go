@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,6 +179,13 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		if !pr.Open {
 			return nil
 		}
+		// A push since is the synchronize delivery's to handle: the label
+		// was a decision about the commit it was applied to.
+		if ok, err := in.still(ctx, pr, "labeled", func(cur PR) bool {
+			return cur.Open && cur.HeadSHA == pr.HeadSHA && slices.Contains(cur.Labels, label)
+		}); !ok {
+			return err
+		}
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			return in.refuse(ctx, pr, err.Error())
 		}
@@ -193,8 +201,14 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		if _, ok := in.cfg.Labels[label]; !ok {
 			return nil
 		}
+		if ok, err := in.still(ctx, pr, "unlabeled", func(cur PR) bool { return !slices.Contains(cur.Labels, label) }); !ok {
+			return err
+		}
 		return in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.Annotations[keyLabel] == label }, "label "+label+" removed")
 	case "closed":
+		if ok, err := in.still(ctx, pr, "closed", func(cur PR) bool { return !cur.Open }); !ok {
+			return err
+		}
 		return in.cancelQueued(ctx, pr, func(spark.Request) bool { return true }, "the pull request was closed")
 	case "synchronize":
 		var lanes []string
@@ -205,6 +219,11 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		}
 		if len(lanes) == 0 {
 			return nil
+		}
+		// A later push's delivery handles the later commit; this one
+		// must not supersede it.
+		if ok, err := in.still(ctx, pr, "synchronize", func(cur PR) bool { return cur.Open && cur.HeadSHA == pr.HeadSHA }); !ok {
+			return err
 		}
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			// The new commit was not reviewed by someone who may spend
@@ -221,6 +240,23 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		}
 	}
 	return nil
+}
+
+// still reads the pull request as it is now and reports whether what a
+// delivery says of it still holds. A delivery can be acted on late
+// (redelivered hours afterwards, or queued behind others), and one that no
+// longer holds is ignored: the deliveries for what changed since handle
+// it. An unreadable pull request is an error: nothing is done.
+func (in *Integration) still(ctx context.Context, pr PR, action string, holds func(PR) bool) (bool, error) {
+	cur, err := in.gh.PullRequest(ctx, pr.Repo, pr.Number)
+	if err != nil {
+		return false, fmt.Errorf("sparkgh: read %s#%d before acting on its %s delivery: %w", pr.Repo, pr.Number, action, err)
+	}
+	if !holds(cur) {
+		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", short(pr.HeadSHA), "now", short(cur.HeadSHA), "open", cur.Open)
+		return false, nil
+	}
+	return true, nil
 }
 
 // cancelQueued cancels this PR's queued requests that match; active work
