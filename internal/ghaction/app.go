@@ -29,7 +29,8 @@ const (
 	EnvAppPrivateKeyFile = "GITHUB_APP_PRIVATE_KEY_FILE" // the App's private key (PEM), never printed
 )
 
-// ErrApp is returned by GitHubClient for GitHub App settings it cannot use.
+// ErrApp is returned by GitHubClient and GitHubAppClient for GitHub App
+// settings they cannot use.
 var ErrApp = errors.New("ghaction: GitHub App authentication")
 
 // appTokens mints installation tokens for a GitHub App: each Token call
@@ -43,39 +44,29 @@ type appTokens struct {
 	now                 func() time.Time
 }
 
-// appTokenSource reads the App settings from getenv; ok is false when
-// none is set.
-func appTokenSource(getenv func(string) string, base *github.Client) (ts oauth2.TokenSource, ok bool, err error) {
-	a, ok, err := loadApp(getenv, base)
-	if a == nil {
-		return nil, ok, err
-	}
-	return oauth2.ReuseTokenSource(nil, a), true, nil
-}
-
-// loadApp reads the App settings from getenv; ok is false when none is set.
-func loadApp(getenv func(string) string, base *github.Client) (a *appTokens, ok bool, err error) {
+// loadApp reads the App settings from getenv; nil when none is set.
+func loadApp(getenv func(string) string, base *github.Client) (*appTokens, error) {
 	id, inst, keyFile := getenv(EnvAppID), getenv(EnvAppInstallationID), getenv(EnvAppPrivateKeyFile)
 	if id == "" && inst == "" && keyFile == "" {
-		return nil, false, nil
+		return nil, nil
 	}
 	if id == "" || inst == "" || keyFile == "" {
-		return nil, true, fmt.Errorf("%w: set all of %s, %s and %s, or none", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
+		return nil, fmt.Errorf("%w: set all of %s, %s and %s, or none", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
 	}
 	appID, err1 := strconv.ParseInt(id, 10, 64)
 	installation, err2 := strconv.ParseInt(inst, 10, 64)
 	if err1 != nil || err2 != nil || appID <= 0 || installation <= 0 {
-		return nil, true, fmt.Errorf("%w: %s and %s must be the App's and its installation's numeric IDs", ErrApp, EnvAppID, EnvAppInstallationID)
+		return nil, fmt.Errorf("%w: %s and %s must be the App's and its installation's numeric IDs", ErrApp, EnvAppID, EnvAppInstallationID)
 	}
 	pemData, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, true, fmt.Errorf("%w: %s: %w", ErrApp, EnvAppPrivateKeyFile, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrApp, EnvAppPrivateKeyFile, err)
 	}
 	key, err := parseAppKey(pemData)
 	if err != nil {
-		return nil, true, fmt.Errorf("%w: %s %s: %w", ErrApp, EnvAppPrivateKeyFile, keyFile, err)
+		return nil, fmt.Errorf("%w: %s %s: %w", ErrApp, EnvAppPrivateKeyFile, keyFile, err)
 	}
-	return &appTokens{appID: appID, installation: installation, key: key, client: base, now: time.Now}, true, nil
+	return &appTokens{appID: appID, installation: installation, key: key, client: base, now: time.Now}, nil
 }
 
 // appJWTs is the App's own identity, for the endpoints under /app that

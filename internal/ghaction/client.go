@@ -21,16 +21,14 @@ var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflo
 // token's hour needs; otherwise with GITHUB_TOKEN. Both go through
 // golang.org/x/oauth2.
 func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
-	withAPI := apiURL(getenv)
-	minting, err := withAPI(github.NewClient(appHTTPClient))
+	withAPI, a, err := settings(getenv)
 	if err != nil {
 		return nil, err
 	}
-	ts, app, err := appTokenSource(getenv, minting)
-	if err != nil {
-		return nil, err
-	}
-	if !app {
+	var ts oauth2.TokenSource
+	if a != nil {
+		ts = oauth2.ReuseTokenSource(nil, a)
+	} else {
 		token := getenv("GITHUB_TOKEN")
 		if token == "" {
 			return nil, ErrNoToken
@@ -40,11 +38,12 @@ func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Clie
 	return withAPI(github.NewClient(oauth2.NewClient(ctx, ts)))
 }
 
-// apiURL points a client at GITHUB_API_URL, when it names another server
-// than github.com's.
-func apiURL(getenv func(string) string) func(*github.Client) (*github.Client, error) {
+// settings reads GITHUB_API_URL, as withAPI that points a client at it
+// when it names another server than github.com's, and the App's settings
+// (nil when none is set).
+func settings(getenv func(string) string) (withAPI func(*github.Client) (*github.Client, error), a *appTokens, err error) {
 	api := getenv("GITHUB_API_URL")
-	return func(c *github.Client) (*github.Client, error) {
+	withAPI = func(c *github.Client) (*github.Client, error) {
 		if api == "" || api == "https://api.github.com" {
 			return c, nil
 		}
@@ -54,6 +53,14 @@ func apiURL(getenv func(string) string) func(*github.Client) (*github.Client, er
 		}
 		return e, nil
 	}
+	minting, err := withAPI(github.NewClient(appHTTPClient))
+	if err != nil {
+		return nil, nil, err
+	}
+	if a, err = loadApp(getenv, minting); err != nil {
+		return nil, nil, err
+	}
+	return withAPI, a, nil
 }
 
 // GitHubAppClient authenticates as the GitHub App itself (a JWT signed
@@ -62,16 +69,11 @@ func apiURL(getenv func(string) string) func(*github.Client) (*github.Client, er
 // installation token cannot call. It refuses to work without the App's
 // settings.
 func GitHubAppClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
-	withAPI := apiURL(getenv)
-	minting, err := withAPI(github.NewClient(appHTTPClient))
-	if err != nil {
-		return nil, err
-	}
-	a, ok, err := loadApp(getenv, minting)
+	withAPI, a, err := settings(getenv)
 	switch {
 	case err != nil:
 		return nil, err
-	case !ok:
+	case a == nil:
 		return nil, fmt.Errorf("%w: set %s, %s and %s: only the App itself can read its webhook deliveries", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
 	}
 	return withAPI(github.NewClient(oauth2.NewClient(ctx, oauth2.ReuseTokenSource(nil, appJWTs{a}))))
