@@ -353,7 +353,7 @@ func (in *Integration) statusText(ctx context.Context, pr PR) string {
 
 func (in *Integration) workflowJob(ctx context.Context, e *github.WorkflowJobEvent) error {
 	runner := e.GetWorkflowJob().GetRunnerName()
-	id, ok := strings.CutPrefix(runner, "spark-")
+	id, ok := RunnerRequest(runner)
 	if !ok {
 		return nil
 	}
