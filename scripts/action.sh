@@ -263,5 +263,10 @@ authorize | publish | provision | local-relay)
 	;;
 esac
 
-cd "$action"
-exec go run "./examples/$prog" "${args[@]}"
+# Built, then exec'd, so that this step's process is the program: the
+# runner cancels a step by signalling that one process (SIGINT, then
+# SIGTERM), and provision must then delete a pod it created. `go run`
+# would keep the signal from the program.
+cmd="${RUNNER_TEMP:-/tmp}/gpugate-run/$prog"
+(cd "$action" && go build -o "$cmd" "./examples/$prog")
+exec "$cmd" "${args[@]}"

@@ -47,6 +47,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpugate/gpugate/internal/cli"
@@ -58,9 +59,12 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr, nil))
+	// SIGTERM is how systemd stops a service: the server shuts down and the
+	// database closes instead of the process dying mid-write.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr, nil)
+	stop()
+	os.Exit(code)
 }
 
 // run serves until ctx ends. ready, when set, receives the address and the

@@ -4,6 +4,7 @@
 package actiontest
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -169,18 +170,25 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	// A stub go: `go run ./examples/X args` runs the prebuilt X; `go build`
-	// records its arguments (one per line) and writes a stand-in ELF to -o.
+	// A stub go: the dispatcher's `go build -o .../gpugate-run/X
+	// ./examples/X` copies the prebuilt X; any other `go build` records its
+	// arguments (one per line) and writes a stand-in ELF to -o; `go run
+	// ./examples/X args` (cuda-tree's checks) runs the prebuilt X.
 	stub := t.TempDir()
 	os.WriteFile(filepath.Join(stub, "go"), []byte(`#!/usr/bin/env bash
-if [ "$1" = build ]; then
-	printf '%s\n' "$@" > "$HOME/go-build-args"
-	while [ $# -gt 0 ]; do [ "$1" = -o ] && printf '\177ELF' > "$2"; shift; done
-	exit 0
+if [ "$1" = run ]; then
+	p=$(basename "$2"); shift 2
+	exec "`+bin+`/$p" "$@"
 fi
-[ "$1" = run ] || exit 99
-p=$(basename "$2"); shift 2
-exec "`+bin+`/$p" "$@"
+[ "$1" = build ] || exit 99
+out=; prev=
+for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
+if [ "$(basename "$(dirname "$out")")" = gpugate-run ]; then
+	mkdir -p "$(dirname "$out")"
+	exec cp "`+bin+`/$(basename "$prev")" "$out"
+fi
+printf '%s\n' "$@" > "$HOME/go-build-args"
+printf '\177ELF' > "$out"
 `), 0o755)
 	gh := fakeGitHub(t)
 	// The bundled partition example leaves one test out on purpose; the
@@ -485,4 +493,64 @@ env >"$1/install-env"
 			t.Errorf("%v %s", err, out)
 		}
 	})
+}
+
+// TestTheProgramIsTheStepsProcess: the runner cancels a step by signalling
+// the step's own process (SIGINT, then SIGTERM), and provision must then
+// delete the pod it created. The Action's run line, as the runner runs it
+// (bash -e {0}), must therefore become the program itself: exec all the
+// way, no `go run` in between. The stand-in program reports its PID and
+// the signal it is sent.
+func TestTheProgramIsTheStepsProcess(t *testing.T) {
+	a := loadAction(t)
+	var run string
+	for _, s := range a.Runs.Steps {
+		if strings.Contains(s.Run, "scripts/action.sh") {
+			run = s.Run
+		}
+	}
+	if run == "" {
+		t.Fatal("no step runs scripts/action.sh")
+	}
+	abs, _ := filepath.Abs(root)
+	dir := t.TempDir()
+	stub := t.TempDir()
+	// go build -o OUT ./examples/X writes the stand-in program to OUT.
+	os.WriteFile(filepath.Join(stub, "go"), []byte(`#!/usr/bin/env bash
+[ "$1" = build ] || exit 99
+out=; prev=
+for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
+mkdir -p "$(dirname "$out")"
+printf '#!/usr/bin/env bash\ntrap "echo got-SIGINT; exit 0" INT\necho "pid=$$"\nread -r _\necho no-signal\n' > "$out"
+chmod +x "$out"
+`), 0o755)
+	script := filepath.Join(dir, "step.sh")
+	os.WriteFile(script, []byte(run+"\n"), 0o644)
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+	cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "ACTION_PATH=" + abs, "GITHUB_WORKSPACE=" + abs,
+		"RUNNER_TEMP=" + dir, "GPUGATE_STEP=reap", "GITHUB_REPOSITORY=o/r"}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe() // held open: the program waits on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != fmt.Sprintf("pid=%d", cmd.Process.Pid) {
+		cmd.Process.Kill()
+		t.Fatalf("the program printed %q; the step's process is %d: something between them would keep the runner's signal from it", lines.Text(), cmd.Process.Pid)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if !lines.Scan() || lines.Text() != "got-SIGINT" {
+		t.Errorf("after SIGINT to the step's process the program printed %q", lines.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v", err)
+	}
 }
