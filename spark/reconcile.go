@@ -385,3 +385,26 @@ func (c *Controller) Snapshot(ctx context.Context) ([]Host, []Request, error) {
 	}
 	return hosts, reqs, err
 }
+
+// LastSubmitted returns when owner last submitted a request, in any state:
+// a scheduler restarting reads it to tell a run it missed while down from
+// one it already asked for.
+func (c *Controller) LastSubmitted(ctx context.Context, owner string) (time.Time, bool, error) {
+	var last time.Time
+	err := c.tx(ctx, func(tx Tx) error {
+		reqs, err := tx.Requests()
+		if err != nil {
+			return err
+		}
+		for _, r := range reqs {
+			if r.Owner == owner && r.Submitted.After(last) {
+				last = r.Submitted
+			}
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return last, !last.IsZero(), err
+}

@@ -171,6 +171,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		go runSchedules(ctx, scheds, func(ctx context.Context, s sparkgh.Scheduled) error {
 			_, err := gh.Schedule(ctx, s)
 			return err
+		}, func(ctx context.Context, name string) (time.Time, bool, error) {
+			return c.LastSubmitted(ctx, sparkgh.ScheduleOwner(name))
 		}, log)
 	}
 	ln, err := net.Listen("tcp", *addr)

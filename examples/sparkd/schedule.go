@@ -22,7 +22,7 @@ type scheduleEntry struct {
 	Topology string `yaml:"topology"`
 	Suite    string `yaml:"suite"`    // the workflow's suite input
 	At       string `yaml:"at"`       // daily, HH:MM in UTC
-	Every    string `yaml:"every"`    // or at this interval from sparkd's start
+	Every    string `yaml:"every"`    // or at this interval from its last ask (sparkd's start, the first time)
 	Duration string `yaml:"duration"` // lease length (default: the class's)
 }
 
@@ -95,6 +95,36 @@ func (s schedule) next(t time.Time) time.Time {
 	return day.Add(24 * time.Hour).Add(s.at)
 }
 
+// prev is the schedule's latest daily time at or before t (daily
+// schedules only).
+func (s schedule) prev(t time.Time) time.Time {
+	due := t.UTC().Truncate(24 * time.Hour).Add(s.at)
+	if due.After(t) {
+		due = due.Add(-24 * time.Hour)
+	}
+	return due
+}
+
+// first is when the schedule first asks after sparkd starts at now, given
+// when it last asked (asked false: never, so a new schedule waits for its
+// time). A daily run missed while sparkd was down (a deploy at 03:00) is
+// asked for at once; an interval keeps its cadence from the last ask, and
+// one that has passed asks at once.
+func (s schedule) first(now, last time.Time, asked bool) time.Time {
+	switch {
+	case !asked:
+		return s.next(now)
+	case s.every > 0:
+		if due := last.Add(s.every); due.After(now) {
+			return due
+		}
+		return now
+	case last.Before(s.prev(now)):
+		return now
+	}
+	return s.next(now)
+}
+
 // Retry bounds of a schedule whose request failed (GitHub or the
 // controller briefly unreachable): the first retry after a minute, then
 // doubling to a quarter of an hour, never at or past its next regular time.
@@ -108,13 +138,21 @@ const (
 // retryMax) until the schedule's next regular time, so a brief outage at
 // 03:00 does not cost the night's run, and an outage that lasts only
 // delays the next one. A sleeping machine that wakes late asks once, not
-// once for every time it missed.
-func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Context, sparkgh.Scheduled) error, log *slog.Logger) {
+// once for every time it missed. lastAsked says when a schedule last
+// asked, across restarts (the controller's requests), for its first time
+// (schedule.first); an error there only loses the catch-up.
+func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Context, sparkgh.Scheduled) error,
+	lastAsked func(ctx context.Context, name string) (time.Time, bool, error), log *slog.Logger) {
 	done := make(chan struct{})
 	for _, s := range scheds {
 		go func() {
 			defer func() { done <- struct{}{} }()
-			regular := s.next(time.Now())
+			now := time.Now()
+			last, asked, err := lastAsked(ctx, s.Name)
+			if err != nil {
+				log.Error("schedule", "schedule", s.Name, "error", err, "why", "when it last asked is unknown, so a run missed while sparkd was down is not asked for now")
+			}
+			regular := s.first(now, last, asked && err == nil)
 			due := regular
 			log.Info("schedule", "schedule", s.Name, "class", s.Class, "repo", s.Repo, "branch", s.Branch, "first", due.UTC().Format(time.RFC3339))
 			retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(retryFirst), backoff.WithMaxInterval(retryMax),

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/gpugate/gpugate/spark/sparktest"
+	"github.com/gpugate/gpugate/spark/sqlitestore"
 
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
@@ -54,7 +58,7 @@ schedules:
 					return context.DeadlineExceeded // a brief outage: retried
 				}
 				return nil
-			}, slog.New(slog.NewTextHandler(&logs, nil)))
+			}, neverAsked, slog.New(slog.NewTextHandler(&logs, nil)))
 			close(done)
 		}()
 		<-enough
@@ -103,7 +107,7 @@ schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, sui
 					close(enough)
 				}
 				return errors.New("github: 502")
-			}, slog.New(slog.NewTextHandler(&logs, nil)))
+			}, neverAsked, slog.New(slog.NewTextHandler(&logs, nil)))
 			close(done)
 		}()
 		<-enough
@@ -118,6 +122,101 @@ schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, sui
 		}
 	})
 }
+
+// A restart must not cost a run: sparkd asks at once for a daily run it
+// missed while it was down, and an interval keeps its cadence from the
+// last ask, not from the restart. A schedule that never asked waits for
+// its time.
+func TestScheduleFirst_ARunMissedWhileDownIsAskedForAtStart(t *testing.T) {
+	h, m := time.Hour, time.Minute
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	daily, every := schedule{at: 3 * h}, schedule{every: 6 * h}
+	for name, tc := range map[string]struct {
+		s         schedule
+		now, last time.Time
+		asked     bool
+		want      time.Time
+	}{
+		"daily, down at 03:00":       {daily, day.Add(3*h + 5*m), day.Add(-21 * h), true, day.Add(3*h + 5*m)},
+		"daily, asked today already": {daily, day.Add(3*h + 5*m), day.Add(3 * h), true, day.Add(27 * h)},
+		"daily, before today's time": {daily, day.Add(2 * h), day.Add(-21 * h), true, day.Add(3 * h)},
+		"daily, never asked":         {daily, day.Add(3*h + 5*m), time.Time{}, false, day.Add(27 * h)},
+		"every, cadence kept":        {every, day.Add(2 * h), day.Add(-1 * h), true, day.Add(5 * h)},
+		"every, missed":              {every, day.Add(7 * h), day, true, day.Add(7 * h)},
+		"every, never asked":         {every, day.Add(2 * h), time.Time{}, false, day.Add(8 * h)},
+	} {
+		if got := tc.s.first(tc.now, tc.last, tc.asked); !got.Equal(tc.want) {
+			t.Errorf("%s: first = %s, want %s", name, got, tc.want)
+		}
+	}
+}
+
+// runSchedules asks at once for the run a restart missed, reading when the
+// schedule last asked from the controller.
+func TestSchedulesCatchUpAfterARestart(t *testing.T) {
+	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+schedules: [{name: nightly, repo: o/butter, branch: main, class: benchmark, suite: performance, at: "00:00"}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now() // midnight: today's run is due now, and sparkd was down for it
+		ctx, cancel := context.WithCancel(t.Context())
+		asked := make(chan time.Duration, 1)
+		done := make(chan struct{})
+		go func() {
+			runSchedules(ctx, fleet.schedules, func(context.Context, sparkgh.Scheduled) error {
+				asked <- time.Since(start)
+				return nil
+			}, func(_ context.Context, name string) (time.Time, bool, error) {
+				return start.Add(-24*time.Hour - time.Minute), name == "nightly", nil // yesterday's, a minute late
+			}, slog.New(slog.DiscardHandler))
+			close(done)
+		}()
+		if got := <-asked; got != 0 {
+			t.Errorf("asked %s after the restart, want at once", got)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// The controller remembers when each schedule last asked, across
+// restarts, on the same SQLite file sparkd uses.
+func TestLastSubmitted_ReadsEveryRequestOfTheOwner(t *testing.T) {
+	store, err := sqlitestore.Open(filepath.Join(t.TempDir(), "spark.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, asked, err := c.LastSubmitted(ctx, sparkgh.ScheduleOwner("nightly")); asked || err != nil {
+		t.Fatalf("before any request: %v %v", asked, err)
+	}
+	var last time.Time
+	for range 2 {
+		r, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Owner: sparkgh.ScheduleOwner("nightly")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Cancel(ctx, r.ID) // ended requests count too
+		last = r.Submitted
+	}
+	c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Owner: sparkgh.ScheduleOwner("other")})
+	if got, asked, err := c.LastSubmitted(ctx, sparkgh.ScheduleOwner("nightly")); !asked || err != nil || !got.Equal(last) {
+		t.Errorf("last submitted %s, %v, %v; want %s", got, asked, err, last)
+	}
+}
+
+// neverAsked is a controller with no request from any schedule.
+func neverAsked(context.Context, string) (time.Time, bool, error) { return time.Time{}, false, nil }
 
 // syncBuffer is a log destination several goroutines write to.
 type syncBuffer struct {

@@ -527,6 +527,9 @@ func (s Scheduled) Validate() error {
 	return nil
 }
 
+// ScheduleOwner is the owner of the requests schedule name submits.
+func ScheduleOwner(name string) string { return "schedule:" + name }
+
 // Schedule queues s at its branch's current commit, unless a request of
 // the same schedule is still queued: that one is returned, and nothing
 // more is queued. When the controller
@@ -546,7 +549,7 @@ func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request
 	if err != nil {
 		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: %w", s.Name, err)
 	}
-	if i := slices.IndexFunc(live, func(r spark.Request) bool { return r.State == spark.Queued && r.Owner == "schedule:"+s.Name }); i >= 0 {
+	if i := slices.IndexFunc(live, func(r spark.Request) bool { return r.State == spark.Queued && r.Owner == ScheduleOwner(s.Name) }); i >= 0 {
 		in.log.Warn("sparkgh.schedule_still_queued", "schedule", s.Name, "request", live[i].ID)
 		return live[i], nil
 	}
@@ -555,7 +558,7 @@ func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request
 		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: the commit of %s %s: %w", s.Name, s.Repo, s.Branch, err)
 	}
 	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: s.Class, Topology: s.Topology, Suite: s.Suite, Duration: s.Duration,
-		Owner: "schedule:" + s.Name, Annotations: map[string]string{keyRepo: s.Repo, keySHA: sha, keyPhase: "queued"}})
+		Owner: ScheduleOwner(s.Name), Annotations: map[string]string{keyRepo: s.Repo, keySHA: sha, keyPhase: "queued"}})
 	if err != nil {
 		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: %w", s.Name, err)
 	}
