@@ -135,8 +135,9 @@ type Integration struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	tracked map[string]bool // requests with a live check
-	opening map[string]bool // requests whose check is being created
+	tracked map[string]bool  // requests with a live check
+	opening map[string]bool  // requests whose check is being created
+	sent    map[string]Check // what each tracked check last showed
 	// JITConfigs receives each minted JIT config with its runner name; the
 	// deployment hands it to the host agent. It is never logged. An error
 	// (the agent cannot receive it) fails the grant like a failed mint: the
@@ -196,7 +197,7 @@ func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Inte
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}, opening: map[string]bool{}}, nil
+	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}, opening: map[string]bool{}, sent: map[string]Check{}}, nil
 }
 
 // SetController attaches the controller (it is built after the
@@ -279,7 +280,8 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 	if _, ok := in.checkID(r); ok {
 		return nil // created meanwhile
 	}
-	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], r.PR.SHA, in.cfg.CheckName, in.render(st))
+	shown := in.render(st)
+	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], r.PR.SHA, in.cfg.CheckName, shown)
 	if err != nil {
 		return fmt.Errorf("create the check of request %s (Sync retries): %w", id, err)
 	}
@@ -288,6 +290,7 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 	}
 	in.mu.Lock()
 	in.tracked[id] = true
+	in.sent[id] = shown
 	in.mu.Unlock()
 	return nil
 }
@@ -392,15 +395,26 @@ func (in *Integration) Sync(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		if err := in.gh.UpdateCheck(ctx, st.Request.Annotations[keyRepo], check, in.cfg.CheckName, in.render(st)); err != nil {
-			errs = append(errs, err)
-			continue
+		// Sync runs after every admission round (seconds apart): a check
+		// is written only when what it shows changed, or the
+		// installation's API budget would go on rewriting it.
+		shown := in.render(st)
+		in.mu.Lock()
+		last, known := in.sent[id]
+		in.mu.Unlock()
+		if !known || last != shown {
+			if err := in.gh.UpdateCheck(ctx, st.Request.Annotations[keyRepo], check, in.cfg.CheckName, shown); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		in.mu.Lock()
 		if st.Request.State == spark.Queued || st.Request.State == spark.Active {
 			in.tracked[id] = true
+			in.sent[id] = shown
 		} else {
 			delete(in.tracked, id)
+			delete(in.sent, id)
 		}
 		in.mu.Unlock()
 	}

@@ -39,7 +39,10 @@ type fakeGH struct {
 	comments   []string
 	dispatches []map[string]any
 	minted     map[string][]string
-	branches   map[string]string // repo@branch -> commit
+	// updateCalls counts UpdateCheck calls, changed or not: each is an
+	// API request.
+	updateCalls int
+	branches    map[string]string // repo@branch -> commit
 	// Injected failures of MintJIT, Dispatch and CreateCheck.
 	mintErr, dispatchErr, createErr error
 }
@@ -80,6 +83,7 @@ func (g *fakeGH) CreateCheck(_ context.Context, _, sha, _ string, c Check) (int6
 func (g *fakeGH) UpdateCheck(_ context.Context, _ string, id int64, _ string, c Check) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.updateCalls++
 	rec := g.checks[id]
 	if last := rec.history[len(rec.history)-1]; last != c {
 		rec.history = append(rec.history, c)
@@ -266,6 +270,33 @@ func TestALateDeliveryActsOnlyOnThePullRequestAsItIsNow(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Sync runs after every admission round, seconds apart: a check is
+// written only when what it shows changed, or a few queued requests would
+// spend the installation's API budget (5,000 requests an hour) rewriting
+// the same text, and dispatches and JIT minting would then be refused.
+func TestSync_WritesACheckOnlyWhenWhatItShowsChanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+		writes := func() int { w.gh.mu.Lock(); defer w.gh.mu.Unlock(); return 1 + w.gh.updateCalls } // the creation, then updates
+		for range 5 {
+			if err := w.in.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := writes(); got != 1 {
+			t.Errorf("an unchanged queued check was written %d times, want once (its creation)", got)
+		}
+		w.tick(t) // granted: the check changes once
+		for range 5 {
+			w.tick(t)
+		}
+		if got := writes(); got != 2 {
+			t.Errorf("after the grant and five more rounds: %d writes, want 2; titles %v", got, w.gh.titles(1))
+		}
+	})
 }
 
 func TestLabelByAMaintainerQueuesACheckOnTheExactSHA(t *testing.T) {
