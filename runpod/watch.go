@@ -48,11 +48,18 @@ type WatchOptions struct {
 	Lifetime      time.Duration // total accepted-pod lifetime from startedAt (3,600 s)
 	Poll          time.Duration // cadence: 10 s, at most six pod reads a minute
 	StartGrace    time.Duration // how long start metadata may stay unreadable (60 s)
+	// GitHubPoll is the cadence of the pull request and job-progress
+	// reads (30 s; at most Poll). An Actions token has 1,000 requests an
+	// hour per repository, shared by every job: two reads every 10 s for
+	// the pod's hour would take most of them. A setup-deadline decision
+	// reads the progress afresh first.
+	GitHubPoll time.Duration
 }
 
 // DefaultWatchOptions holds the seed's numbers.
 func DefaultWatchOptions() WatchOptions {
-	return WatchOptions{SetupDeadline: 900 * time.Second, Lifetime: 3600 * time.Second, Poll: 10 * time.Second, StartGrace: 60 * time.Second}
+	return WatchOptions{SetupDeadline: 900 * time.Second, Lifetime: 3600 * time.Second, Poll: 10 * time.Second, StartGrace: 60 * time.Second,
+		GitHubPoll: 30 * time.Second}
 }
 
 // Watch outcomes.
@@ -108,13 +115,16 @@ func Watch(ctx context.Context, deps WatchDeps, podID string, opts WatchOptions)
 }
 
 type watcher struct {
-	deps    WatchDeps
-	podID   string
-	opts    WatchOptions
-	begun   time.Time
-	started *time.Time
-	cost    float64
-	res     WatchResult
+	deps     WatchDeps
+	podID    string
+	opts     WatchOptions
+	begun    time.Time
+	started  *time.Time
+	cost     float64
+	res      WatchResult
+	githubAt time.Time // the last pull request and progress reads
+	prog     JobProgress
+	progErr  error
 }
 
 func (w *watcher) run(ctx context.Context) (WatchResult, error) {
@@ -138,16 +148,14 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		if w.started == nil && time.Since(w.begun) >= w.opts.StartGrace {
 			return w.kill(ctx, WatchUnreadable, fmt.Sprintf("the pod's start metadata was unreadable for %s", w.opts.StartGrace))
 		}
-		if obsolete, why := w.obsolete(ctx); obsolete {
-			return w.kill(ctx, WatchObsolete, why)
+		if w.githubAt.IsZero() || time.Since(w.githubAt) >= w.opts.GitHubPoll {
+			w.githubAt = time.Now()
+			if obsolete, why := w.obsolete(ctx); obsolete {
+				return w.kill(ctx, WatchObsolete, why)
+			}
+			w.progress(ctx)
 		}
-		prog, perr := w.deps.Progress.JobProgress(ctx)
-		if perr != nil {
-			w.deps.Log.LogAttrs(ctx, slog.LevelWarn, "watch.progress_unknown", slog.String("pod", w.podID), slog.String("error", perr.Error()))
-		} else if prog.TestsStarted && !w.res.TestsStarted {
-			w.res.TestsStarted = true
-			w.deps.Log.LogAttrs(ctx, slog.LevelInfo, "watch.tests_started", slog.String("pod", w.podID))
-		}
+		prog, perr := w.prog, w.progErr
 		switch {
 		case perr == nil && prog.Completed && !w.res.TestsStarted:
 			why := "the GPU job finished (" + prog.Conclusion + ") before its tests started"
@@ -162,7 +170,11 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		if w.started != nil {
 			age := time.Since(*w.started)
 			if !w.res.TestsStarted && age >= w.opts.SetupDeadline {
-				return w.kill(ctx, WatchSetupTimeout, fmt.Sprintf("tests did not start within %s of the pod's start", w.opts.SetupDeadline))
+				// Deleting on a progress read up to GitHubPoll old could
+				// kill tests that have just started: read it again.
+				if w.progress(ctx); !w.res.TestsStarted {
+					return w.kill(ctx, WatchSetupTimeout, fmt.Sprintf("tests did not start within %s of the pod's start", w.opts.SetupDeadline))
+				}
 			}
 			if age >= w.opts.Lifetime {
 				return w.kill(ctx, WatchLifetime, fmt.Sprintf("the pod outlived the %s lifetime backstop", w.opts.Lifetime))
@@ -171,6 +183,18 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		if err := sleep(ctx, w.opts.Poll); err != nil {
 			return w.res, fmt.Errorf("runpod: watch stopped: %w", err)
 		}
+	}
+}
+
+// progress reads the GPU job's progress into w.prog (w.progErr when
+// unreadable) and notes when its tests have started.
+func (w *watcher) progress(ctx context.Context) {
+	w.prog, w.progErr = w.deps.Progress.JobProgress(ctx)
+	if w.progErr != nil {
+		w.deps.Log.LogAttrs(ctx, slog.LevelWarn, "watch.progress_unknown", slog.String("pod", w.podID), slog.String("error", w.progErr.Error()))
+	} else if w.prog.TestsStarted && !w.res.TestsStarted {
+		w.res.TestsStarted = true
+		w.deps.Log.LogAttrs(ctx, slog.LevelInfo, "watch.tests_started", slog.String("pod", w.podID))
 	}
 }
 

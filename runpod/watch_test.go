@@ -94,6 +94,37 @@ func TestWatch_TestsStartingDisarmsSetupThenLifetimeBackstop(t *testing.T) {
 	})
 }
 
+// An Actions token has 1,000 requests an hour per repository, shared by
+// every job: over the pod's hour the watchdog reads the pod every 10 s but
+// GitHub (the PR and the job's progress) every 30 s.
+func TestWatch_GitHubIsReadEvery30SecondsNotOnEveryPodRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		time.AfterFunc(300*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true}) })
+		res, took, _ := w.watch()
+		if res.Outcome != runpod.WatchLifetime {
+			t.Fatalf("res %+v", res)
+		}
+		most := int(took/(30*time.Second)) + 2
+		if w.prog.Reads() > most || w.pr.Reads() > most || res.PodReads < int(took/(10*time.Second)) {
+			t.Errorf("in %v: %d progress and %d PR reads (want at most %d each), %d pod reads", took, w.prog.Reads(), w.pr.Reads(), most, res.PodReads)
+		}
+	})
+}
+
+// The setup deadline never deletes on a stale progress read: tests that
+// started 5 s before it, after the last periodic read, are seen.
+func TestWatch_TheSetupDeadlineReadsProgressAfreshBeforeDeleting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)                                                                          // the deadline falls 860 s into the watch
+		time.AfterFunc(855*time.Second, func() { w.prog.Set(runpod.JobProgress{TestsStarted: true}) }) // the last periodic read was at 840 s
+		res, _, _ := w.watch()
+		if res.Outcome != runpod.WatchLifetime || !res.TestsStarted {
+			t.Errorf("res %+v: tests that had started were taken for a stalled setup", res)
+		}
+	})
+}
+
 func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)

@@ -42,6 +42,7 @@ type options struct {
 	attempt                    int
 	pr                         int
 	setup, lifetime, poll      time.Duration
+	githubPoll                 time.Duration
 	simulate, json, verbose    bool
 }
 
@@ -59,7 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.head, "head", "", "the authorized PR head SHA, with -pr")
 	fs.DurationVar(&o.setup, "setup-deadline", def.SetupDeadline, "from the pod's start to the tests starting")
 	fs.DurationVar(&o.lifetime, "lifetime", def.Lifetime, "total lifetime backstop from the pod's start")
-	fs.DurationVar(&o.poll, "poll", def.Poll, "cadence")
+	fs.DurationVar(&o.poll, "poll", def.Poll, "cadence of the pod reads")
+	fs.DurationVar(&o.githubPoll, "github-poll", def.GitHubPoll, "cadence of the pull request and job-progress reads (the repository's Actions token has 1,000 requests an hour)")
 	fs.BoolVar(&o.simulate, "simulate", false, "watch a fake pod through a bundled scenario (time scaled down 100x)")
 	fs.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.verbose, "v", false, "log events to stderr")
@@ -87,7 +89,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func watch(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) (runpod.WatchResult, error) {
-	opts := runpod.WatchOptions{SetupDeadline: o.setup, Lifetime: o.lifetime, Poll: o.poll, StartGrace: runpod.DefaultWatchOptions().StartGrace}
+	opts := runpod.WatchOptions{SetupDeadline: o.setup, Lifetime: o.lifetime, Poll: o.poll, GitHubPoll: o.githubPoll, StartGrace: runpod.DefaultWatchOptions().StartGrace}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
@@ -131,7 +133,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 // request's head: the watchdog deletes the pod first and cancels the run.
 func simulate(ctx context.Context, opts runpod.WatchOptions, log *slog.Logger, stdout io.Writer) (runpod.WatchResult, error) {
 	const scale = 100
-	opts.SetupDeadline, opts.Lifetime, opts.Poll, opts.StartGrace = opts.SetupDeadline/scale, opts.Lifetime/scale, opts.Poll/scale, opts.StartGrace/scale
+	opts.SetupDeadline, opts.Lifetime, opts.Poll, opts.GitHubPoll, opts.StartGrace = opts.SetupDeadline/scale, opts.Lifetime/scale, opts.Poll/scale, opts.GitHubPoll/scale, opts.StartGrace/scale
 	srv := runpodtest.New(runpodtest.WithSchedule(10*time.Millisecond, 10*time.Millisecond))
 	c, err := srv.NewClient()
 	if err != nil {

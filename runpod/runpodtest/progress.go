@@ -13,6 +13,7 @@ type Progress struct {
 	mu    sync.Mutex
 	state runpod.JobProgress
 	fail  bool
+	reads int
 }
 
 var _ runpod.Progress = (*Progress)(nil)
@@ -27,8 +28,13 @@ func (p *Progress) Fail(on bool) { p.mu.Lock(); p.fail = on; p.mu.Unlock() }
 func (p *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.reads++
 	if p.fail {
 		return runpod.JobProgress{}, errors.New("runpodtest: progress API unavailable")
 	}
 	return p.state, nil
 }
+
+// Reads is how many times JobProgress was called: each is a GitHub API
+// request.
+func (p *Progress) Reads() int { p.mu.Lock(); defer p.mu.Unlock(); return p.reads }

@@ -115,6 +115,7 @@ type PR struct {
 	mu    sync.Mutex
 	state runpod.PR
 	err   error
+	reads int
 }
 
 var _ runpod.PRState = (*PR)(nil)
@@ -129,5 +130,10 @@ func (p *PR) Set(state runpod.PR, err error) { p.mu.Lock(); p.state, p.err = sta
 func (p *PR) Current(ctx context.Context) (runpod.PR, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.reads++
 	return p.state, p.err
 }
+
+// Reads is how many times Current was called: each is a GitHub API
+// request.
+func (p *PR) Reads() int { p.mu.Lock(); defer p.mu.Unlock(); return p.reads }
