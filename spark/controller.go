@@ -47,6 +47,11 @@ type Options struct {
 	// OnGrant is called after a grant is committed (e.g. to create a
 	// one-job runner and dispatch the workflow).
 	OnGrant func(Request)
+	// OnAlert is called with each alert event (a failed lend, a failed
+	// restore of the resident service) after it is committed, to reach
+	// an operator; it should return quickly. Alerts are also logged at
+	// error level and kept in the event log.
+	OnAlert func(Event)
 }
 
 // SeedOptions is the seed's fleet: two hosts, the service on spark-1,
@@ -173,7 +178,17 @@ func newID() string {
 }
 
 func (c *Controller) tx(ctx context.Context, fn func(Tx) error) error {
-	if err := c.store.Tx(ctx, fn); err != nil {
+	var alerts []Event
+	err := c.store.Tx(ctx, func(tx Tx) error {
+		alerts = alerts[:0] // a store may run fn again
+		return fn(&alertingTx{Tx: tx, alerts: &alerts})
+	})
+	if err == nil && c.opts.OnAlert != nil {
+		for _, e := range alerts { // committed: no rolled-back alert escapes
+			c.opts.OnAlert(e)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, errRollback) || errors.Is(err, ErrActive) || errors.Is(err, ErrNotQueued) || errors.Is(err, ErrNotFound) ||
 			errors.Is(err, ErrStaleToken) || errors.Is(err, ErrInvalid) || errors.Is(err, ErrPairRefused) || errors.Is(err, ErrUnauthorized) {
 			return err
@@ -183,8 +198,18 @@ func (c *Controller) tx(ctx context.Context, fn func(Tx) error) error {
 	return nil
 }
 
+// alertingTx collects the alert events of one transaction, for OnAlert
+// once it commits.
+type alertingTx struct {
+	Tx
+	alerts *[]Event
+}
+
 func (c *Controller) event(tx Tx, e Event) error {
 	e.At = time.Now()
+	if at, ok := tx.(*alertingTx); ok && e.Alert {
+		*at.alerts = append(*at.alerts, e)
+	}
 	attrs := []slog.Attr{slog.String("kind", e.Kind), slog.String("request", e.Request), slog.String("host", e.Host), slog.String("detail", e.Detail)}
 	level := slog.LevelInfo
 	if e.Alert {

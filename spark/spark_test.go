@@ -490,7 +490,11 @@ func TestAPauseIsNotARelease(t *testing.T) {
 
 func TestAFailedRestoreKeepsTheHostOutRetriesBoundedAndAlerts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFleet(t, func(o *spark.Options) { o.RestoreAttempts = 3 })
+		var hooked []string // what reached an operator through OnAlert
+		f := newFleet(t, func(o *spark.Options) {
+			o.RestoreAttempts = 3
+			o.OnAlert = func(e spark.Event) { hooked = append(hooked, e.Kind+" "+e.Host) }
+		})
 		dev := f.submit(t, spark.SubmitRequest{Class: spark.Development, Host: "spark-1"})
 		f.reconcile(t)
 		f.svc.FailHealth = 10
@@ -516,6 +520,63 @@ func TestAFailedRestoreKeepsTheHostOutRetriesBoundedAndAlerts(t *testing.T) {
 		}
 		if alerts != 3 {
 			t.Errorf("%d restore alerts, want 3 (bounded)", alerts)
+		}
+		if want := slices.Repeat([]string{"restore-failed spark-1"}, 3); !slices.Equal(hooked, want) {
+			t.Errorf("OnAlert got %v, want %v", hooked, want)
+		}
+	})
+}
+
+// alertsLost is a store that loses every transaction that records an
+// alert, as one whose disk filled up at that moment would.
+type alertsLost struct {
+	spark.Store
+	on   *bool
+	lost *int // transactions lost
+}
+
+type watchedTx struct {
+	spark.Tx
+	alerted bool
+}
+
+func (t *watchedTx) AppendEvent(e spark.Event) error {
+	t.alerted = t.alerted || e.Alert
+	return t.Tx.AppendEvent(e)
+}
+
+func (s alertsLost) Tx(ctx context.Context, fn func(spark.Tx) error) error {
+	return s.Store.Tx(ctx, func(tx spark.Tx) error {
+		w := &watchedTx{Tx: tx}
+		if err := fn(w); err != nil || !*s.on || !w.alerted {
+			return err
+		}
+		*s.lost++
+		return errors.New("disk full")
+	})
+}
+
+// An alert reaches OnAlert only once its event is committed: a failed lend
+// recorded in a transaction that was then lost alerts nobody (the
+// committed case is TestAFailedRestoreKeepsTheHostOutRetriesBoundedAndAlerts).
+func TestOnAlertSeesOnlyCommittedAlerts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hooked []string
+		f := newFleet(t, func(o *spark.Options) { o.OnAlert = func(e spark.Event) { hooked = append(hooked, e.Kind) } })
+		f.svc.FailStop = true // the lend fails: an alert
+		f.submit(t, spark.SubmitRequest{Class: spark.Development, Host: "spark-1"})
+		lose, lost := false, 0
+		c, err := spark.New(alertsLost{f.store, &lose, &lost}, f.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lose = true
+		c.Reconcile(ctx)
+		if lost == 0 {
+			t.Fatal("no transaction recorded an alert: the scenario tests nothing")
+		}
+		if len(hooked) != 0 {
+			t.Errorf("alerts from lost transactions reached OnAlert: %v", hooked)
 		}
 	})
 }

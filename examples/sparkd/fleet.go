@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -41,6 +44,10 @@ type fleetFile struct {
 	Service          *serviceCommands   `yaml:"service"`
 	GitHub           *githubSettings    `yaml:"github"`
 	Schedules        []scheduleEntry    `yaml:"schedules"`
+	// AlertCommand reaches an operator on each alert (a failed lend, a
+	// failed restore of the resident service): a shell command run with
+	// the alert in SPARK_ALERT_KIND, _HOST, _REQUEST, _DETAIL and _AT.
+	AlertCommand string `yaml:"alert_command"`
 }
 
 // githubSettings override the seed's GitHub integration (labels, commands,
@@ -63,6 +70,7 @@ type fleet struct {
 	opts      spark.Options
 	github    sparkgh.Config
 	schedules []schedule
+	alertCmd  string
 }
 
 // serviceCommands drive the resident service: each is a shell command run
@@ -102,7 +110,32 @@ func loadFleet(data []byte) (fleet, error) {
 	if err != nil {
 		return fleet{}, err
 	}
-	return fleet{opts: opts, github: gh, schedules: scheds}, nil
+	return fleet{opts: opts, github: gh, schedules: scheds, alertCmd: strings.TrimSpace(f.AlertCommand)}, nil
+}
+
+// alerter runs the fleet file's alert command for each alert, in the
+// background (the controller's loop must not wait on it), bounded to a
+// minute. A failure is logged without the command or its output, which
+// may carry a webhook address or a credential.
+type alerter struct {
+	cmd string
+	log *slog.Logger
+	wg  sync.WaitGroup
+}
+
+func (a *alerter) send(e spark.Event) {
+	a.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, "sh", "-c", a.cmd)
+		c.Env = append(os.Environ(), "SPARK_ALERT_KIND="+e.Kind, "SPARK_ALERT_HOST="+e.Host, "SPARK_ALERT_REQUEST="+e.Request,
+			"SPARK_ALERT_DETAIL="+e.Detail, "SPARK_ALERT_AT="+e.At.UTC().Format(time.RFC3339))
+		// Its output is not logged either: a failing curl can print the
+		// address it was given.
+		if err := c.Run(); err != nil {
+			a.log.Error("sparkd.alert_failed", "kind", e.Kind, "host", e.Host, "error", err.Error())
+		}
+	})
 }
 
 // config is the seed's GitHub integration with the file's overrides,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,32 @@ func FuzzLoadFleet(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Seed 004: "Deckard restore fails: … alert with the health-check
+// failure". The fleet file's alert_command runs for each alert with the
+// alert in its environment, off the controller's loop; a failing command
+// is logged without the command or its output.
+func TestAlertCommandReceivesTheAlert(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "alert")
+	f, err := loadFleet([]byte("hosts: [{name: a, managed: true}]\nalert_command: env | grep '^SPARK_ALERT_' | sort > " + out + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	a := &alerter{cmd: f.alertCmd, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	a.send(spark.Event{Kind: "restore-failed", Host: "spark-1", Detail: "healthy: exit status 22", At: at, Alert: true})
+	a.wg.Wait()
+	got, _ := os.ReadFile(out)
+	want := "SPARK_ALERT_AT=2026-11-29T03:00:00Z\nSPARK_ALERT_DETAIL=healthy: exit status 22\nSPARK_ALERT_HOST=spark-1\nSPARK_ALERT_KIND=restore-failed\nSPARK_ALERT_REQUEST=\n"
+	if string(got) != want {
+		t.Errorf("the command saw:\n%s\nwant:\n%s", got, want)
+	}
+	a.cmd = "echo https://hooks.example/T0K3N >&2; exit 7"
+	a.send(spark.Event{Kind: "lend-failed", Host: "spark-1", Alert: true})
+	a.wg.Wait()
+	if !strings.Contains(logs.String(), "sparkd.alert_failed kind=lend-failed host=spark-1") || strings.Contains(logs.String(), "T0K3N") {
+		t.Errorf("log:\n%s", logs.String())
+	}
 }

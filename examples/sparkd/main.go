@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
 	var scheds []schedule
+	alertCmd := ""
 	opts.Service = &sparktest.Service{} // the seed's simulated resident service
 	if *fleetFile != "" {
 		explicit := false
@@ -106,7 +107,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
 			return 2
 		}
-		opts, ghConfig, scheds = f.opts, f.github, f.schedules
+		opts, ghConfig, scheds, alertCmd = f.opts, f.github, f.schedules, f.alertCmd
 		if len(scheds) > 0 && *whSecretFile == "" {
 			fmt.Fprintf(stderr, "sparkd: the fleet's schedules dispatch workflows through GitHub: give -webhook-secret-file, -github-org and -jit-dir, or remove schedules (%s)\n", *fleetFile)
 			return 2
@@ -133,6 +134,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 	defer store.Close()
 	opts.Log = log
+	if alertCmd != "" {
+		alerts := &alerter{cmd: alertCmd, log: log}
+		defer alerts.wg.Wait() // an alert in flight is sent before sparkd exits
+		opts.OnAlert = alerts.send
+	}
 	var gh *sparkgh.Integration
 	var missed *redeliveries
 	if *whSecretFile != "" {
