@@ -392,6 +392,29 @@ func comment(w *world, t *testing.T, sender, body string) {
 		"issue": map[string]any{"number": 9, "pull_request": map[string]any{"url": "x"}}, "comment": map[string]any{"body": body}})
 }
 
+// A comment carries no commit: a command processed more than
+// CommandMaxAge after it was written (a redelivery) is refused, since the
+// pull request may have changed since; a prompt one is acted on.
+func TestALateCommentCommandIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.gh.prs[9] = PR{Repo: "o/butter", Number: 9, HeadSHA: sha1, Open: true, HeadRepoID: repoID, BaseRepoID: repoID}
+		at := func(ago time.Duration) string { return time.Now().Add(-ago).UTC().Format(time.RFC3339) }
+		send := func(ago time.Duration) {
+			w.event(t, "issue_comment", map[string]any{"action": "created", "sender": map[string]any{"login": "maint"},
+				"issue": map[string]any{"number": 9, "pull_request": map[string]any{"url": "x"}}, "comment": map[string]any{"body": "/spark test", "created_at": at(ago)}})
+		}
+		send(3 * time.Hour)
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 0 || len(w.gh.comments) != 1 || !strings.Contains(w.gh.comments[0], "arrived 3h0m0s late") {
+			t.Errorf("a 3-hour-old command: queued %d, comments %v", len(live), w.gh.comments)
+		}
+		send(30 * time.Second)
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 {
+			t.Errorf("a prompt command queued %d requests, want 1", len(live))
+		}
+	})
+}
+
 func TestCommentCommands(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)

@@ -278,6 +278,11 @@ func (in *Integration) cancelQueued(ctx context.Context, pr PR, match func(spark
 	return in.Sync(ctx)
 }
 
+// CommandMaxAge is how old a comment command may be when it is processed:
+// older, it is refused rather than acted on (GitHub delivers in seconds;
+// a redelivery can be hours late).
+const CommandMaxAge = 10 * time.Minute
+
 func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent) error {
 	if e.GetAction() != "created" || !e.GetIssue().IsPullRequest() {
 		return nil
@@ -290,6 +295,12 @@ func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent)
 	pr, err := in.gh.PullRequest(ctx, repo, e.GetIssue().GetNumber())
 	if err != nil {
 		return err
+	}
+	// A comment carries no commit: acted on late (a redelivery), "test"
+	// would test whatever was pushed since, under an approval given
+	// before it, and "cancel" would cancel work asked for since.
+	if at := e.GetComment().GetCreatedAt().Time; !at.IsZero() && time.Since(at) > CommandMaxAge {
+		return in.refuse(ctx, pr, fmt.Sprintf("the command from %s arrived %s late, and the pull request may have changed since; repeat it if it still applies", at.UTC().Format(time.RFC3339), time.Since(at).Round(time.Minute)))
 	}
 	actor := e.GetSender().GetLogin()
 	if err := in.authorize(ctx, pr, actor); err != nil {
