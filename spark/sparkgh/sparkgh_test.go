@@ -45,6 +45,8 @@ type fakeGH struct {
 	branches    map[string]string // repo@branch -> commit
 	// Injected failures of MintJIT, Dispatch and CreateCheck.
 	mintErr, dispatchErr, createErr error
+	// prFailures: how many PullRequest calls fail before one succeeds.
+	prFailures int
 }
 
 type checkRec struct {
@@ -68,6 +70,10 @@ func (g *fakeGH) Permission(_ context.Context, _, user string) (string, error) {
 func (g *fakeGH) PullRequest(_ context.Context, _ string, n int) (PR, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.prFailures > 0 {
+		g.prFailures--
+		return PR{}, errors.New("502 Bad Gateway")
+	}
 	return g.prs[n], nil
 }
 func (g *fakeGH) CreateCheck(_ context.Context, _, sha, _ string, c Check) (int64, error) {
@@ -637,6 +643,32 @@ func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// GitHub records a delivery as received once sparkd answers 202, so a
+// processing failure (GitHub briefly failing) is retried by sparkd, twice,
+// 2 s and 4 s later; one that keeps failing is returned, for Run to log.
+func TestWebhook_AProcessingFailureIsRetried(t *testing.T) {
+	for name, tc := range map[string]struct {
+		failures int
+		queued   int
+		took     time.Duration
+	}{"a brief outage": {2, 1, 6 * time.Second}, "an outage that lasts": {3, 0, 6 * time.Second}, "no outage": {0, 1, 0}} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				w.setPR(prJSON(7, sha1, []string{"spark-test"}, false))
+				w.gh.prFailures = tc.failures
+				body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
+					"pull_request": prJSON(7, sha1, []string{"spark-test"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+				start := time.Now() // the bubble's clock moves to each retry timer
+				err := w.in.NewWebhook(1).process(ctx, delivery{"d1", "pull_request", body})
+				if _, live, _ := w.c.Snapshot(ctx); len(live) != tc.queued || (err != nil) != (tc.queued == 0) || time.Since(start) != tc.took {
+					t.Errorf("queued %d (want %d), err %v, after %s (want %s)", len(live), tc.queued, err, time.Since(start), tc.took)
+				}
+			})
+		})
+	}
 }
 
 func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {

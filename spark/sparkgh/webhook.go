@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/spark"
@@ -113,11 +115,33 @@ func (wh *Webhook) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case d := <-wh.queue:
-			if err := wh.in.Process(ctx, d.event, d.payload); err != nil {
+			if err := wh.process(ctx, d); err != nil {
 				wh.in.log.Error("sparkgh.process", "delivery", d.id, "event", d.event, "error", err, "hint", redeliverHint)
 			}
 		}
 	}
+}
+
+// processRetries bounds the retries of a delivery whose processing failed
+// (GitHub or the controller briefly unavailable): 2 s, then 4 s.
+const processRetries = 2
+
+// process processes d, retrying a failure other than an undecodable
+// payload: GitHub recorded the delivery as received, so nothing else
+// would. Each action is safe to repeat: it reads the pull request again,
+// and a lane already queued at that commit is not queued twice.
+func (wh *Webhook) process(ctx context.Context, d delivery) error {
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(2*time.Second), backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0))
+	return backoff.Retry(func() error {
+		err := wh.in.Process(ctx, d.event, d.payload)
+		if errors.Is(err, ErrPayload) {
+			return backoff.Permanent(err)
+		}
+		if err != nil {
+			wh.in.log.Warn("sparkgh.process_retry", "delivery", d.id, "event", d.event, "error", err)
+		}
+		return err
+	}, backoff.WithContext(backoff.WithMaxRetries(b, processRetries), ctx))
 }
 
 // ErrPayload is matched by Process errors for undecodable payloads.
