@@ -186,6 +186,9 @@ var commands = map[string]command{
 		wait := fs.Bool("wait", false, "follow the dispatched run to completion")
 		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
 			res, err := gate.Recover(ctx, gh, gate.RecoverRequest{Workflow: *wf, PR: *pr, Wait: *wait})
+			if res.Ref == "" {
+				return nil, err // nothing was dispatched: no outputs
+			}
 			out := [][2]string{{"ref", res.Ref}}
 			if res.Run.ID != 0 {
 				out = append(out, [2]string{"run_id", strconv.FormatInt(res.Run.ID, 10)}, [2]string{"conclusion", res.Run.Conclusion}, [2]string{"url", res.Run.URL})
