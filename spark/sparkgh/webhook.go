@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/spark"
