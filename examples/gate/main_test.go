@@ -92,6 +92,10 @@ func TestSubcommands(t *testing.T) {
 	if !strings.Contains(string(got), "reuse=true\n") || !strings.Contains(string(got), "head_sha="+head+"\n") {
 		t.Errorf("GITHUB_OUTPUT:\n%s", got)
 	}
+	// A refused recovery dispatches nothing and prints no empty output.
+	if code, out := runGate(t, env, "recover"); code != 1 || strings.Contains(out, "ref=") {
+		t.Errorf("a refused recovery: exit %d, output %q", code, out)
+	}
 }
 
 // -json prints the outputs as one JSON object instead of name=value lines;
