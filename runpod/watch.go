@@ -186,9 +186,16 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 	}
 }
 
+// githubCallTimeout bounds each GitHub read of the watchdog: a request
+// that never answers is a failed read (unknown state), and the loop goes on
+// enforcing the pod's deadlines.
+const githubCallTimeout = 30 * time.Second
+
 // progress reads the GPU job's progress into w.prog (w.progErr when
 // unreadable) and notes when its tests have started.
 func (w *watcher) progress(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, githubCallTimeout)
+	defer cancel()
 	w.prog, w.progErr = w.deps.Progress.JobProgress(ctx)
 	if w.progErr != nil {
 		w.deps.Log.LogAttrs(ctx, slog.LevelWarn, "watch.progress_unknown", slog.String("pod", w.podID), slog.String("error", w.progErr.Error()))
@@ -202,6 +209,8 @@ func (w *watcher) obsolete(ctx context.Context) (bool, string) {
 	if w.deps.PR == nil {
 		return false, ""
 	}
+	ctx, cancel := context.WithTimeout(ctx, githubCallTimeout)
+	defer cancel()
 	pr, err := w.deps.PR.Current(ctx)
 	switch {
 	case err != nil:
@@ -231,7 +240,10 @@ func (w *watcher) kill(ctx context.Context, outcome, reason string) (WatchResult
 	w.res.Deleted, w.res.DeletedAt = true, &t
 	if outcome == WatchObsolete {
 		if w.deps.Runs != nil && w.deps.RunID != 0 {
-			if err := w.deps.Runs.Cancel(bg, w.deps.RunID); err != nil {
+			cctx, cancel := context.WithTimeout(bg, githubCallTimeout)
+			err := w.deps.Runs.Cancel(cctx, w.deps.RunID)
+			cancel()
+			if err != nil {
 				return w.res, fmt.Errorf("%w: %s; pod %s deleted, but cancelling run %d failed: %w", ErrObsolete, reason, w.podID, w.deps.RunID, err)
 			}
 			w.res.RunCanceled = true

@@ -125,6 +125,19 @@ func TestWatch_TheSetupDeadlineReadsProgressAfreshBeforeDeleting(t *testing.T) {
 	})
 }
 
+// A GitHub request that never answers must not stop the watchdog: each
+// read is bounded, and the setup deadline still deletes the pod.
+func TestWatch_AHungGitHubRequestDoesNotSuspendTheDeadlines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t)
+		w.prog.Hang(true)
+		res, took, _ := w.watch()
+		if res.Outcome != runpod.WatchSetupTimeout || !res.Deleted || took > 900*time.Second {
+			t.Errorf("outcome %s, deleted %v, after %v: a hung progress read suspended the watchdog", res.Outcome, res.Deleted, took)
+		}
+	})
+}
+
 func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWatchWorld(t)

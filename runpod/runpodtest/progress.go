@@ -13,6 +13,7 @@ type Progress struct {
 	mu    sync.Mutex
 	state runpod.JobProgress
 	fail  bool
+	hang  bool
 	reads int
 }
 
@@ -24,11 +25,22 @@ func (p *Progress) Set(state runpod.JobProgress) { p.mu.Lock(); p.state = state;
 // Fail makes JobProgress fail (unknown state) until called with false.
 func (p *Progress) Fail(on bool) { p.mu.Lock(); p.fail = on; p.mu.Unlock() }
 
+// Hang makes JobProgress block until its context ends, as a request to
+// GitHub that never answers would, until called with false.
+func (p *Progress) Hang(on bool) { p.mu.Lock(); p.hang = on; p.mu.Unlock() }
+
 // JobProgress reports the state.
 func (p *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	hang := p.hang
 	p.reads++
+	p.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return runpod.JobProgress{}, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.fail {
 		return runpod.JobProgress{}, errors.New("runpodtest: progress API unavailable")
 	}
