@@ -12,6 +12,31 @@ import (
 	"github.com/gpugate/gpugate/runpod"
 )
 
+// Every job of the paid lifecycle holds the paid lock, and cleanup waits
+// for the watch: none may take the platform's 360-minute default, or one
+// hung step would hold every other paid run, or a pod, for six hours. The
+// watch job outlasts the watchdog's own lifetime backstop, so the backstop
+// fires first; the reaper is bounded too.
+func TestEveryPaidLifecycleJobHasItsOwnTimeout(t *testing.T) {
+	wf := workflowtest.Read(t, "runpod-gpu-execute.yml")
+	lifetime := runpod.DefaultWatchOptions().Lifetime
+	for name, job := range wf.Jobs {
+		if job.Uses != "" {
+			continue // a called workflow bounds its own jobs
+		}
+		limit := time.Duration(job.TimeoutMinutes * float64(time.Minute))
+		switch {
+		case limit <= 0 || limit >= 360*time.Minute:
+			t.Errorf("job %s has no timeout-minutes below the 360-minute default", name)
+		case name == "watch" && limit <= lifetime:
+			t.Errorf("the watch job's %s does not outlast the watchdog's %s lifetime backstop", limit, lifetime)
+		}
+	}
+	if reap := workflowtest.Read(t, "runpod-reap.yml").Jobs["reap"]; reap.TimeoutMinutes <= 0 || reap.TimeoutMinutes >= 360 {
+		t.Errorf("the reaper's job has timeout-minutes %v", reap.TimeoutMinutes)
+	}
+}
+
 // Seed: "Every step before Run CUDA tests from archive has its own
 // timeout-minutes; the aggregate watchdog below is stricter than the sum of
 // those individual limits ... the archive artifact download is retried once
