@@ -299,7 +299,8 @@ func TestTheCurlFallbackDeletesWhenCleanupOrTheWatchdogFailedAndIsBounded(t *tes
 	lifecycle := workflowtest.Read(t, "runpod-gpu-execute.yml")
 	for job, after := range map[string]struct{ needs, cond string }{
 		"cleanup-fallback": {"cleanup", "needs.cleanup.result != 'success'"},
-		"watch-fallback":   {"watch", "needs.watch.result == 'failure'"},
+		// A job past its timeout-minutes is cancelled, not failed.
+		"watch-fallback": {"watch", "(needs.watch.result == 'failure' || needs.watch.result == 'cancelled')"},
 	} {
 		j := lifecycle.Jobs[job]
 		if want := "always() && needs.start-runpod.outputs.pod_id != '' && " + after.cond; j.If != want || !j.NeedsJob(after.needs) {
