@@ -49,7 +49,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +56,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkmcp"
 )
@@ -281,7 +281,7 @@ type shellCheck string
 func (c shellCheck) run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "sh", "-c", string(c)).CombinedOutput()
+	out, err := shell.Run(ctx, string(c))
 	if err != nil {
 		return fmt.Errorf("%q: %w: %s", string(c), err, strings.TrimSpace(string(out)))
 	}

@@ -9,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
@@ -127,12 +126,10 @@ func (a *alerter) send(e spark.Event) {
 	a.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c := exec.CommandContext(ctx, "sh", "-c", a.cmd)
-		c.Env = append(os.Environ(), "SPARK_ALERT_KIND="+e.Kind, "SPARK_ALERT_HOST="+e.Host, "SPARK_ALERT_REQUEST="+e.Request,
-			"SPARK_ALERT_DETAIL="+e.Detail, "SPARK_ALERT_AT="+e.At.UTC().Format(time.RFC3339))
 		// Its output is not logged either: a failing curl can print the
 		// address it was given.
-		if err := c.Run(); err != nil {
+		if _, err := shell.Run(ctx, a.cmd, "SPARK_ALERT_KIND="+e.Kind, "SPARK_ALERT_HOST="+e.Host, "SPARK_ALERT_REQUEST="+e.Request,
+			"SPARK_ALERT_DETAIL="+e.Detail, "SPARK_ALERT_AT="+e.At.UTC().Format(time.RFC3339)); err != nil {
 			a.log.Error("sparkd.alert_failed", "kind", e.Kind, "host", e.Host, "error", err.Error())
 		}
 	})
@@ -222,7 +219,7 @@ var _ spark.ResidentService = (*serviceCommands)(nil)
 // with the last line of its output; never the command, which may carry
 // host names or credentials the controller's events must not keep.
 func (s *serviceCommands) run(ctx context.Context, step, cmd string) error {
-	out, err := exec.CommandContext(ctx, "sh", "-c", cmd).CombinedOutput()
+	out, err := shell.Run(ctx, cmd)
 	if err == nil {
 		return nil
 	}
