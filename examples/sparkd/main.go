@@ -210,11 +210,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			log.Error("reconcile", "error", err) // fails closed: nothing was admitted
 		}
 		if gh != nil {
-			if err := gh.Sync(ctx); err != nil {
+			// Bounded: a GitHub request that never answers must not stop
+			// the admission loop (leases expiring, hosts going offline).
+			gctx, cancel := context.WithTimeout(ctx, time.Minute)
+			if err := gh.Sync(gctx); err != nil {
 				log.Error("github sync", "error", err)
 			}
-			sweepJIT(ctx, *jitDir, c, log)
-			missed.tick(ctx, time.Now())
+			sweepJIT(gctx, *jitDir, c, log)
+			missed.tick(gctx, time.Now())
+			cancel()
 		}
 		select {
 		case <-ctx.Done():

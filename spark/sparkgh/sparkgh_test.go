@@ -47,6 +47,9 @@ type fakeGH struct {
 	mintErr, dispatchErr, createErr error
 	// prFailures: how many PullRequest calls fail before one succeeds.
 	prFailures int
+	// prHang: PullRequest blocks until its context ends, as a request
+	// GitHub never answers.
+	prHang bool
 }
 
 type checkRec struct {
@@ -67,7 +70,14 @@ func (g *fakeGH) Permission(_ context.Context, _, user string) (string, error) {
 	}
 	return "read", nil
 }
-func (g *fakeGH) PullRequest(_ context.Context, _ string, n int) (PR, error) {
+func (g *fakeGH) PullRequest(ctx context.Context, _ string, n int) (PR, error) {
+	g.mu.Lock()
+	hang := g.prHang
+	g.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return PR{}, ctx.Err()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.prFailures > 0 {
@@ -648,17 +658,21 @@ func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
 // GitHub records a delivery as received once sparkd answers 202, so a
 // processing failure (GitHub briefly failing) is retried by sparkd, twice,
 // 2 s and 4 s later; one that keeps failing is returned, for Run to log.
+// An attempt whose request GitHub never answers gives up after
+// processTimeout, so later deliveries are not held behind it.
 func TestWebhook_AProcessingFailureIsRetried(t *testing.T) {
 	for name, tc := range map[string]struct {
 		failures int
 		queued   int
 		took     time.Duration
-	}{"a brief outage": {2, 1, 6 * time.Second}, "an outage that lasts": {3, 0, 6 * time.Second}, "no outage": {0, 1, 0}} {
+	}{"a brief outage": {2, 1, 6 * time.Second}, "an outage that lasts": {3, 0, 6 * time.Second}, "no outage": {0, 1, 0},
+		// -1: every request hangs; each attempt gives up after processTimeout.
+		"GitHub never answers": {-1, 0, 3*processTimeout + 6*time.Second}} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t, false)
 				w.setPR(prJSON(7, sha1, []string{"spark-test"}, false))
-				w.gh.prFailures = tc.failures
+				w.gh.prFailures, w.gh.prHang = tc.failures, tc.failures < 0
 				body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
 					"pull_request": prJSON(7, sha1, []string{"spark-test"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
 				start := time.Now() // the bubble's clock moves to each retry timer

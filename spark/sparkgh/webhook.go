@@ -123,7 +123,12 @@ func (wh *Webhook) Run(ctx context.Context) {
 
 // processRetries bounds the retries of a delivery whose processing failed
 // (GitHub or the controller briefly unavailable): 2 s, then 4 s.
-const processRetries = 2
+// processTimeout bounds each attempt: a GitHub request that never answers
+// would otherwise hold every later delivery behind it.
+const (
+	processRetries = 2
+	processTimeout = time.Minute
+)
 
 // process processes d, retrying a failure other than an undecodable
 // payload: GitHub recorded the delivery as received, so nothing else
@@ -132,7 +137,9 @@ const processRetries = 2
 func (wh *Webhook) process(ctx context.Context, d delivery) error {
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(2*time.Second), backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0))
 	return backoff.Retry(func() error {
-		err := wh.in.Process(ctx, d.event, d.payload)
+		actx, cancel := context.WithTimeout(ctx, processTimeout)
+		defer cancel()
+		err := wh.in.Process(actx, d.event, d.payload)
 		if errors.Is(err, ErrPayload) {
 			return backoff.Permanent(err)
 		}
