@@ -1,6 +1,7 @@
 package runpod_test
 
 import (
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,15 +13,20 @@ import (
 	"github.com/gpugate/gpugate/runpod"
 )
 
-// Every job of the paid lifecycle holds the paid lock, and cleanup waits
-// for the watch: none may take the platform's 360-minute default, or one
+// Every job of the paid lifecycle holds the paid lock (and every job of
+// the gate its head's concurrency group), and cleanup waits for the watch: none may take the platform's 360-minute default, or one
 // hung step would hold every other paid run, or a pod, for six hours. The
 // watch job outlasts the watchdog's own lifetime backstop, so the backstop
 // fires first; the reaper is bounded too.
 func TestEveryPaidLifecycleJobHasItsOwnTimeout(t *testing.T) {
 	wf := workflowtest.Read(t, "runpod-gpu-execute.yml")
 	lifetime := runpod.DefaultWatchOptions().Lifetime
-	for name, job := range wf.Jobs {
+	jobs := maps.Clone(wf.Jobs)
+	// The gate's jobs hold the head's concurrency group.
+	for name, job := range workflowtest.Read(t, "runpod-gpu-test.yml").Jobs {
+		jobs["runpod-gpu-test.yml "+name] = job
+	}
+	for name, job := range jobs {
 		if job.Uses != "" {
 			continue // a called workflow bounds its own jobs
 		}
