@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Repo is the repository surface authorization and the local relay read.
@@ -28,6 +29,7 @@ type PullRequest struct {
 	HeadRepoID int64
 	BaseRepoID int64
 	Labels     []string
+	UpdatedAt  time.Time // when GitHub last changed it; zero when unknown
 }
 
 // Comment is one pull request comment.

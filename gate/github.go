@@ -116,7 +116,7 @@ func (g *GitHub) PullRequest(ctx context.Context, number int) (PullRequest, erro
 		return PullRequest{}, fmt.Errorf("gate: read PR #%d: %w", number, err)
 	}
 	out := PullRequest{Number: pr.GetNumber(), Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA(),
-		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID()}
+		HeadRepoID: pr.GetHead().GetRepo().GetID(), BaseRepoID: pr.GetBase().GetRepo().GetID(), UpdatedAt: pr.GetUpdatedAt().Time}
 	if pr.Mergeable == nil || pr.GetMergeable() {
 		out.MergeSHA = pr.GetMergeCommitSHA()
 	}

@@ -51,7 +51,8 @@ func (g *GitHubAPI) PullRequest(ctx context.Context, repo string, number int) (P
 	if err != nil {
 		return PR{}, err
 	}
-	return PR{Repo: repo, Number: p.Number, HeadSHA: p.HeadSHA, Open: p.Open, HeadRepoID: p.HeadRepoID, BaseRepoID: p.BaseRepoID, Labels: p.Labels}, nil
+	return PR{Repo: repo, Number: p.Number, HeadSHA: p.HeadSHA, Open: p.Open, HeadRepoID: p.HeadRepoID, BaseRepoID: p.BaseRepoID, Labels: p.Labels,
+		UpdatedAt: p.UpdatedAt}, nil
 }
 
 func output(c Check) *github.CheckRunOutput {

@@ -91,6 +91,7 @@ type PR struct {
 	HeadRepoID int64
 	BaseRepoID int64
 	Labels     []string
+	UpdatedAt  time.Time // when GitHub last changed it; zero when unknown
 }
 
 // Check is a check run's content.

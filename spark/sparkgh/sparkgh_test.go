@@ -315,6 +315,32 @@ func TestSync_WritesACheckOnlyWhenWhatItShowsChanged(t *testing.T) {
 	})
 }
 
+// GitHub's API can lag its webhooks for a moment: a pull request read
+// just after a push may still show the commit before it. A view older than
+// the delivery (updated_at) is not taken for a stale delivery: processing
+// fails with ErrBehind, to be retried, and succeeds once GitHub has caught
+// up. A view newer than the delivery is the stale case, ignored.
+func TestAViewOlderThanTheDeliveryIsRetriedNotIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		at := func(p map[string]any, ts string) map[string]any { p["updated_at"] = ts; return p }
+		pushed := at(prJSON(7, sha2, []string{"spark-test"}, false), "2026-11-29T03:00:05Z")
+		w.setPR(at(prJSON(7, sha1, []string{"spark-test"}, false), "2026-11-29T03:00:00Z")) // not yet caught up
+		payload, _ := json.Marshal(map[string]any{"action": "synchronize", "sender": map[string]any{"login": "maint"}, "pull_request": pushed,
+			"repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+		if err := w.in.Process(ctx, "pull_request", payload); !errors.Is(err, ErrBehind) {
+			t.Fatalf("a lagging view: %v, want ErrBehind", err)
+		}
+		w.setPR(pushed)
+		if err := w.in.Process(ctx, "pull_request", payload); err != nil {
+			t.Fatal(err)
+		}
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 || live[0].PR.SHA != sha2 {
+			t.Errorf("queued %+v, want the pushed commit", live)
+		}
+	})
+}
+
 func TestLabelByAMaintainerQueuesACheckOnTheExactSHA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)

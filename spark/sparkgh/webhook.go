@@ -150,6 +150,11 @@ func (wh *Webhook) process(ctx context.Context, d delivery) error {
 	}, backoff.WithContext(backoff.WithMaxRetries(b, processRetries), ctx))
 }
 
+// ErrBehind is matched by Process errors when GitHub's API shows a pull
+// request as it was before the delivery being processed (replication
+// lag); the delivery is retried.
+var ErrBehind = errors.New("sparkgh: GitHub's view of the pull request is behind the delivery")
+
 // ErrPayload is matched by Process errors for undecodable payloads.
 var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
 
@@ -183,7 +188,7 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 
 func prOf(repo string, p *github.PullRequest) PR {
 	out := PR{Repo: repo, Number: p.GetNumber(), HeadSHA: p.GetHead().GetSHA(), Open: p.GetState() == "open",
-		HeadRepoID: p.GetHead().GetRepo().GetID(), BaseRepoID: p.GetBase().GetRepo().GetID()}
+		HeadRepoID: p.GetHead().GetRepo().GetID(), BaseRepoID: p.GetBase().GetRepo().GetID(), UpdatedAt: p.GetUpdatedAt().Time}
 	for _, l := range p.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}
@@ -283,6 +288,12 @@ func (in *Integration) still(ctx context.Context, pr PR, action string, holds fu
 		return false, fmt.Errorf("sparkgh: read %s#%d before acting on its %s delivery: %w", pr.Repo, pr.Number, action, err)
 	}
 	if !holds(cur) {
+		// A view older than the delivery is GitHub's replication lag,
+		// not a stale delivery: read again (Webhook.process retries).
+		if !cur.UpdatedAt.IsZero() && cur.UpdatedAt.Before(pr.UpdatedAt) {
+			return false, fmt.Errorf("%w: %s#%d as read (updated %s) is older than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
+				cur.UpdatedAt.UTC().Format(time.RFC3339), action, pr.UpdatedAt.UTC().Format(time.RFC3339))
+		}
 		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", short(pr.HeadSHA), "now", short(cur.HeadSHA), "open", cur.Open)
 		return false, nil
 	}
