@@ -317,19 +317,32 @@ func TestSync_WritesACheckOnlyWhenWhatItShowsChanged(t *testing.T) {
 
 // GitHub's API can lag its webhooks for a moment: a pull request read
 // just after a push may still show the commit before it. A view older than
-// the delivery (updated_at) is not taken for a stale delivery: processing
-// fails with ErrBehind, to be retried, and succeeds once GitHub has caught
-// up. A view newer than the delivery is the stale case, ignored.
+// the delivery (updated_at, to the second) is not taken for a stale
+// delivery: processing fails with ErrBehind, to be retried, and succeeds
+// once GitHub has caught up. A view newer than the delivery is the stale
+// case, ignored.
 func TestAViewOlderThanTheDeliveryIsRetriedNotIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		at := func(p map[string]any, ts string) map[string]any { p["updated_at"] = ts; return p }
 		pushed := at(prJSON(7, sha2, []string{"spark-test"}, false), "2026-11-29T03:00:05Z")
-		w.setPR(at(prJSON(7, sha1, []string{"spark-test"}, false), "2026-11-29T03:00:00Z")) // not yet caught up
 		payload, _ := json.Marshal(map[string]any{"action": "synchronize", "sender": map[string]any{"login": "maint"}, "pull_request": pushed,
 			"repository": map[string]any{"full_name": "o/butter", "id": repoID}})
-		if err := w.in.Process(ctx, "pull_request", payload); !errors.Is(err, ErrBehind) {
-			t.Fatalf("a lagging view: %v, want ErrBehind", err)
+		// Not yet caught up: a view from before the push, and one from the
+		// push's own second (updated_at counts whole seconds).
+		for _, ts := range []string{"2026-11-29T03:00:00Z", "2026-11-29T03:00:05Z"} {
+			w.setPR(at(prJSON(7, sha1, []string{"spark-test"}, false), ts))
+			if err := w.in.Process(ctx, "pull_request", payload); !errors.Is(err, ErrBehind) {
+				t.Fatalf("a view updated %s: %v, want ErrBehind", ts, err)
+			}
+		}
+		// A view newer than the delivery: the delivery is stale, ignored.
+		w.setPR(at(prJSON(7, strings.Repeat("3", 40), []string{"spark-test"}, false), "2026-11-29T03:00:09Z"))
+		if err := w.in.Process(ctx, "pull_request", payload); err != nil {
+			t.Fatalf("a stale delivery: %v", err)
+		}
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 0 {
+			t.Fatalf("a stale delivery queued %+v", live)
 		}
 		w.setPR(pushed)
 		if err := w.in.Process(ctx, "pull_request", payload); err != nil {

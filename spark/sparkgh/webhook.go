@@ -288,10 +288,12 @@ func (in *Integration) still(ctx context.Context, pr PR, action string, holds fu
 		return false, fmt.Errorf("sparkgh: read %s#%d before acting on its %s delivery: %w", pr.Repo, pr.Number, action, err)
 	}
 	if !holds(cur) {
-		// A view older than the delivery is GitHub's replication lag,
-		// not a stale delivery: read again (Webhook.process retries).
-		if !cur.UpdatedAt.IsZero() && cur.UpdatedAt.Before(pr.UpdatedAt) {
-			return false, fmt.Errorf("%w: %s#%d as read (updated %s) is older than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
+		// A view no newer than the delivery is GitHub's replication lag,
+		// not a stale delivery (updated_at counts whole seconds, so a
+		// view from the delivery's own second may still lack it): read
+		// again (Webhook.process retries).
+		if !cur.UpdatedAt.IsZero() && !pr.UpdatedAt.IsZero() && !cur.UpdatedAt.After(pr.UpdatedAt) {
+			return false, fmt.Errorf("%w: %s#%d as read (updated %s) is no newer than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
 				cur.UpdatedAt.UTC().Format(time.RFC3339), action, pr.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", short(pr.HeadSHA), "now", short(cur.HeadSHA), "open", cur.Open)
