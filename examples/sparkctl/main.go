@@ -36,6 +36,10 @@
 // cancel; a controller that cannot be reached fails every tool, so the
 // agent uses no host.
 //
+// Every command but wait and mcp fails when the controller has not
+// answered within a minute (the preflight within five): automation fails
+// closed.
+//
 // The API address is -addr or SPARK_ADDR (default http://127.0.0.1:8765);
 // the token is SPARK_TOKEN or the file named by -token-file or
 // SPARK_TOKEN_FILE.
@@ -48,6 +52,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -64,6 +69,17 @@ import (
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
+
+// httpClient is the API's HTTP client: nil is spark.NewAPIClient's, whose
+// limit allows a long poll. Tests set their own.
+var httpClient *http.Client
+
+// callTimeout bounds a command other than wait and mcp; preflightTimeout
+// the preflight, whose two shell checks may take two minutes each.
+const (
+	callTimeout      = time.Minute
+	preflightTimeout = 5 * time.Minute
+)
 
 // stdin is what sparkctl mcp reads its client's messages from.
 var stdin io.Reader = os.Stdin
@@ -111,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "sparkctl: no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to")
 		return 2
 	}
-	cl, err := spark.NewAPIClient(*addr, token, nil)
+	cl, err := spark.NewAPIClient(*addr, token, httpClient)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkctl:", err)
 		return 2
@@ -123,6 +139,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return false
 		}
 		return true
+	}
+	// Only wait and mcp wait on purpose. Any other command bounds its
+	// calls, so a controller that stopped answering fails it (closed) in
+	// a minute, not at the client's long-poll limit.
+	switch rest[0] {
+	case "wait", "mcp":
+	case "preflight":
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, preflightTimeout)
+		defer cancel()
+	default:
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callTimeout)
+		defer cancel()
 	}
 	switch rest[0] {
 	case "request":

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
@@ -264,5 +266,41 @@ func TestEveryCommandNeedsTheAPIToken(t *testing.T) {
 	var errOut bytes.Buffer
 	if code := run(context.Background(), []string{"-token-file", empty, "hosts"}, func(string) string { return "" }, io.Discard, &errOut); code != 2 || !strings.Contains(errOut.String(), "no API token") {
 		t.Errorf("an empty token file: exit %d, %q", code, errOut.String())
+	}
+}
+
+// hangs is a controller that accepts every request and never answers.
+type hangs struct{}
+
+func (hangs) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// "If the controller, host heartbeat, or fencing check is unavailable,
+// automation fails closed": a controller that stopped answering fails
+// every command but wait and mcp within its bound (a minute; five for the
+// preflight, whose shell checks may take two each), not at the client's
+// long-poll limit.
+func TestACommandFailsClosedWhenTheControllerStopsAnswering(t *testing.T) {
+	defer func(c *http.Client) { httpClient = c }(httpClient)
+	httpClient = &http.Client{Transport: hangs{}}
+	env := map[string]string{"SPARK_TOKEN": "t", "SPARK_HOST": "spark-2"}
+	for _, tc := range []struct {
+		args  []string
+		bound time.Duration
+	}{
+		{[]string{"status", "r-1"}, callTimeout},
+		{[]string{"hosts"}, callTimeout},
+		{[]string{"preflight", "r-1"}, preflightTimeout},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tc.args, func(k string) string { return env[k] }, &out, &errOut)
+			if code != 1 || time.Since(start) != tc.bound {
+				t.Errorf("%v: exit %d after %s, want 1 after %s: %s", tc.args, code, time.Since(start), tc.bound, errOut.String())
+			}
+		})
 	}
 }
