@@ -210,15 +210,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			log.Error("reconcile", "error", err) // fails closed: nothing was admitted
 		}
 		if gh != nil {
-			// Bounded: a GitHub request that never answers must not stop
-			// the admission loop (leases expiring, hosts going offline).
-			gctx, cancel := context.WithTimeout(ctx, time.Minute)
-			if err := gh.Sync(gctx); err != nil {
-				log.Error("github sync", "error", err)
-			}
-			sweepJIT(gctx, *jitDir, c, log)
-			missed.tick(gctx, time.Now())
-			cancel()
+			githubRound(ctx, gh, c, *jitDir, missed, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -282,6 +274,23 @@ func jitWriter(dir string) func(runner string, cfg sparkgh.Secret) error {
 		}
 		return nil
 	}
+}
+
+// githubRoundTimeout bounds one round's GitHub work.
+const githubRoundTimeout = time.Minute
+
+// githubRound is one admission round's GitHub work: the checks, the
+// runner-config sweep and the redeliveries. It is bounded: a GitHub
+// request that never answers must not stop the admission loop, which
+// expires leases and marks silent hosts offline.
+func githubRound(ctx context.Context, gh *sparkgh.Integration, c *spark.Controller, jitDir string, missed *redeliveries, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
+	defer cancel()
+	if err := gh.Sync(ctx); err != nil {
+		log.Error("github sync", "error", err)
+	}
+	sweepJIT(ctx, jitDir, c, log)
+	missed.tick(ctx, time.Now())
 }
 
 // sweepJIT removes each runner config in dir whose lease is no longer

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
@@ -182,4 +183,56 @@ func TestSweepJIT_AnEndedLeasesUnstartedRunnerIsRevoked(t *testing.T) {
 	if strings.Count(logs.String(), "sparkd.jit_revoked") != 2 || strings.Contains(logs.String(), "JIT-CONFIG-SECRET") {
 		t.Errorf("logs:\n%s", logs.String())
 	}
+}
+
+// hungGitHub accepts every request and answers none.
+type hungGitHub struct{}
+
+func hang(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+
+func (hungGitHub) Permission(ctx context.Context, _, _ string) (string, error) { return "", hang(ctx) }
+func (hungGitHub) PullRequest(ctx context.Context, _ string, _ int) (sparkgh.PR, error) {
+	return sparkgh.PR{}, hang(ctx)
+}
+func (hungGitHub) CreateCheck(ctx context.Context, _, _, _ string, _ sparkgh.Check) (int64, error) {
+	return 0, hang(ctx)
+}
+func (hungGitHub) UpdateCheck(ctx context.Context, _ string, _ int64, _ string, _ sparkgh.Check) error {
+	return hang(ctx)
+}
+func (hungGitHub) Comment(ctx context.Context, _ string, _ int, _ string) error { return hang(ctx) }
+func (hungGitHub) Dispatch(ctx context.Context, _, _ string, _ map[string]any) error {
+	return hang(ctx)
+}
+func (hungGitHub) MintJIT(ctx context.Context, _ string, _ []string) (sparkgh.Secret, error) {
+	return "", hang(ctx)
+}
+func (hungGitHub) BranchSHA(ctx context.Context, _, _ string) (string, error) { return "", hang(ctx) }
+
+// One round's GitHub work is bounded: with GitHub answering nothing (here
+// the check a queued pull-request request still needs), the round returns
+// after githubRoundTimeout and the admission loop goes on.
+func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		opts := spark.SeedOptions()
+		opts.Service = &sparktest.Service{}
+		c, err := spark.New(sparktest.NewStore(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gh, err := sparkgh.New(sparkgh.SeedConfig("webhook-secret-123"), c, hungGitHub{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.ManualPR, PR: &spark.PRRef{Repo: "o/r", Number: 7, SHA: strings.Repeat("1", 40)},
+			Annotations: map[string]string{"gh.repo": "o/r"}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		githubRound(ctx, gh, c, t.TempDir(), nil, slog.New(slog.DiscardHandler))
+		if took := time.Since(start); took != githubRoundTimeout {
+			t.Errorf("the round took %s, want %s", took, githubRoundTimeout)
+		}
+	})
 }
