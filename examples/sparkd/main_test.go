@@ -139,12 +139,7 @@ func TestJITWriter_TheHostAgentGetsWholeConfigsOnlyItCanRead(t *testing.T) {
 // and files sparkd did not write stay.
 func TestSweepJIT_AnEndedLeasesUnstartedRunnerIsRevoked(t *testing.T) {
 	ctx := context.Background()
-	opts := spark.SeedOptions()
-	opts.Service = &sparktest.Service{}
-	c, err := spark.New(sparktest.NewStore(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newController(t)
 	submit := func() spark.Request {
 		r, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Topology: spark.Single, Owner: "dev"})
 		if err != nil {
@@ -215,12 +210,7 @@ func (hungGitHub) BranchSHA(ctx context.Context, _, _ string) (string, error) { 
 func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		opts := spark.SeedOptions()
-		opts.Service = &sparktest.Service{}
-		c, err := spark.New(sparktest.NewStore(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := newController(t)
 		gh, err := sparkgh.New(sparkgh.SeedConfig("webhook-secret-123"), c, hungGitHub{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -235,4 +225,17 @@ func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
 			t.Errorf("the round took %s, want %s", took, githubRoundTimeout)
 		}
 	})
+}
+
+// newController is the seed's fleet on an in-memory store, its resident
+// service a stand-in.
+func newController(t *testing.T) *spark.Controller {
+	t.Helper()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
