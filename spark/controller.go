@@ -179,11 +179,15 @@ func newID() string {
 
 func (c *Controller) tx(ctx context.Context, fn func(Tx) error) error {
 	var alerts []Event
-	err := c.store.Tx(ctx, func(tx Tx) error {
-		alerts = alerts[:0] // a store may run fn again
-		return fn(&alertingTx{Tx: tx, alerts: &alerts})
-	})
-	if err == nil && c.opts.OnAlert != nil {
+	run := fn
+	if c.opts.OnAlert != nil { // collect the alerts only for a hook
+		run = func(tx Tx) error {
+			alerts = alerts[:0] // a store may run fn again
+			return fn(&alertingTx{Tx: tx, alerts: &alerts})
+		}
+	}
+	err := c.store.Tx(ctx, run)
+	if err == nil {
 		for _, e := range alerts { // committed: no rolled-back alert escapes
 			c.opts.OnAlert(e)
 		}

@@ -248,6 +248,9 @@ func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, gro
 	return in, nil
 }
 
+// jitSuffix names a runner's config in -jit-dir: <runner>.jitconfig.
+const jitSuffix = ".jitconfig"
+
 // jitWriter hands each JIT config to the host agent as
 // DIR/<runner>.jitconfig, mode 0600. The file appears whole or not at all
 // (written beside it, then renamed), so the agent never reads half a
@@ -266,7 +269,7 @@ func jitWriter(dir string) func(runner string, cfg sparkgh.Secret) error {
 			err = cerr
 		}
 		if err == nil {
-			err = os.Rename(f.Name(), filepath.Join(dir, runner+".jitconfig"))
+			err = os.Rename(f.Name(), filepath.Join(dir, runner+jitSuffix))
 		}
 		if err != nil {
 			os.Remove(f.Name())
@@ -299,9 +302,9 @@ func githubRound(ctx context.Context, gh *sparkgh.Integration, c *spark.Controll
 // online on a host no lease holds. A controller that cannot answer leaves
 // the file for the next sweep.
 func sweepJIT(ctx context.Context, dir string, c *spark.Controller, log *slog.Logger) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.jitconfig"))
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+jitSuffix))
 	for _, p := range paths {
-		runner := strings.TrimSuffix(filepath.Base(p), ".jitconfig")
+		runner := strings.TrimSuffix(filepath.Base(p), jitSuffix)
 		id, ok := sparkgh.RunnerRequest(runner)
 		if !ok {
 			continue // not sparkd's

@@ -9,22 +9,25 @@ import (
 	"testing"
 )
 
-// TestSignalHelper is not a test: it is the child process the signal tests
-// start and signal.
-func TestSignalHelper(t *testing.T) {
+// TestMain lets the signal test start this binary as the child it
+// signals: with GPUGATE_SIGNAL_HELPER set, the process is that child.
+func TestMain(m *testing.M) {
 	switch os.Getenv("GPUGATE_SIGNAL_HELPER") {
 	case "undo":
 		ctx, stop := UndoOnSignal()
-		defer stop()
 		fmt.Println("ready")
 		<-ctx.Done()
+		stop()
 		fmt.Println("undone") // provision deletes its pod here
+		os.Exit(0)
 	case "finish":
 		FinishOnSignal()
 		fmt.Println("ready")
 		bufio.NewScanner(os.Stdin).Scan() // the deletion in flight
 		fmt.Println("finished")
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
 }
 
 // The runner cancels a step with SIGINT (then SIGTERM): a command that
@@ -36,7 +39,7 @@ func TestSignals_UndoCancelsTheContextFinishKeepsGoing(t *testing.T) {
 	}
 	for _, mode := range []string{"undo", "finish"} {
 		t.Run(mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSignalHelper$")
+			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), "GPUGATE_SIGNAL_HELPER="+mode)
 			stdin, _ := cmd.StdinPipe()
 			out, _ := cmd.StdoutPipe()

@@ -136,9 +136,8 @@ type Integration struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	tracked map[string]bool  // requests with a live check
+	tracked map[string]Check // requests with a live check, and what it last showed
 	opening map[string]bool  // requests whose check is being created
-	sent    map[string]Check // what each tracked check last showed
 	// JITConfigs receives each minted JIT config with its runner name; the
 	// deployment hands it to the host agent. It is never logged. An error
 	// (the agent cannot receive it) fails the grant like a failed mint: the
@@ -198,7 +197,7 @@ func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Inte
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]bool{}, opening: map[string]bool{}, sent: map[string]Check{}}, nil
+	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]Check{}, opening: map[string]bool{}}, nil
 }
 
 // SetController attaches the controller (it is built after the
@@ -290,8 +289,7 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 		return err
 	}
 	in.mu.Lock()
-	in.tracked[id] = true
-	in.sent[id] = shown
+	in.tracked[id] = shown
 	in.mu.Unlock()
 	return nil
 }
@@ -401,7 +399,7 @@ func (in *Integration) Sync(ctx context.Context) error {
 		// installation's API budget would go on rewriting it.
 		shown := in.render(st)
 		in.mu.Lock()
-		last, known := in.sent[id]
+		last, known := in.tracked[id]
 		in.mu.Unlock()
 		if !known || last != shown {
 			if err := in.gh.UpdateCheck(ctx, st.Request.Annotations[keyRepo], check, in.cfg.CheckName, shown); err != nil {
@@ -411,11 +409,9 @@ func (in *Integration) Sync(ctx context.Context) error {
 		}
 		in.mu.Lock()
 		if st.Request.State == spark.Queued || st.Request.State == spark.Active {
-			in.tracked[id] = true
-			in.sent[id] = shown
+			in.tracked[id] = shown
 		} else {
 			delete(in.tracked, id)
-			delete(in.sent, id)
 		}
 		in.mu.Unlock()
 	}
