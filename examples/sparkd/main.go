@@ -172,6 +172,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	if gh != nil {
 		gh.SetController(c)
 		wh := gh.NewWebhook(0)
+		if missed != nil {
+			missed.r.Unprocessed = wh // what it accepted but could not process is sent again too
+		}
 		go wh.Run(ctx)
 		h.Handle("POST /github/webhook", wh)
 		go runSchedules(ctx, scheds, func(ctx context.Context, s sparkgh.Scheduled) error {

@@ -38,12 +38,30 @@ const DefaultRedeliveries = 3
 // ErrRedeliver is matched by Redeliverer.Sweep errors.
 var ErrRedeliver = errors.New("sparkgh: redeliver failed webhook deliveries")
 
+// Unprocessed is what a receiver knows that GitHub's delivery log does
+// not: the deliveries it answered with a 2xx but could not process
+// (Webhook implements it).
+type Unprocessed interface {
+	// Unprocessed returns each such delivery's GUID with when it arrived.
+	Unprocessed() map[string]time.Time
+	// Forget drops a delivery that was redelivered or given up on.
+	Forget(guid string)
+}
+
+// unprocessedSlack is how much earlier than its arrival a delivery may be
+// logged as sent; unprocessedKept is how long GitHub keeps deliveries.
+const (
+	unprocessedSlack = time.Minute
+	unprocessedKept  = 72 * time.Hour
+)
+
 // Redeliverer asks GitHub to send again every webhook delivery that never
 // reached the receiver with a 2xx (sparkd down or restarting, its queue
-// full). GitHub records a failed delivery but "does not automatically
-// redeliver failed deliveries", so a label applied while the controller
-// was down would otherwise be lost. The receiver de-duplicates by
-// delivery ID, so a delivery is never processed twice.
+// full), and, with Unprocessed set, every one the receiver accepted but
+// could not process. GitHub records a failed delivery but "does not
+// automatically redeliver failed deliveries", so a label applied while
+// the controller was down would otherwise be lost. The receiver
+// de-duplicates by delivery ID, so a delivery is never processed twice.
 type Redeliverer struct {
 	Log DeliveryLog
 	// Max bounds the attempts of one delivery, GitHub's first included
@@ -51,6 +69,10 @@ type Redeliverer struct {
 	// sent for ever.
 	Max    int
 	Logger *slog.Logger
+	// Unprocessed, when set, names deliveries the log shows as delivered
+	// that the receiver failed to process: they are redelivered too, and
+	// the log is read back far enough to find them.
+	Unprocessed Unprocessed
 
 	known map[string]*known // by GUID, while still in view
 }
@@ -62,9 +84,10 @@ type known struct {
 	abandoned bool // logged
 }
 
-// Sweep reads the delivery log back to since and redelivers each failed
-// delivery's newest attempt. It returns the GUIDs it redelivered; a
-// delivery that used up its attempts is logged for an operator once.
+// Sweep reads the delivery log back to since (or further, to the oldest
+// unprocessed delivery) and redelivers each failed delivery's newest
+// attempt. It returns the GUIDs it redelivered; a delivery that used up
+// its attempts is logged for an operator once.
 func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, error) {
 	log := r.Logger
 	if log == nil {
@@ -76,6 +99,20 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 	}
 	if r.known == nil {
 		r.known = map[string]*known{}
+	}
+	var unprocessed map[string]time.Time
+	if r.Unprocessed != nil {
+		unprocessed = r.Unprocessed.Unprocessed()
+	}
+	for guid, at := range unprocessed {
+		switch from := at.Add(-unprocessedSlack); {
+		case since.Sub(from) > unprocessedKept:
+			log.Error("sparkgh.delivery_abandoned", "delivery", guid, "why", "not processed, and older than GitHub keeps deliveries", "hint", redeliverHint)
+			r.Unprocessed.Forget(guid)
+			delete(unprocessed, guid)
+		case from.Before(since):
+			since = from
+		}
 	}
 	type delivery struct {
 		attempts int
@@ -120,6 +157,12 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 			delete(r.known, guid) // out of view: never sent again
 		}
 	}
+	for guid := range unprocessed {
+		if byGUID[guid] == nil {
+			log.Error("sparkgh.delivery_abandoned", "delivery", guid, "why", "not processed, and not in the App's delivery log", "hint", redeliverHint)
+			r.Unprocessed.Forget(guid)
+		}
+	}
 	var done []string
 	var errs []error
 	for _, guid := range slices.Sorted(maps.Keys(byGUID)) {
@@ -131,17 +174,24 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 		}
 		// Attempts that fell out of the window still count.
 		k.attempts = max(k.attempts, d.attempts)
+		_, failedThere := unprocessed[guid]
 		switch {
-		case d.ok:
+		case d.ok && !failedThere:
 		case k.attempts >= maxAttempts:
 			if !k.abandoned {
 				log.Error("sparkgh.delivery_abandoned", "delivery", guid, "attempts", k.attempts, "hint", "the receiver failed it every time: see sparkgh.process in the log, then redeliver it from the App's settings")
 				k.abandoned = true
 			}
+			if failedThere {
+				r.Unprocessed.Forget(guid)
+			}
 		default:
 			if err := r.Log.Redeliver(ctx, d.latest.ID); err != nil {
 				errs = append(errs, fmt.Errorf("delivery %s: %w", guid, err))
 				continue
+			}
+			if failedThere {
+				r.Unprocessed.Forget(guid)
 			}
 			k.attempts++
 			log.Info("sparkgh.redelivered", "delivery", guid, "attempt", k.attempts)

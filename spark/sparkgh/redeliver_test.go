@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -108,6 +109,56 @@ func TestRedeliverer_DeliveriesSparkdMissedAreSentAgainABoundedNumberOfTimes(t *
 	f.listErr = errors.New("401 Bad credentials")
 	if _, err := r.Sweep(context.Background(), at(0)); !errors.Is(err, ErrRedeliver) {
 		t.Errorf("a failed listing: %v", err)
+	}
+}
+
+// fakeUnprocessed is a receiver's record of deliveries it failed to
+// process.
+type fakeUnprocessed map[string]time.Time
+
+func (f fakeUnprocessed) Unprocessed() map[string]time.Time { return maps.Clone(f) }
+func (f fakeUnprocessed) Forget(guid string)                { delete(f, guid) }
+
+// TestRedeliverer_DeliveriesTheReceiverFailedToProcessAreSentAgain: the
+// log shows them as delivered, so only the receiver's record finds them.
+// The log is read back past since to the oldest one (a long queue or a
+// long outage), and no further; one the log no longer holds, one older
+// than GitHub keeps, and one that used up its attempts are given up with
+// a log line and forgotten, so they do not stretch every later sweep.
+func TestRedeliverer_DeliveriesTheReceiverFailedToProcessAreSentAgain(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+	f := &fakeLog{attempts: []Delivery{ // newest first
+		{ID: 9, GUID: "fine", At: at(55), OK: true},
+		{ID: 8, GUID: "stuck", At: at(50), OK: true},
+		{ID: 7, GUID: "stuck", At: at(45), OK: true},
+		{ID: 6, GUID: "stuck", At: at(40), OK: true},
+		{ID: 5, GUID: "comment-3", At: at(2), OK: true}, // read only because the receiver failed it
+		{ID: 4, GUID: "label-2", At: at(-3), OK: true},  // out of the window: stops the reading
+		{ID: 3, GUID: "label-1", At: at(-9), OK: true},
+	}}
+	u := fakeUnprocessed{"stuck": at(50), "comment-3": at(2), "gone": at(30), "ancient": at(-5000)}
+	var logs bytes.Buffer
+	r := &Redeliverer{Log: f, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Unprocessed: u}
+	got, err := r.Sweep(context.Background(), at(50))
+	if err != nil || !slices.Equal(got, []string{"comment-3"}) || !slices.Equal(f.redelivered, []int64{5}) {
+		t.Fatalf("redelivered %v (attempts %v), %v; want comment-3 (attempt 5)", got, f.redelivered, err)
+	}
+	if len(u) != 0 {
+		t.Errorf("still remembered: %v", u)
+	}
+	for _, want := range []string{
+		"sparkgh.delivery_abandoned delivery=stuck attempts=3",
+		`sparkgh.delivery_abandoned delivery=gone why="not processed, and not in the App's delivery log"`,
+		`sparkgh.delivery_abandoned delivery=ancient why="not processed, and older than GitHub keeps deliveries"`,
+		"sparkgh.redelivered delivery=comment-3 attempt=2",
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "label-") {
+		t.Errorf("a delivery the receiver processed was acted on:\n%s", logs.String())
 	}
 }
 

@@ -657,6 +657,19 @@ func sign(body []byte, key string) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// post delivers body to wh as GitHub would, signed with secret, and
+// returns the status wh answered.
+func post(wh *Webhook, secret, delivery, event string, body []byte) int {
+	r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("X-GitHub-Event", event)
+	r.Header.Set("X-GitHub-Delivery", delivery)
+	r.Header.Set("X-Hub-Signature-256", sign(body, secret))
+	rec := httptest.NewRecorder()
+	wh.ServeHTTP(rec, r)
+	return rec.Code
+}
+
 // Run drains what ServeHTTP queued, one delivery at a time, and returns
 // when its context ends; a delivery it cannot process is logged, and the
 // next one is still processed.
@@ -669,15 +682,8 @@ func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
 		go func() { wh.Run(rctx); close(done) }()
 		deliver := func(delivery, event string, body []byte) {
 			t.Helper()
-			r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("X-GitHub-Event", event)
-			r.Header.Set("X-GitHub-Delivery", delivery)
-			r.Header.Set("X-Hub-Signature-256", sign(body, "webhook-secret-123"))
-			rec := httptest.NewRecorder()
-			wh.ServeHTTP(rec, r)
-			if rec.Code != http.StatusAccepted {
-				t.Fatalf("%s: %d", delivery, rec.Code)
+			if code := post(wh, "webhook-secret-123", delivery, event, body); code != http.StatusAccepted {
+				t.Fatalf("%s: %d", delivery, code)
 			}
 		}
 		w.setPR(prJSON(7, sha1, []string{"spark-test-long"}, false))
@@ -715,13 +721,64 @@ func TestWebhook_AProcessingFailureIsRetried(t *testing.T) {
 				body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
 					"pull_request": prJSON(7, sha1, []string{"spark-test"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
 				start := time.Now() // the bubble's clock moves to each retry timer
-				err := w.in.NewWebhook(1).process(ctx, delivery{"d1", "pull_request", body})
+				err := w.in.NewWebhook(1).process(ctx, delivery{"d1", "pull_request", body, time.Now()})
 				if _, live, _ := w.c.Snapshot(ctx); len(live) != tc.queued || (err != nil) != (tc.queued == 0) || time.Since(start) != tc.took {
 					t.Errorf("queued %d (want %d), err %v, after %s (want %s)", len(live), tc.queued, err, time.Since(start), tc.took)
 				}
 			})
 		})
 	}
+}
+
+// GitHub's delivery log shows a delivery sparkd answered 202 as
+// delivered, even when sparkd then failed to process it: the receiver
+// remembers it, the Redeliverer asks GitHub to send it again, and the
+// redelivery (same delivery ID) gets past the de-duplication and is
+// processed. Nothing GitHub accepted from a maintainer is lost to an
+// outage longer than the receiver's own retries.
+func TestWebhook_ADeliveryItAcceptedButCouldNotProcessIsRedelivered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		wh := w.in.NewWebhook(4)
+		// drain runs the receiver for a minute of the bubble's clock: past
+		// its retries.
+		drain := func() {
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			wh.Run(rctx)
+		}
+		w.setPR(prJSON(7, sha1, []string{"spark-test"}, false))
+		w.gh.prFailures = processRetries + 1 // longer than the receiver's retries
+		body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
+			"pull_request": prJSON(7, sha1, []string{"spark-test"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+		arrived := time.Now()
+		if code := post(wh, "webhook-secret-123", "label-7", "pull_request", body); code != http.StatusAccepted {
+			t.Fatalf("first delivery: %d", code)
+		}
+		drain()
+		if got := wh.Unprocessed(); !got["label-7"].Equal(arrived) || len(got) != 1 {
+			t.Fatalf("unprocessed %v, want label-7 at %s", got, arrived)
+		}
+		log := &fakeLog{attempts: []Delivery{{ID: 70, GUID: "label-7", At: arrived.Add(-time.Second), OK: true}}}
+		r := &Redeliverer{Log: log, Unprocessed: wh}
+		// The sweep is due later than the window it would read by itself.
+		if got, err := r.Sweep(ctx, arrived.Add(30*time.Minute)); err != nil || !slices.Equal(got, []string{"label-7"}) || !slices.Equal(log.redelivered, []int64{70}) {
+			t.Fatalf("sweep redelivered %v (attempts %v), %v", got, log.redelivered, err)
+		}
+		if got := wh.Unprocessed(); len(got) != 0 {
+			t.Errorf("still unprocessed after its redelivery was asked for: %v", got)
+		}
+		if code := post(wh, "webhook-secret-123", "label-7", "pull_request", body); code != http.StatusAccepted {
+			t.Fatalf("the redelivery: %d, want it processed, not dropped as a duplicate", code)
+		}
+		drain()
+		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 {
+			t.Errorf("live %d after the redelivery, want the label's lane queued", len(live))
+		}
+		if code := post(wh, "webhook-secret-123", "label-7", "pull_request", body); code != http.StatusOK {
+			t.Errorf("a duplicate of a processed delivery: %d, want 200", code)
+		}
+	})
 }
 
 func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
@@ -941,36 +998,27 @@ func TestWebhook_AFullQueueWaitsThenRefusesAndLogsTheDeliveryToRedeliver(t *test
 		}
 		wh := in.NewWebhook(1)
 		body := []byte(`{"zen": "Keep it logically awesome."}`)
-		post := func(delivery string) int {
-			r := httptest.NewRequest("POST", "/webhook", bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("X-GitHub-Event", "ping")
-			r.Header.Set("X-GitHub-Delivery", delivery)
-			r.Header.Set("X-Hub-Signature-256", sign(body, "s3cret-webhook"))
-			rec := httptest.NewRecorder()
-			wh.ServeHTTP(rec, r)
-			return rec.Code
-		}
-		if code := post("d1"); code != http.StatusAccepted {
+		ping := func(delivery string) int { return post(wh, "s3cret-webhook", delivery, "ping", body) }
+		if code := ping("d1"); code != http.StatusAccepted {
 			t.Fatalf("first: %d", code)
 		}
 		// Room appears while the second waits: it is queued.
 		second := make(chan int)
-		go func() { second <- post("d2") }()
+		go func() { second <- ping("d2") }()
 		synctest.Wait()
 		<-wh.queue
 		if code := <-second; code != http.StatusAccepted {
 			t.Errorf("a delivery that found room within QueueWait: %d", code)
 		}
 		start := time.Now()
-		if code := post("d3"); code != http.StatusServiceUnavailable || time.Since(start) != wh.QueueWait {
+		if code := ping("d3"); code != http.StatusServiceUnavailable || time.Since(start) != wh.QueueWait {
 			t.Errorf("no room: %d after %s, want 503 after %s", code, time.Since(start), wh.QueueWait)
 		}
 		if !strings.Contains(logs.String(), "sparkgh.webhook_refused delivery=d3 event=ping") || !strings.Contains(logs.String(), "GitHub does not redeliver on its own") {
 			t.Errorf("log:\n%s", logs.String())
 		}
 		<-wh.queue
-		if code := post("d3"); code != http.StatusAccepted {
+		if code := ping("d3"); code != http.StatusAccepted {
 			t.Errorf("the redelivery: %d", code)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,11 +22,12 @@ type delivery struct {
 	id      string // X-GitHub-Delivery
 	event   string
 	payload []byte
+	at      time.Time // when it arrived
 }
 
 // redeliverHint is what the log says of a delivery that was not handled:
 // GitHub records the failure but never redelivers on its own.
-const redeliverHint = "GitHub does not redeliver on its own: redeliver it from the App's settings (Advanced, Recent Deliveries) or the API"
+const redeliverHint = "GitHub does not redeliver on its own: a Redeliverer sends it again (sparkd does when it runs as the App); otherwise redeliver it from the App's settings (Advanced, Recent Deliveries) or the API"
 
 // Webhook receives GitHub webhooks: it verifies X-Hub-Signature-256,
 // de-duplicates by delivery ID, answers at once, and processes
@@ -41,17 +43,23 @@ type Webhook struct {
 	// 10 seconds.
 	QueueWait time.Duration
 
-	mu   sync.Mutex
-	seen map[string]bool
-	ring []string
+	mu          sync.Mutex
+	seen        map[string]bool
+	ring        []string
+	unprocessed map[string]time.Time // accepted, then failed: when each arrived
 }
+
+// maxUnprocessed bounds what a Webhook remembers of deliveries it could
+// not process; the oldest is forgotten first.
+const maxUnprocessed = 1000
 
 // NewWebhook builds the receiver; Run must be running to process.
 func (in *Integration) NewWebhook(queue int) *Webhook {
 	if queue <= 0 {
 		queue = 256
 	}
-	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}, MaxBody: 25 << 20, QueueWait: 5 * time.Second}
+	return &Webhook{in: in, queue: make(chan delivery, queue), seen: map[string]bool{}, unprocessed: map[string]time.Time{},
+		MaxBody: 25 << 20, QueueWait: 5 * time.Second}
 }
 
 // ServeHTTP verifies and enqueues a delivery: 202 when queued, 200 for a
@@ -74,6 +82,7 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wh.mu.Lock()
 	dup := id != "" && wh.seen[id]
 	if !dup && id != "" {
+		delete(wh.unprocessed, id) // back for another try
 		wh.seen[id] = true
 		wh.ring = append(wh.ring, id)
 		if len(wh.ring) > 10000 {
@@ -86,7 +95,7 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	d := delivery{id, github.WebHookType(r), payload}
+	d := delivery{id, github.WebHookType(r), payload, time.Now()}
 	select {
 	case wh.queue <- d:
 		w.WriteHeader(http.StatusAccepted)
@@ -116,9 +125,52 @@ func (wh *Webhook) Run(ctx context.Context) {
 		case d := <-wh.queue:
 			if err := wh.process(ctx, d); err != nil {
 				wh.in.log.Error("sparkgh.process", "delivery", d.id, "event", d.event, "error", err, "hint", redeliverHint)
+				if !errors.Is(err, ErrPayload) && ctx.Err() == nil {
+					wh.failed(d)
+				}
 			}
 		}
 	}
+}
+
+// failed remembers d as accepted but not processed, and lets its
+// redelivery through the de-duplication.
+func (wh *Webhook) failed(d delivery) {
+	if d.id == "" {
+		return
+	}
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	delete(wh.seen, d.id)
+	if len(wh.unprocessed) >= maxUnprocessed {
+		oldest := ""
+		for id, at := range wh.unprocessed {
+			if oldest == "" || at.Before(wh.unprocessed[oldest]) {
+				oldest = id
+			}
+		}
+		delete(wh.unprocessed, oldest)
+	}
+	wh.unprocessed[d.id] = d.at
+}
+
+// Unprocessed returns the deliveries this receiver answered with a 2xx
+// but could not process, even after its own retries (GitHub failing for
+// longer), each with when it arrived. GitHub's delivery log shows them as
+// delivered, so only the receiver knows to send them again: a
+// Redeliverer with this Webhook as its Unprocessed redelivers them.
+func (wh *Webhook) Unprocessed() map[string]time.Time {
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	return maps.Clone(wh.unprocessed)
+}
+
+// Forget drops a delivery from Unprocessed: it was redelivered, or given
+// up on.
+func (wh *Webhook) Forget(guid string) {
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	delete(wh.unprocessed, guid)
 }
 
 // processRetries bounds the retries of a delivery whose processing failed
