@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -67,7 +68,7 @@ func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool,
 			if r.GetName() != name {
 				continue
 			}
-			out := Runner{Name: name, Online: r.GetStatus() == "online", Busy: r.GetBusy()}
+			out := Runner{ID: r.GetID(), Name: name, Online: r.GetStatus() == "online", Busy: r.GetBusy()}
 			for _, l := range r.Labels {
 				out.Labels = append(out.Labels, l.GetName())
 			}
@@ -79,6 +80,28 @@ func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool,
 		opts.Page = resp.NextPage
 	}
 	return Runner{}, false, fmt.Errorf("runpod: look up runner %s: more than 100 pages", name)
+}
+
+// Remove finds the runner by name (Runner) and calls
+// DELETE /orgs/{org}/actions/runners/{runner_id}
+// (https://docs.github.com/rest/actions/self-hosted-runners#delete-a-self-hosted-runner-from-an-organization)
+// or the repository variant. A runner that is gone, before the lookup or
+// between it and the delete, is not an error.
+func (g *GitHubRegistry) Remove(ctx context.Context, name string) error {
+	r, found, err := g.Runner(ctx, name)
+	if err != nil || !found {
+		return err
+	}
+	var resp *github.Response
+	if g.Repo != "" {
+		resp, err = g.Client.Actions.RemoveRunner(ctx, g.Owner, g.Repo, r.ID)
+	} else {
+		resp, err = g.Client.Actions.RemoveOrganizationRunner(ctx, g.Owner, r.ID)
+	}
+	if err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound) {
+		return fmt.Errorf("runpod: remove runner %s (id %d): %w", name, r.ID, err)
+	}
+	return nil
 }
 
 // GitHubPR is the go-github adapter for PRState.

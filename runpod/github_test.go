@@ -51,6 +51,45 @@ func TestGitHubRegistry_MintsJITAndFindsTheRunnerOnALaterPage(t *testing.T) {
 	}
 }
 
+// Remove finds the runner's ID by its exact name, then deletes it; a
+// runner already gone (it removed itself after its one job), before the
+// lookup or between it and the delete, is not an error; any other
+// failure is.
+func TestGitHubRegistry_RemoveDeletesTheNamedRunnerAndAcceptsOneAlreadyGone(t *testing.T) {
+	for name, tc := range map[string]struct {
+		listed     string // the runners list
+		deleteCode int
+		deleted    string // the ID deleted, "" for none
+		fails      bool
+	}{
+		"listed":                    {`[{"id":77,"name":"gpugate-1-1-c1","status":"offline"}]`, 204, "77", false},
+		"gone before the lookup":    {`[]`, 0, "", false},
+		"gone before the delete":    {`[{"id":77,"name":"gpugate-1-1-c1","status":"offline"}]`, 404, "77", false},
+		"busy (GitHub refuses)":     {`[{"id":77,"name":"gpugate-1-1-c1","status":"online","busy":true}]`, 422, "77", true},
+		"a prefix match is ignored": {`[{"id":78,"name":"gpugate-1-1-c10","status":"offline"}]`, 0, "", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /orgs/acme/actions/runners", func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `{"total_count":1,"runners":%s}`, tc.listed)
+			})
+			deleted := ""
+			mux.HandleFunc("DELETE /orgs/acme/actions/runners/{id}", func(w http.ResponseWriter, r *http.Request) {
+				deleted = r.PathValue("id")
+				w.WriteHeader(tc.deleteCode)
+				if tc.deleteCode >= 400 {
+					fmt.Fprint(w, `{"message":"Bad request - Runner \"gpugate-1-1-c1\" is still running a job\""}`)
+				}
+			})
+			c, _ := githubtest.New(t, mux)
+			err := (&runpod.GitHubRegistry{Client: c, Owner: "acme"}).Remove(context.Background(), "gpugate-1-1-c1")
+			if deleted != tc.deleted || (err != nil) != tc.fails {
+				t.Errorf("deleted %q (want %q), err %v (want failure %v)", deleted, tc.deleted, err, tc.fails)
+			}
+		})
+	}
+}
+
 func TestGitHubPR_Current(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/o/r/pulls/5", func(w http.ResponseWriter, r *http.Request) {

@@ -22,10 +22,15 @@ type RunnerRegistry interface {
 	// Runner looks a runner up by its exact name. found is false when no
 	// runner has that name (yet).
 	Runner(ctx context.Context, name string) (r Runner, found bool, err error)
+	// Remove deletes the registration of the runner with this exact name.
+	// No such runner is not an error: a one-job runner removes itself
+	// after its job.
+	Remove(ctx context.Context, name string) error
 }
 
 // Runner is one self-hosted runner registration.
 type Runner struct {
+	ID     int64 // GitHub's runner ID; 0 where unknown
 	Name   string
 	Online bool
 	Busy   bool
@@ -379,6 +384,35 @@ func (p *provisioner) attempt(ctx context.Context, n int, c Candidate) (Attempt,
 		}
 		return a, fmt.Errorf("runpod: attempt %d: mint JIT config: %w", n, err)
 	}
+	a, err = p.launch(ctx, a, jit)
+	if a.Outcome != OutcomeAccepted && !a.Retained {
+		p.deregister(ctx, a)
+	}
+	return a, err
+}
+
+// deregisterTimeout bounds the removal of a rejected attempt's runner.
+const deregisterTimeout = 30 * time.Second
+
+// deregister removes the runner registration a rejected attempt minted,
+// so no offline registration is left behind (GitHub would drop it only a
+// day later). It is best effort: a failure is logged, and the runner's
+// label is the attempt's own, so no job can land on it.
+func (p *provisioner) deregister(ctx context.Context, a Attempt) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deregisterTimeout)
+	defer cancel()
+	if err := p.deps.Registry.Remove(rctx, a.Name); err != nil {
+		p.event(ctx, slog.LevelWarn, "provision.runner_remove_failed", a, slog.String("error", err.Error()),
+			slog.String("hint", "its label is this attempt's own, so it takes no job; GitHub drops it a day after it was last online"))
+		return
+	}
+	p.event(ctx, slog.LevelInfo, "provision.runner_removed", a)
+}
+
+// launch creates the attempt's pod with its minted runner config and watches
+// it to acceptance or to a confirmed deletion.
+func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attempt, error) {
+	n, c, name := a.N, a.Candidate, a.Name
 	start := time.Now()
 	pod, err := p.deps.API.CreatePod(ctx, p.request(n, c, name, jit))
 	if errors.Is(err, ErrCreateUnknown) {

@@ -175,6 +175,11 @@ func TestProvision_RejectsAndDeletesUnprovenPods(t *testing.T) {
 				if first.EstimatedCost <= 0 || res.RejectedCost != first.EstimatedCost {
 					t.Errorf("rejected cost %v, attempt cost %v", res.RejectedCost, first.EstimatedCost)
 				}
+				// Its runner registration goes with it; the accepted one's
+				// stays for the job.
+				if got := w.reg.Removed(); !slices.Equal(got, []string{first.Name}) {
+					t.Errorf("runner registrations removed %v, want the rejected attempt's %s only", got, first.Name)
+				}
 			})
 		})
 	}
@@ -681,6 +686,9 @@ func TestProvision_KeepFailedRetainsOnlyGenuineStartupFailuresAndRecordsThem(t *
 		}
 		if !strings.Contains(w.logs.String(), `"msg":"provision.retain"`) {
 			t.Error("no provision.retain event")
+		}
+		if got := w.reg.Removed(); len(got) != 0 {
+			t.Errorf("runner registrations of retained pods removed: %v", got)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,7 +25,9 @@ type Registry struct {
 	failGPU   map[string]bool
 	failName  map[string]bool
 	minted    map[string]runpod.Secret
-	faults    int // Runner lookups still to fail
+	removed   []string        // in order
+	gone      map[string]bool // removed
+	faults    int             // Runner lookups still to fail
 }
 
 var _ runpod.RunnerRegistry = (*Registry)(nil)
@@ -32,7 +35,8 @@ var _ runpod.RunnerRegistry = (*Registry)(nil)
 // NewRegistry returns a registry whose runners need 30 s of RUNNING to
 // pass the proof.
 func (s *Server) NewRegistry() *Registry {
-	return &Registry{srv: s, proofTime: 30 * time.Second, failGPU: map[string]bool{}, failName: map[string]bool{}, minted: map[string]runpod.Secret{}}
+	return &Registry{srv: s, proofTime: 30 * time.Second, failGPU: map[string]bool{}, failName: map[string]bool{}, minted: map[string]runpod.Secret{},
+		gone: map[string]bool{}}
 }
 
 // SetProofTime sets how long a RUNNING pod takes to pass its proof.
@@ -63,6 +67,27 @@ func (r *Registry) Minted() map[string]runpod.Secret {
 	return out
 }
 
+// Removed returns the runner names whose registrations Remove deleted,
+// in order.
+func (r *Registry) Removed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.removed)
+}
+
+// Remove deletes the registration of a minted runner: it never comes
+// online after. A name never minted, or removed already, is not an
+// error.
+func (r *Registry) Remove(ctx context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.minted[name]; ok && !r.gone[name] {
+		r.gone[name] = true
+		r.removed = append(r.removed, name)
+	}
+	return nil
+}
+
 // MintJIT returns a fresh random config for the name.
 func (r *Registry) MintJIT(ctx context.Context, name string, labels []string) (runpod.Secret, error) {
 	if len(labels) == 0 {
@@ -90,9 +115,10 @@ func (r *Registry) Runner(ctx context.Context, name string) (runpod.Runner, bool
 	}
 	failName, proof := r.failName[name], r.proofTime
 	jit, minted := r.minted[name]
+	gone := r.gone[name]
 	failGPU := maps.Clone(r.failGPU)
 	r.mu.Unlock()
-	if !minted {
+	if !minted || gone {
 		return runpod.Runner{}, false, nil
 	}
 	s := r.srv
