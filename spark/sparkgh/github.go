@@ -129,6 +129,12 @@ func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (
 	return reg.MintJIT(ctx, name, labels)
 }
 
+// RemoveRunner is runpod.GitHubRegistry.Remove for the organization.
+func (g *GitHubAPI) RemoveRunner(ctx context.Context, name string) error {
+	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
+	return reg.Remove(ctx, name)
+}
+
 // BranchSHA calls GET /repos/{owner}/{repo}/branches/{branch}
 // (https://docs.github.com/rest/branches/branches#get-a-branch).
 func (g *GitHubAPI) BranchSHA(ctx context.Context, repo, branch string) (string, error) {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,10 @@ type GitHub interface {
 	Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error
 	// MintJIT creates a one-job runner registration.
 	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
+	// RemoveRunner deletes the registration of the runner with this exact
+	// name; no such runner (it removed itself after its job) is not an
+	// error.
+	RemoveRunner(ctx context.Context, name string) error
 	// BranchSHA returns the commit a branch points to now.
 	BranchSHA(ctx context.Context, repo, branch string) (string, error)
 }
@@ -128,6 +133,13 @@ const (
 	keySHA    = "gh.sha" // the commit of a request that has no pull request
 )
 
+// The job's phases, as its workflow_job deliveries report them.
+const (
+	phaseRunning   = "running"
+	phasePassed    = "passed"
+	phaseConcluded = "job concluded " // and the job's conclusion
+)
+
 // Integration drives GitHub from the controller.
 type Integration struct {
 	cfg  Config
@@ -138,6 +150,9 @@ type Integration struct {
 	mu      sync.Mutex
 	tracked map[string]Check // requests with a live check, and what it last showed
 	opening map[string]bool  // requests whose check is being created
+	// runners are the granted requests whose one-job runner was minted,
+	// with how many times removing it failed.
+	runners map[string]int
 	// JITConfigs receives each minted JIT config with its runner name; the
 	// deployment hands it to the host agent. It is never logged. An error
 	// (the agent cannot receive it) fails the grant like a failed mint: the
@@ -197,7 +212,8 @@ func New(cfg Config, ctrl *spark.Controller, gh GitHub, log *slog.Logger) (*Inte
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]Check{}, opening: map[string]bool{}}, nil
+	return &Integration{cfg: cfg, ctrl: ctrl, gh: gh, log: log, tracked: map[string]Check{}, opening: map[string]bool{},
+		runners: map[string]int{}}, nil
 }
 
 // SetController attaches the controller (it is built after the
@@ -320,14 +336,14 @@ func (in *Integration) render(st spark.Status) Check {
 		}
 		return Check{Status: "queued", Title: title, Summary: "Waiting: " + in.sanitize(st.Pending)}
 	case spark.Active:
-		if r.Annotations[keyPhase] == "running" {
+		if r.Annotations[keyPhase] == phaseRunning {
 			return Check{Status: "in_progress", Title: "Spark test running — exact SHA " + sha,
 				Summary: fmt.Sprintf("Running the %s suite on %s at %s.", r.Suite, where, sha)}
 		}
 		return Check{Status: "in_progress", Title: where + " allocated — environment preparing",
 			Summary: fmt.Sprintf("Reservation %s holds %s; the workflow is being dispatched for %s.", r.ID, where, sha)}
 	case spark.Released:
-		if r.Annotations[keyPhase] == "passed" {
+		if r.Annotations[keyPhase] == phasePassed {
 			return Check{Status: "completed", Conclusion: "success", Title: "Spark test passed — evidence receipt recorded",
 				Summary: fmt.Sprintf("The %s suite passed on %s at exact SHA %s.", r.Suite, where, sha)}
 		}
@@ -415,7 +431,88 @@ func (in *Integration) Sync(ctx context.Context) error {
 		}
 		in.mu.Unlock()
 	}
+	errs = append(errs, in.sweepRunners(ctx, live))
 	return errors.Join(errs...)
+}
+
+// sweepRunners removes the runners of ended requests whose job never ran
+// on them (strandedRunner), so none is left registered, or online on a
+// host its lease no longer holds (seed 004: the runner "processes one job
+// and deregisters"). live are the controller's live requests: an active
+// one's runner is watched from here on (a restart forgets the grants it
+// saw).
+func (in *Integration) sweepRunners(ctx context.Context, live []spark.Request) error {
+	in.mu.Lock()
+	for _, r := range live {
+		if _, ok := in.runners[r.ID]; !ok && r.State == spark.Active && r.Annotations[keyRepo] != "" {
+			in.runners[r.ID] = 0
+		}
+	}
+	ids := slices.Collect(maps.Keys(in.runners))
+	in.mu.Unlock()
+	slices.Sort(ids)
+	var errs []error
+	for _, id := range ids {
+		st, err := in.ctrl.Status(ctx, id)
+		if errors.Is(err, spark.ErrNotFound) {
+			in.forgetRunner(id)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch r := st.Request; {
+		case r.State == spark.Queued || r.State == spark.Active:
+		case !strandedRunner(r):
+			in.forgetRunner(id)
+		default:
+			if err := in.removeRunner(ctx, r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (in *Integration) forgetRunner(id string) {
+	in.mu.Lock()
+	delete(in.runners, id)
+	in.mu.Unlock()
+}
+
+// removeTries bounds the removals of one ended request's runner.
+const removeTries = 3
+
+// strandedRunner reports whether an ended request's one-job runner may
+// still be registered: its job never ran on it. A runner that ran its job
+// removed itself; one whose job is still running at the lease's end
+// removes itself when the job ends.
+func strandedRunner(r spark.Request) bool {
+	phase := r.Annotations[keyPhase]
+	return phase != phaseRunning && phase != phasePassed && !strings.HasPrefix(phase, phaseConcluded)
+}
+
+// removeRunner removes an ended request's runner; a failure is tried
+// again by the next sweep, up to removeTries times.
+func (in *Integration) removeRunner(ctx context.Context, r spark.Request) error {
+	runner := RunnerName(r.ID)
+	err := in.gh.RemoveRunner(ctx, runner)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err == nil {
+		delete(in.runners, r.ID)
+		in.log.Info("sparkgh.runner_removed", "request", r.ID, "runner", runner, "why", "the lease ended before its job ran on it")
+		return nil
+	}
+	in.runners[r.ID]++
+	n := in.runners[r.ID]
+	in.log.Error("sparkgh.runner_remove_failed", "request", r.ID, "runner", runner, "try", n, "of", removeTries, "error", err,
+		"hint", "its label is its reservation's own, so it takes no job; remove it from the runner group's settings")
+	if n >= removeTries {
+		delete(in.runners, r.ID)
+	}
+	return fmt.Errorf("sparkgh: remove runner %s of ended request %s: %w", runner, r.ID, err)
 }
 
 // RunnerName is the one-job runner of a reservation.
@@ -466,6 +563,9 @@ func (in *Integration) OnGrant(r spark.Request) {
 		if err != nil {
 			return "minting the one-job runner", err
 		}
+		in.mu.Lock()
+		in.runners[r.ID] = 0 // removed by sweepRunners if its job never runs
+		in.mu.Unlock()
 		if in.JITConfigs != nil {
 			if err := in.JITConfigs(runner, jit); err != nil {
 				return "handing the runner's config to the host agent", err

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/internal/workflowtest"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
@@ -43,8 +44,11 @@ type fakeGH struct {
 	// API request.
 	updateCalls int
 	branches    map[string]string // repo@branch -> commit
-	// Injected failures of MintJIT, Dispatch and CreateCheck.
-	mintErr, dispatchErr, createErr error
+	// Injected failures of MintJIT, Dispatch, CreateCheck and
+	// RemoveRunner.
+	mintErr, dispatchErr, createErr, removeErr error
+	removed                                    []string // RemoveRunner calls that succeeded
+	removeCalls                                int
 	// prFailures: how many PullRequest calls fail before one succeeds.
 	prFailures int
 	// prHang: PullRequest blocks until its context ends, as a request
@@ -129,6 +133,17 @@ func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (Secre
 	}
 	g.minted[name] = labels
 	return "JIT-SECRET-" + Secret(name), nil
+}
+
+func (g *fakeGH) RemoveRunner(_ context.Context, name string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removeCalls++
+	if g.removeErr != nil {
+		return g.removeErr
+	}
+	g.removed = append(g.removed, name)
+	return nil
 }
 
 func (g *fakeGH) BranchSHA(_ context.Context, repo, branch string) (string, error) {
@@ -526,6 +541,10 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 		if len(live) != 0 || hosts[1].Mode != spark.Idle {
 			t.Errorf("the lease must be released: %+v %+v", live, hosts)
 		}
+		w.tick(t)
+		if w.gh.removeCalls != 0 {
+			t.Errorf("RemoveRunner called %d times for a runner that ran its one job (it removed itself)", w.gh.removeCalls)
+		}
 	})
 }
 
@@ -617,6 +636,67 @@ func TestARequestWhoseCheckGitHubRefusedGetsItOnTheNextSync(t *testing.T) {
 // dispatched must not hold the host idle: the lease is released, nothing
 // is dispatched without a runner, and the public check names the step but
 // not the error.
+// TestARunnerWhoseJobNeverRanIsRemovedWhenItsLeaseEnds: seed 004, "It
+// processes one job and deregisters. Do not leave a persistent Spark
+// runner online". A lease that ends before its job ran on its runner (the
+// job never picked up, the lease expired) leaves the one-job runner
+// registered, and online if the host agent started it: it is removed.
+// A removal GitHub refuses is tried on the next sweeps, removeTries times
+// in all, then left with a log line. A restart does not lose the grant.
+func TestARunnerWhoseJobNeverRanIsRemovedWhenItsLeaseEnds(t *testing.T) {
+	for name, tc := range map[string]struct {
+		removeErr error
+		calls     int
+	}{"removed": {nil, 1}, "GitHub refuses": {errors.New("500 Internal Server Error"), removeTries}} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs bytes.Buffer
+				w := newWorld(t, false)
+				w.gh.removeErr = tc.removeErr
+				w.label(t, "labeled", "spark-test", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
+				w.tick(t)
+				if len(w.gh.dispatches) != 1 {
+					t.Fatalf("dispatches %v", w.gh.dispatches)
+				}
+				runner := RunnerName(w.gh.dispatches[0]["reservation_id"].(string))
+				if w.gh.removeCalls != 0 {
+					t.Fatalf("a live lease's runner was removed")
+				}
+				// sparkd restarts while the lease is live: the new
+				// integration finds the grant among the live requests.
+				restarted, err := New(SeedConfig("webhook-secret-123"), w.c, w.gh, slog.New(slog.NewTextHandler(&logs, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.in = restarted
+				w.tick(t)
+				_, live, _ := w.c.Snapshot(ctx)
+				faketime.Advance(time.Until(live[0].Expires) + time.Second) // the job never started
+				for i := range removeTries + 2 {
+					w.c.Reconcile(ctx)
+					err := w.in.Sync(ctx)
+					if wantErr := tc.removeErr != nil && i < removeTries; (err != nil) != wantErr || (wantErr && !strings.Contains(err.Error(), runner)) {
+						t.Errorf("Sync %d: %v (want an error naming %s: %v)", i, err, runner, wantErr)
+					}
+				}
+				if w.gh.removeCalls != tc.calls {
+					t.Errorf("RemoveRunner called %d times, want %d", w.gh.removeCalls, tc.calls)
+				}
+				if tc.removeErr == nil && !slices.Equal(w.gh.removed, []string{runner}) {
+					t.Errorf("removed %v, want %s", w.gh.removed, runner)
+				}
+				if want := "sparkgh.runner_removed"; tc.removeErr != nil {
+					if want = "sparkgh.runner_remove_failed"; strings.Count(logs.String(), want) != removeTries {
+						t.Errorf("log:\n%s", logs.String())
+					}
+				} else if !strings.Contains(logs.String(), want+" request=") {
+					t.Errorf("log:\n%s", logs.String())
+				}
+			})
+		})
+	}
+}
+
 func TestAFailedGrantReleasesTheLeaseAndFailsTheCheck(t *testing.T) {
 	const detail = "https://ghes.internal/api/v3 /var/lib/spark/jit"
 	for name, tc := range map[string]struct {
@@ -645,6 +725,16 @@ func TestAFailedGrantReleasesTheLeaseAndFailsTheCheck(t *testing.T) {
 				last := w.gh.last(1)
 				if last.Conclusion != "failure" || !strings.Contains(last.Summary, tc.step) || strings.Contains(last.Summary, detail) {
 					t.Errorf("check %+v", last)
+				}
+				// A runner that was minted is removed with the lease.
+				var want []string
+				for runner := range w.gh.minted {
+					if tc.mint == nil {
+						want = append(want, runner)
+					}
+				}
+				if !slices.Equal(w.gh.removed, want) {
+					t.Errorf("removed runners %v, want %v", w.gh.removed, want)
 				}
 			})
 		})

@@ -472,13 +472,13 @@ func (in *Integration) workflowJob(ctx context.Context, e *github.WorkflowJobEve
 	}
 	switch e.GetAction() {
 	case "in_progress":
-		if err := in.ctrl.Annotate(ctx, id, keyPhase, "running"); err != nil {
+		if err := in.ctrl.Annotate(ctx, id, keyPhase, phaseRunning); err != nil {
 			return err
 		}
 	case "completed":
-		phase := "passed"
+		phase := phasePassed
 		if c := e.GetWorkflowJob().GetConclusion(); c != "success" {
-			phase = "job concluded " + c
+			phase = phaseConcluded + c
 		}
 		if err := in.ctrl.Annotate(ctx, id, keyPhase, phase); err != nil {
 			return err
