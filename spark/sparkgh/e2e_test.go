@@ -104,15 +104,8 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 		t.Helper()
 		payload["repository"] = map[string]any{"full_name": "o/butter", "id": repoID}
 		body, _ := json.Marshal(payload)
-		r := httptest.NewRequest("POST", "/webhook", bytes.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("X-GitHub-Event", event)
-		r.Header.Set("X-GitHub-Delivery", delivery)
-		r.Header.Set("X-Hub-Signature-256", sign(body, whSecret))
-		rec := httptest.NewRecorder()
-		wh.ServeHTTP(rec, r)
-		if rec.Code != http.StatusAccepted {
-			t.Fatalf("%s: %d %s", event, rec.Code, rec.Body)
+		if code := post(wh, whSecret, delivery, event, body); code != http.StatusAccepted {
+			t.Fatalf("%s: %d", event, code)
 		}
 		d := <-wh.queue // process as Run would
 		if err := in.Process(ctx, d.event, d.payload); err != nil {
