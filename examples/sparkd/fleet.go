@@ -60,6 +60,7 @@ type githubSettings struct {
 	Workflow      string                  `yaml:"workflow"`
 	RunnerLabels  []string                `yaml:"runner_labels"`
 	HostNames     map[string]string       `yaml:"host_names"`
+	MergeQueue    *sparkgh.MergeQueue     `yaml:"merge_queue"`
 }
 
 // fleet is a loaded -fleet file: the controller's options and the GitHub
@@ -152,6 +153,7 @@ func (g *githubSettings) config() (sparkgh.Config, error) {
 		c.HostNames = g.HostNames
 	}
 	c.CommandPrefix, c.MinRole, c.CheckName, c.Workflow = g.CommandPrefix, g.MinRole, g.CheckName, g.Workflow
+	c.MergeQueue = g.MergeQueue
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("%w: github: %w", errFleet, err)
 	}

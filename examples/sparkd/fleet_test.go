@@ -44,6 +44,23 @@ func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
 	}
 }
 
+// The example's merge queue line, uncommented, serves main's queue with
+// the smoke suite on one node.
+func TestFleetFile_TheExamplesMergeQueueLoads(t *testing.T) {
+	file := strings.Replace(string(exampleFleet), "  # merge_queue:", "  merge_queue:", 1)
+	if file == string(exampleFleet) {
+		t.Fatal("the example has no commented merge_queue line")
+	}
+	f, err := loadFleet([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sparkgh.MergeQueue{Lane: sparkgh.Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
+	if diff := cmp.Diff(want, f.github.MergeQueue); diff != "" {
+		t.Errorf("merge queue (-want +got):\n%s", diff)
+	}
+}
+
 // sched is a schedule entry with the given time fields.
 func sched(when string) string {
 	if when != "" {
@@ -74,6 +91,8 @@ func TestFleetFile_RefusesWhatItCannotRunSafely(t *testing.T) {
 		"a lane's unknown topology":       {hosts + "github: {labels: {gpu-test: {suite: smoke, topology: trio}}}\n", `topology "trio"`},
 		"an unknown role":                 {hosts + "github: {min_role: owner}\n", `MinRole "owner"`},
 		"an empty runner label":           {hosts + "github: {runner_labels: [self-hosted, '']}\n", "a runner label is empty"},
+		"a merge queue on no branch":      {hosts + "github: {merge_queue: {suite: smoke, topology: single}}\n", "merge queue: name the base branches"},
+		"a merge queue's unknown key":     {hosts + "github: {merge_queue: {suite: smoke, topology: single, branch: main}}\n", "branch"},
 		"a schedule without a name":       {hosts + "schedules: [{repo: o/r, branch: main, class: benchmark, suite: performance, at: '03:00'}]\n", "needs a name of its own"},
 		"two schedules of one name":       {hosts + "schedules: [" + sched("at: '03:00'") + ", " + sched("at: '04:00'") + "]\n", "needs a name of its own"},
 		"a schedule of development":       {hosts + "schedules: [{name: n, repo: o/r, branch: main, class: development, suite: smoke, at: '03:00'}]\n", `class "development": a schedule asks for`},

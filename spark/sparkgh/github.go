@@ -3,6 +3,7 @@ package sparkgh
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -142,7 +143,10 @@ func (g *GitHubAPI) BranchSHA(ctx context.Context, repo, branch string) (string,
 	if err != nil {
 		return "", err
 	}
-	b, _, err := g.Client.Repositories.GetBranch(ctx, r.Owner, r.Repo, branch, 1)
+	b, resp, err := g.Client.Repositories.GetBranch(ctx, r.Owner, r.Repo, branch, 1)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusNotFound {
+		return "", fmt.Errorf("sparkgh: read branch %s of %s: %w: %w", branch, repo, ErrNoBranch, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("sparkgh: read branch %s of %s: %w", branch, repo, err)
 	}

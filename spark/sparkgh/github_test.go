@@ -64,7 +64,7 @@ func TestGitHubAPI_BranchSHA(t *testing.T) {
 	if sha, err := api.BranchSHA(ctx, "o/butter", "main"); err != nil || sha != sha1 {
 		t.Errorf("main: %q %v", sha, err)
 	}
-	if _, err := api.BranchSHA(ctx, "o/butter", "gone"); err == nil || !strings.HasPrefix(err.Error(), "sparkgh: read branch gone of o/butter") {
+	if _, err := api.BranchSHA(ctx, "o/butter", "gone"); !errors.Is(err, ErrNoBranch) || !strings.HasPrefix(err.Error(), "sparkgh: read branch gone of o/butter") {
 		t.Errorf("a missing branch: %v", err)
 	}
 	if _, err := api.BranchSHA(ctx, "o/butter", "empty"); err == nil || !strings.Contains(err.Error(), "names no commit") {

@@ -49,6 +49,9 @@ type Config struct {
 	RunnerLabels  []string        // the fleet's base labels
 	HostNames     map[string]string
 	Class         spark.Class // default ManualPR
+	// MergeQueue, when set, serves the merge queue of its branches; nil
+	// ignores merge_group deliveries.
+	MergeQueue *MergeQueue
 }
 
 // SeedConfig is the seed's labels, commands and runner labels.
@@ -119,7 +122,8 @@ type GitHub interface {
 	// name; no such runner (it removed itself after its job) is not an
 	// error.
 	RemoveRunner(ctx context.Context, name string) error
-	// BranchSHA returns the commit a branch points to now.
+	// BranchSHA returns the commit a branch points to now; an error
+	// matching ErrNoBranch when there is no such branch.
 	BranchSHA(ctx context.Context, repo, branch string) (string, error)
 }
 
@@ -167,6 +171,10 @@ func (in *Integration) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "sparkgh.Integration{webhook secret: %s}", secret.Redacted)
 }
 
+// ErrNoBranch is matched by GitHub.BranchSHA errors when the branch does
+// not exist (GitHub answered 404).
+var ErrNoBranch = errors.New("sparkgh: no such branch")
+
 // ErrConfig is matched by Validate's errors.
 var ErrConfig = errors.New("sparkgh: invalid configuration")
 
@@ -192,6 +200,16 @@ func (c Config) Validate() error {
 	}
 	if slices.ContainsFunc(c.RunnerLabels, func(l string) bool { return strings.TrimSpace(l) == "" }) {
 		return fmt.Errorf("%w: a runner label is empty", ErrConfig)
+	}
+	if mq := c.MergeQueue; mq != nil {
+		switch {
+		case len(mq.Branches) == 0 || slices.ContainsFunc(mq.Branches, func(b string) bool { return strings.TrimSpace(b) == "" }):
+			return fmt.Errorf("%w: merge queue: name the base branches whose queue it serves (branches: [main])", ErrConfig)
+		case mq.Suite != "smoke" && mq.Suite != "performance":
+			return fmt.Errorf("%w: merge queue: suite %q: smoke or performance", ErrConfig, mq.Suite)
+		case mq.Topology != spark.Single && mq.Topology != spark.Pair:
+			return fmt.Errorf("%w: merge queue: topology %q: single or pair", ErrConfig, mq.Topology)
+		}
 	}
 	return nil
 }
@@ -297,7 +315,7 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 		return nil // created meanwhile
 	}
 	shown := in.render(st)
-	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], r.PR.SHA, in.cfg.CheckName, shown)
+	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], commitOf(r), in.cfg.CheckName, shown)
 	if err != nil {
 		return fmt.Errorf("create the check of request %s (Sync retries): %w", id, err)
 	}
@@ -313,10 +331,7 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 // render is the check a maintainer reads for a request's state.
 func (in *Integration) render(st spark.Status) Check {
 	r := st.Request
-	sha := ""
-	if r.PR != nil {
-		sha = short(r.PR.SHA)
-	}
+	sha := short(commitOf(r))
 	hosts := make([]string, len(r.Hosts))
 	for i, h := range r.Hosts {
 		hosts[i] = in.hostName(h)
@@ -392,9 +407,9 @@ func (in *Integration) Sync(ctx context.Context) error {
 		switch {
 		case ok && !slices.Contains(ids, r.ID):
 			ids = append(ids, r.ID)
-		case !ok && r.PR != nil && r.Annotations[keyRepo] != "":
+		case !ok && r.Annotations[keyRepo] != "" && (r.PR != nil || r.Annotations[keyMerge] != ""):
 			// A GitHub request whose check could not be created: the
-			// maintainer must still see it.
+			// maintainer (or the merge queue) must still see it.
 			if err := in.openCheck(ctx, r.ID); err != nil {
 				errs = append(errs, err)
 			}
@@ -515,6 +530,15 @@ func (in *Integration) removeRunner(ctx context.Context, r spark.Request) error 
 	return fmt.Errorf("sparkgh: remove runner %s of ended request %s: %w", runner, r.ID, err)
 }
 
+// commitOf is the commit a request runs: its pull request's head, or
+// the commit a schedule or a merge group named.
+func commitOf(r spark.Request) string {
+	if r.PR != nil {
+		return r.PR.SHA
+	}
+	return r.Annotations[keySHA]
+}
+
 // RunnerName is the one-job runner of a reservation.
 func RunnerName(requestID string) string { return "spark-" + requestID }
 
@@ -547,10 +571,7 @@ func (c Config) runnerLabels(topology spark.Topology, requestID string) []string
 // released so the capacity is not held idle, and the check fails naming
 // the step.
 func (in *Integration) OnGrant(r spark.Request) {
-	sha := r.Annotations[keySHA]
-	if r.PR != nil {
-		sha = r.PR.SHA
-	}
+	sha := commitOf(r)
 	if sha == "" || r.Annotations[keyRepo] == "" {
 		return // not a GitHub request
 	}

@@ -151,7 +151,7 @@ func (g *fakeGH) BranchSHA(_ context.Context, repo, branch string) (string, erro
 	defer g.mu.Unlock()
 	sha, ok := g.branches[repo+"@"+branch]
 	if !ok {
-		return "", errors.New("404 Branch not found")
+		return "", fmt.Errorf("404 Branch not found: %w", ErrNoBranch)
 	}
 	return sha, nil
 }
@@ -1035,9 +1035,12 @@ func FuzzWebhookDecoder(f *testing.F) {
 	f.Add("pull_request", []byte(`{"action":"labeled","label":{"name":"spark-test"},"pull_request":{"number":1}}`))
 	f.Add("issue_comment", []byte(`{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`))
 	f.Add("workflow_job", []byte(`{"action":"completed","workflow_job":{"runner_name":"spark-r-1"}}`))
+	f.Add("merge_group", []byte(`{"action":"checks_requested","merge_group":{"head_sha":"`+mergeSHA+`","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-`+sha1+`","base_ref":"refs/heads/main"},"repository":{"full_name":"o/butter"}}`))
 	f.Fuzz(func(t *testing.T, event string, payload []byte) {
 		gh := newFakeGH()
-		in, _ := New(SeedConfig("fuzz-secret-123"), nil, gh, nil)
+		cfg := SeedConfig("fuzz-secret-123")
+		cfg.MergeQueue = &MergeQueue{Lane: Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
+		in, _ := New(cfg, nil, gh, nil)
 		opts := spark.SeedOptions()
 		opts.Service = &sparktest.Service{}
 		c, _ := spark.New(sparktest.NewStore(), opts)
@@ -1051,6 +1054,7 @@ func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
 	for event, body := range map[string]string{
 		"pull_request":  `{"action":"labeled"}`,
 		"issue_comment": `{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`,
+		"merge_group":   `{"action":"checks_requested","repository":{"full_name":"o/butter"}}`,
 	} {
 		if err := in.Process(ctx, event, []byte(body)); !errors.Is(err, ErrPayload) {
 			t.Errorf("%s: %v, want ErrPayload", event, err)

@@ -213,7 +213,7 @@ var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
 // Process handles one verified delivery.
 func (in *Integration) Process(ctx context.Context, event string, payload []byte) error {
 	switch event {
-	case "pull_request", "issue_comment", "workflow_job":
+	case "pull_request", "issue_comment", "workflow_job", "merge_group":
 	default:
 		return nil // not ours (ping and others)
 	}
@@ -234,6 +234,11 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 		return in.comment(ctx, e)
 	case *github.WorkflowJobEvent:
 		return in.workflowJob(ctx, e)
+	case *github.MergeGroupEvent:
+		if e.MergeGroup == nil || e.GetRepo().GetFullName() == "" {
+			return fmt.Errorf("%w: merge_group: the payload lacks merge_group or repository.full_name", ErrPayload)
+		}
+		return in.mergeGroup(ctx, e)
 	}
 	return nil
 }
@@ -357,12 +362,20 @@ func (in *Integration) still(ctx context.Context, pr PR, action string, holds fu
 // cancelQueued cancels this PR's queued requests that match; active work
 // finishes.
 func (in *Integration) cancelQueued(ctx context.Context, pr PR, match func(spark.Request) bool, reason string) error {
+	return in.cancelWhere(ctx, func(r spark.Request) bool {
+		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && match(r)
+	}, reason)
+}
+
+// cancelWhere cancels the queued requests match selects; running work is
+// never stopped.
+func (in *Integration) cancelWhere(ctx context.Context, match func(spark.Request) bool, reason string) error {
 	_, live, err := in.ctrl.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	for _, r := range live {
-		if r.State != spark.Queued || r.PR == nil || r.PR.Repo != pr.Repo || r.PR.Number != pr.Number || !match(r) {
+		if r.State != spark.Queued || !match(r) {
 			continue
 		}
 		if err := in.ctrl.Cancel(ctx, r.ID); err != nil && !errors.Is(err, spark.ErrNotQueued) && !errors.Is(err, spark.ErrActive) {
