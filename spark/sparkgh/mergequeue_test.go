@@ -16,7 +16,11 @@ const mergeSHA = "3333333333333333333333333333333333333333"
 // the smoke suite on one node, and whose merge group for pull request 7
 // is in the queue at mergeSHA.
 func mergeWorld(t *testing.T) (*world, string) {
-	w := newWorld(t, false)
+	return mergeWorldOf(newWorld(t, false))
+}
+
+// mergeWorldOf makes w such a world.
+func mergeWorldOf(w *world) (*world, string) {
 	w.in.cfg.MergeQueue = &MergeQueue{Lane: Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
 	ref := fmt.Sprintf("refs/heads/gh-readonly-queue/main/pr-7-%s", sha1)
 	w.gh.branches["o/butter@"+strings.TrimPrefix(ref, "refs/heads/")] = mergeSHA

@@ -607,29 +607,45 @@ func TestAScheduledRequestRunsTheBranchsCommitThroughTheSameQueue(t *testing.T) 
 // A request whose check GitHub refused when it was queued is not left
 // invisible: the next Sync creates it, once.
 func TestARequestWhoseCheckGitHubRefusedGetsItOnTheNextSync(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t, false)
-		w.gh.createErr = errors.New("502 Bad Gateway")
-		w.setPR(prJSON(7, sha1, []string{"spark-test-long"}, false))
-		payload := map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
-			"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}}
-		data, _ := json.Marshal(payload)
-		if err := w.in.Process(ctx, "pull_request", data); err == nil {
-			t.Fatal("the refused check must be reported")
-		}
-		if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 || len(w.gh.checks) != 0 {
-			t.Fatalf("live %d, checks %d: the request stays queued without a check", len(live), len(w.gh.checks))
-		}
-		w.gh.createErr = nil
-		w.tick(t)
-		w.tick(t)
-		if len(w.gh.checks) != 1 || w.gh.checks[1].sha != sha1 {
-			t.Fatalf("checks %v, want one on %s", w.gh.checks, sha1)
-		}
-		if got := w.gh.last(1).Title; got != "Spark 2 allocated — environment preparing" {
-			t.Errorf("the healed check says %q", got)
-		}
-	})
+	for name, tc := range map[string]struct {
+		setup func(w *world) (event string, payload map[string]any)
+		sha   string
+	}{
+		"a label": {func(w *world) (string, map[string]any) {
+			w.setPR(prJSON(7, sha1, []string{"spark-test-long"}, false))
+			return "pull_request", map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test-long"}, "sender": map[string]any{"login": "maint"},
+				"pull_request": prJSON(7, sha1, []string{"spark-test-long"}, false)}
+		}, sha1},
+		"a merge group": {func(w *world) (string, map[string]any) {
+			_, ref := mergeWorldOf(w)
+			return "merge_group", map[string]any{"action": "checks_requested", "merge_group": map[string]any{"head_sha": mergeSHA, "head_ref": ref, "base_ref": "refs/heads/main"}}
+		}, mergeSHA},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				event, payload := tc.setup(w)
+				w.gh.createErr = errors.New("502 Bad Gateway")
+				payload["repository"] = map[string]any{"full_name": "o/butter", "id": repoID}
+				data, _ := json.Marshal(payload)
+				if err := w.in.Process(ctx, event, data); err == nil {
+					t.Fatal("the refused check must be reported")
+				}
+				if _, live, _ := w.c.Snapshot(ctx); len(live) != 1 || len(w.gh.checks) != 0 {
+					t.Fatalf("live %d, checks %d: the request stays queued without a check", len(live), len(w.gh.checks))
+				}
+				w.gh.createErr = nil
+				w.tick(t)
+				w.tick(t)
+				if len(w.gh.checks) != 1 || w.gh.checks[1].sha != tc.sha {
+					t.Fatalf("checks %v, want one on %s", w.gh.checks, tc.sha)
+				}
+				if got := w.gh.last(1).Title; got != "Spark 2 allocated — environment preparing" {
+					t.Errorf("the healed check says %q", got)
+				}
+			})
+		})
+	}
 }
 
 // A grant whose runner cannot be minted, handed to the host agent or
