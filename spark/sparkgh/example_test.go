@@ -3,6 +3,7 @@ package sparkgh_test
 import (
 	"fmt"
 
+	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
@@ -25,4 +26,17 @@ func ExampleNew() {
 	_, err := sparkgh.New(sparkgh.SeedConfig(""), nil, nil, nil)
 	fmt.Println(err)
 	// Output: sparkgh: refusing to start without a webhook secret: set Config.WebhookSecret to the GitHub webhook's secret (8 characters or more)
+}
+
+// Serving GitHub's merge queue takes a lane and the base branches whose
+// queue it serves; without branches the configuration is refused.
+func ExampleMergeQueue() {
+	c := sparkgh.SeedConfig("a-webhook-secret")
+	c.MergeQueue = &sparkgh.MergeQueue{Lane: sparkgh.Lane{Suite: "smoke", Topology: spark.Single}}
+	fmt.Println(c.Validate())
+	c.MergeQueue.Branches = []string{"main"}
+	fmt.Println(c.Validate())
+	// Output:
+	// sparkgh: invalid configuration: merge queue: name the base branches whose queue it serves (branches: [main])
+	// <nil>
 }

@@ -31,6 +31,10 @@ type DeliveryLog interface {
 	Redeliver(ctx context.Context, id int64) error
 }
 
+// maxDeliveryPages bounds the pages of the delivery log one sweep reads
+// (100 attempts a page).
+const maxDeliveryPages = 100
+
 // DefaultRedeliveries is Redeliverer.Max's default: GitHub's first attempt
 // and two redeliveries.
 const DefaultRedeliveries = 3
@@ -121,9 +125,16 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 	}
 	byGUID := map[string]*delivery{}
 	cursor := ""
+	truncated := false
 	for page := 0; ; page++ {
-		if page == 100 {
-			return nil, fmt.Errorf("%w: more than 100 pages since %s", ErrRedeliver, since.UTC().Format(time.RFC3339))
+		if page == maxDeliveryPages {
+			// A busy App logs more than a sweep reads: the newest are
+			// handled, and the next sweep's window starts later, so the
+			// sweeps do not fail for ever on the same backlog.
+			truncated = true
+			log.Warn("sparkgh.redeliver_truncated", "pages", maxDeliveryPages, "since", since.UTC().Format(time.RFC3339),
+				"why", "the delivery log holds more than a sweep reads; older failed deliveries are not redelivered", "hint", redeliverHint)
+			break
 		}
 		attempts, next, err := r.Log.Deliveries(ctx, cursor)
 		if err != nil {
@@ -159,7 +170,11 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 	}
 	for guid := range unprocessed {
 		if byGUID[guid] == nil {
-			log.Error("sparkgh.delivery_abandoned", "delivery", guid, "why", "not processed, and not in the App's delivery log", "hint", redeliverHint)
+			why := "not processed, and not in the App's delivery log"
+			if truncated {
+				why = "not processed, and older than a sweep reads of the App's delivery log"
+			}
+			log.Error("sparkgh.delivery_abandoned", "delivery", guid, "why", why, "hint", redeliverHint)
 			r.Unprocessed.Forget(guid)
 		}
 	}

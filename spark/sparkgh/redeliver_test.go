@@ -112,6 +112,27 @@ func TestRedeliverer_DeliveriesSparkdMissedAreSentAgainABoundedNumberOfTimes(t *
 	}
 }
 
+// A busy App's log holds more than the maxDeliveryPages a sweep reads:
+// the sweep redelivers what it read (the newest) and succeeds, with a
+// warning, so the next sweep's window moves on instead of failing on the
+// same backlog for ever.
+func TestRedeliverer_ALogLongerThanASweepReadsIsHandledNewestFirst(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	f := &fakeLog{} // two attempts a page
+	for i := 2*maxDeliveryPages + 10; i > 0; i-- {
+		f.attempts = append(f.attempts, Delivery{ID: int64(i), GUID: fmt.Sprintf("d%d", i), At: t0.Add(time.Duration(i) * time.Second), OK: i != 205 && i != 3})
+	}
+	var logs bytes.Buffer
+	r := &Redeliverer{Log: f, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	got, err := r.Sweep(context.Background(), t0)
+	if err != nil || !slices.Equal(got, []string{"d205"}) {
+		t.Errorf("Sweep = %v, %v; want d205 (d3 is beyond what a sweep reads)", got, err)
+	}
+	if !strings.Contains(logs.String(), "sparkgh.redeliver_truncated pages=100") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+}
+
 // fakeUnprocessed is a receiver's record of deliveries it failed to
 // process.
 type fakeUnprocessed map[string]time.Time

@@ -4,11 +4,14 @@
 // dispatches the admitted default-branch workflow with a one-job JIT
 // runner, and mirrors a sanitized dashboard. Schedule queues the work the
 // controller asks for itself (benchmarks, merge CI) at a branch's commit,
-// dispatched the same way once granted. Redeliverer asks GitHub to send
-// again the webhook deliveries the receiver missed, which GitHub never
-// does by itself. It implements the "Maintainer
-// experience" and "Repository enablement" sections of the shared-fleet
-// seed, and its "Controller schedule".
+// dispatched the same way once granted; with Config.MergeQueue each merge
+// group of GitHub's merge queue runs merge CI at its commit. A one-job
+// runner whose job never ran is removed when its lease ends. Redeliverer
+// asks GitHub to send again the webhook deliveries the receiver missed or
+// could not process, which GitHub never does by itself. It implements the
+// "Maintainer experience" and "Repository enablement" sections of the
+// shared-fleet seed, its "Controller schedule" and its merge correctness
+// CI.
 package sparkgh
 
 import (
