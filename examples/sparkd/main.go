@@ -173,7 +173,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		gh.SetController(c)
 		wh := gh.NewWebhook(0)
 		if missed != nil {
-			missed.r.Unprocessed = wh // what it accepted but could not process is sent again too
+			// What it accepted but could not process is sent again too,
+			// after a restart as well.
+			missed.r.Unprocessed = wh
+			journal := filepath.Join(filepath.Dir(*dbPath), unprocessedFile)
+			if m, err := loadUnprocessed(journal); err != nil {
+				log.Error("sparkd.unprocessed", "file", journal, "error", err, "why", "deliveries an earlier run could not process are not redelivered")
+			} else {
+				wh.Restore(m)
+			}
+			wh.Journal = func(m map[string]time.Time) error { return saveUnprocessed(journal, m) }
 		}
 		go wh.Run(ctx)
 		h.Handle("POST /github/webhook", wh)
@@ -263,23 +272,31 @@ func jitWriter(dir string) func(runner string, cfg sparkgh.Secret) error {
 		if runner == "" || runner != filepath.Base(runner) || strings.HasPrefix(runner, ".") {
 			return fmt.Errorf("sparkd: runner name %q cannot name a file in -jit-dir", runner)
 		}
-		f, err := os.CreateTemp(dir, ".jitconfig-*") // mode 0600
-		if err != nil {
-			return fmt.Errorf("sparkd: -jit-dir: %w", err)
-		}
-		_, err = f.WriteString(cfg.Reveal())
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), filepath.Join(dir, runner+jitSuffix))
-		}
-		if err != nil {
-			os.Remove(f.Name())
+		if err := writeWhole(filepath.Join(dir, runner+jitSuffix), []byte(cfg.Reveal())); err != nil {
 			return fmt.Errorf("sparkd: -jit-dir: %w", err)
 		}
 		return nil
 	}
+}
+
+// writeWhole writes path, mode 0600, whole or not at all: beside it, then
+// renamed over it.
+func writeWhole(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*") // mode 0600
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // githubRoundTimeout bounds one round's GitHub work.

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/gpugate/gpugate/spark/sparkgh"
@@ -42,4 +47,41 @@ func (d *redeliveries) tick(ctx context.Context, now time.Time) {
 		return
 	}
 	d.since = now.Add(-redeliverOverlap)
+}
+
+// unprocessedFile, beside the database, keeps the deliveries sparkd
+// accepted but could not process (sparkgh.Webhook.Journal), so a restart
+// still redelivers them.
+const unprocessedFile = "unprocessed-deliveries.json"
+
+// unprocessedJournal is the file's content: each delivery's GUID and when
+// it arrived.
+type unprocessedJournal struct {
+	Version    int                  `json:"version"`
+	Deliveries map[string]time.Time `json:"deliveries"`
+}
+
+// loadUnprocessed reads the journal; a missing file is an empty one.
+func loadUnprocessed(path string) (map[string]time.Time, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var j unprocessedJournal
+	if err := json.Unmarshal(data, &j); err != nil || j.Version != 1 {
+		return nil, fmt.Errorf("sparkd: %s is not a version 1 journal of unprocessed deliveries (%v): remove it to start afresh", path, err)
+	}
+	return j.Deliveries, nil
+}
+
+// saveUnprocessed writes the journal whole.
+func saveUnprocessed(path string, m map[string]time.Time) error {
+	data, err := json.Marshal(unprocessedJournal{Version: 1, Deliveries: m})
+	if err != nil {
+		return err
+	}
+	return writeWhole(path, data)
 }

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
@@ -51,4 +56,62 @@ func TestRedeliveries_SweepAtStartThenEveryFiveMinutes(t *testing.T) {
 	}
 	var none *redeliveries // without the App's credentials
 	none.tick(ctx, start)
+}
+
+// The journal of deliveries sparkd could not process survives a restart:
+// written whole (mode 0600) and read back; no file is an empty journal;
+// a file that is not one is an error naming it and what to do.
+func TestUnprocessedJournal_SurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, unprocessedFile)
+	if m, err := loadUnprocessed(path); err != nil || m != nil {
+		t.Fatalf("no file: %v, %v", m, err)
+	}
+	at := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	want := map[string]time.Time{"label-7": at, "comment-3": at.Add(time.Minute)}
+	if err := saveUnprocessed(path, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadUnprocessed(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, %v", fi.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left beside it: %v", entries)
+	}
+	for _, bad := range []string{"{", `{"version":2,"deliveries":{}}`, `[]`} {
+		os.WriteFile(path, []byte(bad), 0o600)
+		if _, err := loadUnprocessed(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "remove it") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+func FuzzLoadUnprocessed(f *testing.F) {
+	f.Add([]byte(`{"version":1,"deliveries":{"label-7":"2026-11-29T03:00:00Z"}}`))
+	f.Add([]byte(`{"version":1,"deliveries":null}`))
+	path := filepath.Join(f.TempDir(), unprocessedFile)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m, err := loadUnprocessed(path)
+		if err != nil {
+			return
+		}
+		// What loads, saves and loads the same.
+		if err := saveUnprocessed(path, m); err != nil {
+			t.Fatal(err)
+		}
+		again, err := loadUnprocessed(path)
+		if err != nil || len(again) != len(m) {
+			t.Fatalf("round trip: %v, %v (was %v)", again, err, m)
+		}
+	})
 }

@@ -846,6 +846,8 @@ func TestWebhook_ADeliveryItAcceptedButCouldNotProcessIsRedelivered(t *testing.T
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		wh := w.in.NewWebhook(4)
+		var journal []map[string]time.Time
+		wh.Journal = func(m map[string]time.Time) error { journal = append(journal, m); return nil }
 		// drain runs the receiver for a minute of the bubble's clock: past
 		// its retries.
 		drain := func() {
@@ -865,14 +867,21 @@ func TestWebhook_ADeliveryItAcceptedButCouldNotProcessIsRedelivered(t *testing.T
 		if got := wh.Unprocessed(); !got["label-7"].Equal(arrived) || len(got) != 1 {
 			t.Fatalf("unprocessed %v, want label-7 at %s", got, arrived)
 		}
+		// A restart now (sparkd journals the set beside its database)
+		// still knows it.
+		restarted := w.in.NewWebhook(4)
+		restarted.Restore(journal[len(journal)-1])
+		if got := restarted.Unprocessed(); !got["label-7"].Equal(arrived) || len(got) != 1 {
+			t.Errorf("restored %v, want label-7 at %s", got, arrived)
+		}
 		log := &fakeLog{attempts: []Delivery{{ID: 70, GUID: "label-7", At: arrived.Add(-time.Second), OK: true}}}
 		r := &Redeliverer{Log: log, Unprocessed: wh}
 		// The sweep is due later than the window it would read by itself.
 		if got, err := r.Sweep(ctx, arrived.Add(30*time.Minute)); err != nil || !slices.Equal(got, []string{"label-7"}) || !slices.Equal(log.redelivered, []int64{70}) {
 			t.Fatalf("sweep redelivered %v (attempts %v), %v", got, log.redelivered, err)
 		}
-		if got := wh.Unprocessed(); len(got) != 0 {
-			t.Errorf("still unprocessed after its redelivery was asked for: %v", got)
+		if got := wh.Unprocessed(); len(got) != 0 || len(journal) != 2 || len(journal[1]) != 0 {
+			t.Errorf("still unprocessed after its redelivery was asked for: %v (journal %v)", got, journal)
 		}
 		if code := post(wh, "webhook-secret-123", "label-7", "pull_request", body); code != http.StatusAccepted {
 			t.Fatalf("the redelivery: %d, want it processed, not dropped as a duplicate", code)

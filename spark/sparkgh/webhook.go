@@ -43,10 +43,38 @@ type Webhook struct {
 	// 10 seconds.
 	QueueWait time.Duration
 
+	// Journal, when set, receives the whole of Unprocessed each time it
+	// changes, so a restart can Restore it; it runs under the receiver's
+	// lock, and changes are rare (a failure, its redelivery). An error is
+	// logged.
+	Journal func(unprocessed map[string]time.Time) error
+
 	mu          sync.Mutex
 	seen        map[string]bool
 	ring        []string
 	unprocessed map[string]time.Time // accepted, then failed: when each arrived
+}
+
+// Restore seeds Unprocessed with what an earlier run's Journal recorded;
+// call it before Run.
+func (wh *Webhook) Restore(unprocessed map[string]time.Time) {
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	for id, at := range unprocessed {
+		if id != "" && len(wh.unprocessed) < maxUnprocessed {
+			wh.unprocessed[id] = at
+		}
+	}
+}
+
+// journal hands Unprocessed to Journal; wh.mu is held.
+func (wh *Webhook) journal() {
+	if wh.Journal == nil {
+		return
+	}
+	if err := wh.Journal(maps.Clone(wh.unprocessed)); err != nil {
+		wh.in.log.Error("sparkgh.journal_failed", "error", err, "why", "deliveries not processed would not be redelivered after a restart")
+	}
 }
 
 // maxUnprocessed bounds what a Webhook remembers of deliveries it could
@@ -82,7 +110,10 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wh.mu.Lock()
 	dup := id != "" && wh.seen[id]
 	if !dup && id != "" {
-		delete(wh.unprocessed, id) // back for another try
+		if _, ok := wh.unprocessed[id]; ok {
+			delete(wh.unprocessed, id) // back for another try
+			wh.journal()
+		}
 		wh.seen[id] = true
 		wh.ring = append(wh.ring, id)
 		if len(wh.ring) > 10000 {
@@ -152,6 +183,7 @@ func (wh *Webhook) failed(d delivery) {
 		delete(wh.unprocessed, oldest)
 	}
 	wh.unprocessed[d.id] = d.at
+	wh.journal()
 }
 
 // Unprocessed returns the deliveries this receiver answered with a 2xx
@@ -170,7 +202,10 @@ func (wh *Webhook) Unprocessed() map[string]time.Time {
 func (wh *Webhook) Forget(guid string) {
 	wh.mu.Lock()
 	defer wh.mu.Unlock()
-	delete(wh.unprocessed, guid)
+	if _, ok := wh.unprocessed[guid]; ok {
+		delete(wh.unprocessed, guid)
+		wh.journal()
+	}
 }
 
 // processRetries bounds the retries of a delivery whose processing failed
