@@ -169,6 +169,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	h := http.NewServeMux()
 	h.Handle("/", api)
 	h.Handle("/dashboard.json", c.DashboardHandler(ghConfig.HostNames))
+	// The receiver stops after the server: a delivery answered 202 while
+	// the server shuts down is still queued, and what is queued or in
+	// flight when it stops is journalled for the redelivery.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	whDone := make(chan struct{})
+	if gh == nil {
+		close(whDone)
+	}
 	if gh != nil {
 		gh.SetController(c)
 		wh := gh.NewWebhook(0)
@@ -184,7 +193,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			}
 			wh.Journal = func(m map[string]time.Time) error { return saveUnprocessed(journal, m) }
 		}
-		go wh.Run(ctx)
+		go func() { wh.Run(runCtx); close(whDone) }()
 		h.Handle("POST /github/webhook", wh)
 		go runSchedules(ctx, scheds, func(ctx context.Context, s sparkgh.Scheduled) error {
 			_, err := gh.Schedule(ctx, s)
@@ -229,6 +238,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			srv.Shutdown(shut)
+			stopRun()
+			<-whDone
 			return 0
 		case <-tick.C:
 		}

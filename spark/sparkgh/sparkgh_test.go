@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -803,6 +804,35 @@ func TestWebhook_RunProcessesQueuedDeliveriesUntilItsContextEnds(t *testing.T) {
 		}
 		cancel()
 		<-done
+	})
+}
+
+// A receiver that stops (sparkd's SIGTERM) has answered 202 for the
+// delivery it is processing and for those still queued: GitHub logged
+// them as delivered, so each is remembered as unprocessed, for the
+// redelivery after the restart.
+func TestWebhook_DeliveriesInFlightOrQueuedWhenItStopsAreRemembered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		w.gh.prHang = true // the first delivery's processing is in flight
+		wh := w.in.NewWebhook(4)
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { wh.Run(rctx); close(done) }()
+		body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
+			"pull_request": prJSON(7, sha1, []string{"spark-test"}, false), "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+		for _, id := range []string{"in-flight", "queued-1", "queued-2"} {
+			if code := post(wh, "webhook-secret-123", id, "pull_request", body); code != http.StatusAccepted {
+				t.Fatalf("%s: %d", id, code)
+			}
+			synctest.Wait()
+		}
+		cancel()
+		<-done
+		got := slices.Sorted(maps.Keys(wh.Unprocessed()))
+		if want := []string{"in-flight", "queued-1", "queued-2"}; !slices.Equal(got, want) {
+			t.Errorf("unprocessed %v, want %v", got, want)
+		}
 	})
 }
 

@@ -147,16 +147,31 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Run processes deliveries until ctx ends.
+// Run processes deliveries until ctx ends. A delivery whose processing
+// failed, was cut short by the end, or was still queued then is
+// remembered in Unprocessed: GitHub logged each as delivered.
 func (wh *Webhook) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			for {
+				select {
+				case d := <-wh.queue:
+					wh.failed(d)
+				default:
+					return
+				}
+			}
 		case d := <-wh.queue:
-			if err := wh.process(ctx, d); err != nil {
+			err := wh.process(ctx, d)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
+				wh.in.log.Warn("sparkgh.process_interrupted", "delivery", d.id, "event", d.event, "why", "the receiver is stopping; the delivery is redelivered after the restart")
+				wh.failed(d)
+			default:
 				wh.in.log.Error("sparkgh.process", "delivery", d.id, "event", d.event, "error", err, "hint", redeliverHint)
-				if !errors.Is(err, ErrPayload) && ctx.Err() == nil {
+				if !errors.Is(err, ErrPayload) {
 					wh.failed(d)
 				}
 			}
