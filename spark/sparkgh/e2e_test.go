@@ -23,6 +23,7 @@ import (
 type githubServer struct {
 	mu         sync.Mutex
 	titles     []string
+	external   []string // each created check's external_id
 	dispatched []map[string]any
 	jit        []map[string]any
 }
@@ -32,17 +33,22 @@ func (g *githubServer) handler(t *testing.T) http.Handler {
 	mux.HandleFunc("GET /repos/o/butter/collaborators/{user}/permission", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"permission":"write","role_name":"maintain"}`)
 	})
-	record := func(r *http.Request) {
+	record := func(r *http.Request) string {
 		var body struct {
-			Output struct{ Title string } `json:"output"`
+			Output     struct{ Title string } `json:"output"`
+			ExternalID string                 `json:"external_id"`
 		}
 		json.NewDecoder(r.Body).Decode(&body)
 		g.mu.Lock()
 		g.titles = append(g.titles, body.Output.Title)
 		g.mu.Unlock()
+		return body.ExternalID
 	}
 	mux.HandleFunc("POST /repos/o/butter/check-runs", func(w http.ResponseWriter, r *http.Request) {
-		record(r)
+		ext := record(r)
+		g.mu.Lock()
+		g.external = append(g.external, ext)
+		g.mu.Unlock()
 		fmt.Fprint(w, `{"id":501}`)
 	})
 	mux.HandleFunc("PATCH /repos/o/butter/check-runs/501", func(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +142,9 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 		t.Errorf("dispatch %v", g.dispatched[0])
 	}
 	runner := RunnerName(inputs["reservation_id"].(string))
+	if len(g.external) != 1 || g.external[0] != inputs["reservation_id"] {
+		t.Errorf("the check's external_id %q, want the request %v, which a Re-run names back", g.external, inputs["reservation_id"])
+	}
 	if g.jit[0]["name"] != runner {
 		t.Errorf("jit %v", g.jit[0])
 	}

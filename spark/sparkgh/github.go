@@ -68,6 +68,9 @@ func (g *GitHubAPI) CreateCheck(ctx context.Context, repo, sha, name string, c C
 		return 0, err
 	}
 	opts := github.CreateCheckRunOptions{Name: name, HeadSHA: sha, Status: github.String(c.Status), Output: output(c)}
+	if c.ExternalID != "" {
+		opts.ExternalID = github.String(c.ExternalID)
+	}
 	if c.Status == "completed" {
 		opts.Conclusion = github.String(c.Conclusion)
 		opts.CompletedAt = &github.Timestamp{Time: time.Now()}

@@ -66,15 +66,8 @@ func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent
 	if m == nil || m[1] != base {
 		return in.refuseMerge(ctx, repo, sha, fmt.Sprintf("%q is not a merge queue ref of %s", ref, base))
 	}
-	// A delivery acted on late (a redelivery) may name a group the queue
-	// has since removed: its ref is then gone, or moved.
-	now, err := in.gh.BranchSHA(ctx, repo, strings.TrimPrefix(ref, "refs/heads/"))
-	switch {
-	case errors.Is(err, ErrNoBranch) || (err == nil && now != sha):
-		in.log.Info("sparkgh.stale_delivery", "repo", repo, "merge_group", ref, "sha", short(sha), "why", "the merge group is no longer in the queue")
-		return nil
-	case err != nil:
-		return fmt.Errorf("sparkgh: read merge group %s of %s: %w", ref, repo, err)
+	if queued, err := in.stillQueued(ctx, repo, sha, ref); !queued {
+		return err
 	}
 	number, _ := strconv.Atoi(m[2])
 	pr, err := in.gh.PullRequest(ctx, repo, number)
@@ -84,6 +77,13 @@ func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent
 	if pr.HeadRepoID != pr.BaseRepoID {
 		return in.refuseMerge(ctx, repo, sha, fmt.Sprintf("#%d comes from a fork, whose code never runs on the fleet", number))
 	}
+	return in.queueMerge(ctx, repo, sha, ref)
+}
+
+// queueMerge queues the merge queue's lane for the group ref at sha,
+// unless it is queued or running already, and opens its check.
+func (in *Integration) queueMerge(ctx context.Context, repo, sha, ref string) error {
+	mq := in.cfg.MergeQueue
 	_, live, err := in.ctrl.Snapshot(ctx)
 	if err != nil {
 		return err
@@ -104,6 +104,21 @@ func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent
 	}
 	in.log.Info("sparkgh.queued", "request", r.ID, "repo", repo, "merge_group", ref, "sha", short(sha))
 	return in.openCheck(ctx, r.ID)
+}
+
+// stillQueued reports whether the merge group ref is still in the queue
+// at sha: a delivery acted on late (a redelivery, a re-run) may name a
+// group the queue has since removed, whose ref is then gone, or moved.
+func (in *Integration) stillQueued(ctx context.Context, repo, sha, ref string) (bool, error) {
+	now, err := in.gh.BranchSHA(ctx, repo, strings.TrimPrefix(ref, "refs/heads/"))
+	switch {
+	case errors.Is(err, ErrNoBranch) || (err == nil && now != sha):
+		in.log.Info("sparkgh.stale_delivery", "repo", repo, "merge_group", ref, "sha", short(sha), "why", "the merge group is no longer in the queue")
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("sparkgh: read merge group %s of %s: %w", ref, repo, err)
+	}
+	return true, nil
 }
 
 // refuseMerge fails the merge group's check at once, so the queue drops

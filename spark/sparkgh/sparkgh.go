@@ -5,7 +5,8 @@
 // runner, and mirrors a sanitized dashboard. Schedule queues the work the
 // controller asks for itself (benchmarks, merge CI) at a branch's commit,
 // dispatched the same way once granted; with Config.MergeQueue each merge
-// group of GitHub's merge queue runs merge CI at its commit. A one-job
+// group of GitHub's merge queue runs merge CI at its commit. A check's
+// Re-run asks for its lane again. A one-job
 // runner whose job never ran is removed when its lease ends. Redeliverer
 // asks GitHub to send again the webhook deliveries the receiver missed or
 // could not process, which GitHub never does by itself. It implements the
@@ -107,6 +108,10 @@ type Check struct {
 	Conclusion string // success, failure, cancelled, neutral
 	Title      string
 	Summary    string
+	// ExternalID, set when the check is created, is the request it
+	// reports (the check run's external_id): a maintainer's Re-run names
+	// it back.
+	ExternalID string
 }
 
 // GitHub is the surface the integration uses; GitHubAPI is the go-github
@@ -256,7 +261,12 @@ func (in *Integration) authorize(ctx context.Context, pr PR, actor string) error
 	if pr.HeadRepoID == 0 || pr.HeadRepoID != pr.BaseRepoID {
 		return fmt.Errorf("fork pull requests are never admitted to private hardware")
 	}
-	role, err := in.gh.Permission(ctx, pr.Repo, actor)
+	return in.hasRole(ctx, pr.Repo, actor)
+}
+
+// hasRole refuses an actor below Config.MinRole in repo.
+func (in *Integration) hasRole(ctx context.Context, repo, actor string) error {
+	role, err := in.gh.Permission(ctx, repo, actor)
 	if err != nil {
 		return fmt.Errorf("could not read @%s's permission: %v", actor, err)
 	}
@@ -318,7 +328,9 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 		return nil // created meanwhile
 	}
 	shown := in.render(st)
-	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], commitOf(r), in.cfg.CheckName, shown)
+	created := shown
+	created.ExternalID = r.ID
+	check, err := in.gh.CreateCheck(ctx, r.Annotations[keyRepo], commitOf(r), in.cfg.CheckName, created)
 	if err != nil {
 		return fmt.Errorf("create the check of request %s (Sync retries): %w", id, err)
 	}

@@ -58,8 +58,9 @@ type fakeGH struct {
 }
 
 type checkRec struct {
-	sha     string
-	history []Check
+	sha        string
+	externalID string
+	history    []Check
 }
 
 func newFakeGH() *fakeGH {
@@ -98,7 +99,9 @@ func (g *fakeGH) CreateCheck(_ context.Context, _, sha, _ string, c Check) (int6
 		return 0, g.createErr
 	}
 	g.next++
-	g.checks[g.next] = &checkRec{sha: sha, history: []Check{c}}
+	ext := c.ExternalID
+	c.ExternalID = ""
+	g.checks[g.next] = &checkRec{sha: sha, externalID: ext, history: []Check{c}}
 	return g.next, nil
 }
 func (g *fakeGH) UpdateCheck(_ context.Context, _ string, id int64, _ string, c Check) error {
@@ -1090,6 +1093,7 @@ func FuzzWebhookDecoder(f *testing.F) {
 	f.Add("pull_request", []byte(`{"action":"labeled","label":{"name":"spark-test"},"pull_request":{"number":1}}`))
 	f.Add("issue_comment", []byte(`{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`))
 	f.Add("workflow_job", []byte(`{"action":"completed","workflow_job":{"runner_name":"spark-r-1"}}`))
+	f.Add("check_run", []byte(`{"action":"rerequested","check_run":{"id":1,"name":"Spark test","head_sha":"`+sha1+`","external_id":"r-1"},"sender":{"login":"maint"},"repository":{"full_name":"o/butter"}}`))
 	f.Add("merge_group", []byte(`{"action":"checks_requested","merge_group":{"head_sha":"`+mergeSHA+`","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-`+sha1+`","base_ref":"refs/heads/main"},"repository":{"full_name":"o/butter"}}`))
 	f.Fuzz(func(t *testing.T, event string, payload []byte) {
 		gh := newFakeGH()
@@ -1110,6 +1114,7 @@ func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
 		"pull_request":  `{"action":"labeled"}`,
 		"issue_comment": `{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`,
 		"merge_group":   `{"action":"checks_requested","repository":{"full_name":"o/butter"}}`,
+		"check_run":     `{"action":"rerequested","repository":{"full_name":"o/butter"}}`,
 	} {
 		if err := in.Process(ctx, event, []byte(body)); !errors.Is(err, ErrPayload) {
 			t.Errorf("%s: %v, want ErrPayload", event, err)

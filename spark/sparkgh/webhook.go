@@ -263,7 +263,7 @@ var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
 // Process handles one verified delivery.
 func (in *Integration) Process(ctx context.Context, event string, payload []byte) error {
 	switch event {
-	case "pull_request", "issue_comment", "workflow_job", "merge_group":
+	case "pull_request", "issue_comment", "workflow_job", "merge_group", "check_run":
 	default:
 		return nil // not ours (ping and others)
 	}
@@ -284,6 +284,11 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 		return in.comment(ctx, e)
 	case *github.WorkflowJobEvent:
 		return in.workflowJob(ctx, e)
+	case *github.CheckRunEvent:
+		if e.CheckRun == nil || e.GetRepo().GetFullName() == "" {
+			return fmt.Errorf("%w: check_run: the payload lacks check_run or repository.full_name", ErrPayload)
+		}
+		return in.rerun(ctx, e)
 	case *github.MergeGroupEvent:
 		if e.MergeGroup == nil || e.GetRepo().GetFullName() == "" {
 			return fmt.Errorf("%w: merge_group: the payload lacks merge_group or repository.full_name", ErrPayload)

@@ -1,0 +1,74 @@
+package sparkgh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// rerun handles check_run deliveries. "rerequested" is a Re-run of one
+// of the integration's checks from GitHub's interface: the request the
+// check reports (its external_id) is asked for again, as a new request
+// with a new check, when it has ended, its commit is still the one to
+// test, and whoever asked may request fleet time. A pull request's lane
+// needs the pull request still open at that commit (a fork's never runs);
+// a merge group's needs the group still in the queue.
+func (in *Integration) rerun(ctx context.Context, e *github.CheckRunEvent) error {
+	cr := e.GetCheckRun()
+	if e.GetAction() != "rerequested" || cr.GetName() != in.cfg.CheckName || cr.GetExternalID() == "" {
+		return nil
+	}
+	repo, actor, id := e.GetRepo().GetFullName(), e.GetSender().GetLogin(), cr.GetExternalID()
+	st, err := in.ctrl.Status(ctx, id)
+	if errors.Is(err, spark.ErrNotFound) {
+		in.log.Info("sparkgh.rerun_ignored", "repo", repo, "request", id, "why", "the controller has no such request")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r := st.Request
+	switch {
+	case r.Annotations[keyRepo] != repo || commitOf(r) != cr.GetHeadSHA():
+		in.log.Warn("sparkgh.rerun_ignored", "repo", repo, "request", id, "why", "the check's repository or commit is not its request's")
+		return nil
+	case r.State == spark.Queued || r.State == spark.Active:
+		in.log.Info("sparkgh.rerun_ignored", "repo", repo, "request", id, "why", "the request is still "+string(r.State))
+		return nil
+	}
+	lane := Lane{Suite: r.Suite, Topology: r.Topology}
+	switch {
+	case r.PR != nil:
+		cur, err := in.gh.PullRequest(ctx, repo, r.PR.Number)
+		if err != nil {
+			return fmt.Errorf("sparkgh: read %s#%d before re-running its check: %w", repo, r.PR.Number, err)
+		}
+		if !cur.Open || cur.HeadSHA != r.PR.SHA {
+			in.log.Info("sparkgh.rerun_ignored", "repo", repo, "pr", r.PR.Number, "request", id, "why", "the pull request is closed or has moved past the check's commit")
+			return nil
+		}
+		if err := in.authorize(ctx, cur, actor); err != nil {
+			return in.refuse(ctx, cur, err.Error())
+		}
+		err = in.request(ctx, cur, lane, r.Annotations[keyLabel])
+		if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
+			return in.refuse(ctx, cur, err.Error())
+		}
+		return err
+	case r.Annotations[keyMerge] != "" && in.cfg.MergeQueue != nil:
+		sha, ref := r.Annotations[keySHA], r.Annotations[keyMerge]
+		if queued, err := in.stillQueued(ctx, repo, sha, ref); !queued {
+			return err
+		}
+		if err := in.hasRole(ctx, repo, actor); err != nil {
+			in.log.Warn("sparkgh.rerun_refused", "repo", repo, "merge_group", ref, "why", err.Error())
+			return nil
+		}
+		return in.queueMerge(ctx, repo, sha, ref)
+	}
+	return nil
+}
