@@ -74,7 +74,9 @@ func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent
 	if err != nil {
 		return fmt.Errorf("sparkgh: read %s#%d, the newest pull request in merge group %s: %w", repo, number, ref, err)
 	}
-	if pr.HeadRepoID != pr.BaseRepoID {
+	if pr.HeadRepoID == 0 || pr.HeadRepoID != pr.BaseRepoID {
+		// A head repository GitHub no longer names (a deleted fork) is
+		// refused as a fork is.
 		return in.refuseMerge(ctx, repo, sha, fmt.Sprintf("#%d comes from a fork, whose code never runs on the fleet", number))
 	}
 	return in.queueMerge(ctx, repo, sha, ref)

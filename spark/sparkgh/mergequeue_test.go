@@ -109,6 +109,12 @@ func TestMergeQueue_WhatIsNotAdmitted(t *testing.T) {
 			w.setPR(prJSON(7, sha1, nil, true))
 			return "checks_requested", ref, mergeSHA
 		}, "#7 comes from a fork"},
+		"a deleted fork's pull request": {func(w *world, ref string) (string, string, string) {
+			pr := prJSON(7, sha1, nil, false)
+			pr["head"] = map[string]any{"sha": sha1, "repo": nil}
+			w.setPR(pr)
+			return "checks_requested", ref, mergeSHA
+		}, "#7 comes from a fork"},
 		"the group left the queue": {func(w *world, ref string) (string, string, string) {
 			delete(w.gh.branches, "o/butter@"+strings.TrimPrefix(ref, "refs/heads/"))
 			return "checks_requested", ref, mergeSHA
