@@ -143,6 +143,7 @@ const (
 	keyRunner = "gh.runner"
 	keyPhase  = "gh.phase"
 	keySHA    = "gh.sha" // the commit of a request that has no pull request
+	keyCancel = "gh.cancel"
 )
 
 // The job's phases, as its workflow_job deliveries report them.
@@ -382,7 +383,11 @@ func (in *Integration) render(st spark.Status) Check {
 	case spark.Superseded:
 		return Check{Status: "completed", Conclusion: "neutral", Title: "Spark test superseded", Summary: "A newer commit was pushed: " + r.Reason}
 	case spark.Canceled:
-		return Check{Status: "completed", Conclusion: "cancelled", Title: "Spark test cancelled", Summary: "The queued request was cancelled: " + r.Reason}
+		why := r.Reason
+		if c := r.Annotations[keyCancel]; c != "" {
+			why = c
+		}
+		return Check{Status: "completed", Conclusion: "cancelled", Title: "Spark test cancelled", Summary: "The queued request was cancelled: " + why}
 	}
 	return Check{Status: "completed", Conclusion: "failure", Title: "Spark test " + string(r.State), Summary: r.Reason}
 }

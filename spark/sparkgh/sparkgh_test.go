@@ -54,7 +54,8 @@ type fakeGH struct {
 	prFailures int
 	// prHang: PullRequest blocks until its context ends, as a request
 	// GitHub never answers.
-	prHang bool
+	prHang  bool
+	prReads int // PullRequest calls: each is an API request
 }
 
 type checkRec struct {
@@ -79,6 +80,7 @@ func (g *fakeGH) Permission(_ context.Context, _, user string) (string, error) {
 func (g *fakeGH) PullRequest(ctx context.Context, _ string, n int) (PR, error) {
 	g.mu.Lock()
 	hang := g.prHang
+	g.prReads++
 	g.mu.Unlock()
 	if hang {
 		<-ctx.Done()
@@ -416,8 +418,8 @@ func TestLabelRemovalAndClosingCancelQueuedWorkOnly(t *testing.T) {
 		w.tick(t) // active on spark-2
 		w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test", "spark-test-long"}, false))
 		w.label(t, "unlabeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test"}, false))
-		if c := w.gh.last(2); c.Conclusion != "cancelled" {
-			t.Errorf("queued check %+v", c)
+		if c := w.gh.last(2); c.Conclusion != "cancelled" || c.Summary != "The queued request was cancelled: label spark-test-long removed" {
+			t.Errorf("queued check %+v: it says why", c)
 		}
 		w.label(t, "closed", "", "maint", prJSON(7, sha1, nil, false))
 		if c := w.gh.last(1); c.Status != "in_progress" {

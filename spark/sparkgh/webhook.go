@@ -328,7 +328,7 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		}
 		// A push since is the synchronize delivery's to handle: the label
 		// was a decision about the commit it was applied to.
-		if ok, err := in.still(ctx, pr, "labeled", func(cur PR) bool {
+		if _, ok, err := in.still(ctx, pr, "labeled", func(cur PR) bool {
 			return cur.Open && cur.HeadSHA == pr.HeadSHA && slices.Contains(cur.Labels, label)
 		}); !ok {
 			return err
@@ -348,29 +348,42 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		if _, ok := in.cfg.Labels[label]; !ok {
 			return nil
 		}
-		if ok, err := in.still(ctx, pr, "unlabeled", func(cur PR) bool { return !slices.Contains(cur.Labels, label) }); !ok {
+		if _, ok, err := in.still(ctx, pr, "unlabeled", func(cur PR) bool { return !slices.Contains(cur.Labels, label) }); !ok {
 			return err
 		}
 		return in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.Annotations[keyLabel] == label }, "label "+label+" removed")
 	case "closed":
-		if ok, err := in.still(ctx, pr, "closed", func(cur PR) bool { return !cur.Open }); !ok {
+		if _, ok, err := in.still(ctx, pr, "closed", func(cur PR) bool { return !cur.Open }); !ok {
 			return err
 		}
 		return in.cancelQueued(ctx, pr, func(spark.Request) bool { return true }, "the pull request was closed")
 	case "synchronize":
-		var lanes []string
-		for _, l := range pr.Labels {
-			if _, ok := in.cfg.Labels[l]; ok {
-				lanes = append(lanes, l)
+		// Nothing labelled and nothing queued: nothing to do, and no API
+		// call spent on the push.
+		if len(in.lanes(pr.Labels)) == 0 {
+			queued, err := in.hasQueued(ctx, pr)
+			if err != nil || !queued {
+				return err
 			}
-		}
-		if len(lanes) == 0 {
-			return nil
 		}
 		// A later push's delivery handles the later commit; this one
 		// must not supersede it.
-		if ok, err := in.still(ctx, pr, "synchronize", func(cur PR) bool { return cur.Open && cur.HeadSHA == pr.HeadSHA }); !ok {
+		cur, ok, err := in.still(ctx, pr, "synchronize", func(cur PR) bool { return cur.HeadSHA == pr.HeadSHA })
+		if !ok {
 			return err
+		}
+		if !cur.Open {
+			// Closed since: its closed delivery may have been handled
+			// while it was still open, so end its queued work here.
+			return in.cancelQueued(ctx, pr, func(spark.Request) bool { return true }, "the pull request was closed")
+		}
+		// The labels as they are now: one removed since the push was
+		// delivered (and its removal handled) asks for nothing.
+		lanes := in.lanes(cur.Labels)
+		if len(lanes) == 0 {
+			// Work asked for by command at an earlier commit is not
+			// asked for again: the command approved that commit.
+			return in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA }, "a new commit was pushed; ask again to test it")
 		}
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			// The new commit was not reviewed by someone who may spend
@@ -394,10 +407,10 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 // (redelivered hours afterwards, or queued behind others), and one that no
 // longer holds is ignored: the deliveries for what changed since handle
 // it. An unreadable pull request is an error: nothing is done.
-func (in *Integration) still(ctx context.Context, pr PR, action string, holds func(PR) bool) (bool, error) {
+func (in *Integration) still(ctx context.Context, pr PR, action string, holds func(PR) bool) (PR, bool, error) {
 	cur, err := in.gh.PullRequest(ctx, pr.Repo, pr.Number)
 	if err != nil {
-		return false, fmt.Errorf("sparkgh: read %s#%d before acting on its %s delivery: %w", pr.Repo, pr.Number, action, err)
+		return cur, false, fmt.Errorf("sparkgh: read %s#%d before acting on its %s delivery: %w", pr.Repo, pr.Number, action, err)
 	}
 	if !holds(cur) {
 		// A view no newer than the delivery is GitHub's replication lag,
@@ -405,13 +418,32 @@ func (in *Integration) still(ctx context.Context, pr PR, action string, holds fu
 		// view from the delivery's own second may still lack it): read
 		// again (Webhook.process retries).
 		if !cur.UpdatedAt.IsZero() && !pr.UpdatedAt.IsZero() && !cur.UpdatedAt.After(pr.UpdatedAt) {
-			return false, fmt.Errorf("%w: %s#%d as read (updated %s) is no newer than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
+			return cur, false, fmt.Errorf("%w: %s#%d as read (updated %s) is no newer than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
 				cur.UpdatedAt.UTC().Format(time.RFC3339), action, pr.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", short(pr.HeadSHA), "now", short(cur.HeadSHA), "open", cur.Open)
-		return false, nil
+		return cur, false, nil
 	}
-	return true, nil
+	return cur, true, nil
+}
+
+// lanes are the configured labels among labels, in order.
+func (in *Integration) lanes(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if _, ok := in.cfg.Labels[l]; ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// hasQueued reports whether pr has queued work.
+func (in *Integration) hasQueued(ctx context.Context, pr PR) (bool, error) {
+	_, live, err := in.ctrl.Snapshot(ctx)
+	return slices.ContainsFunc(live, func(r spark.Request) bool {
+		return r.State == spark.Queued && r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number
+	}), err
 }
 
 // cancelQueued cancels this PR's queued requests that match; active work
@@ -432,6 +464,10 @@ func (in *Integration) cancelWhere(ctx context.Context, match func(spark.Request
 	for _, r := range live {
 		if r.State != spark.Queued || !match(r) {
 			continue
+		}
+		// The check says why; a request granted meanwhile ignores it.
+		if err := in.ctrl.Annotate(ctx, r.ID, keyCancel, reason); err != nil {
+			return err
 		}
 		if err := in.ctrl.Cancel(ctx, r.ID); err != nil && !errors.Is(err, spark.ErrNotQueued) && !errors.Is(err, spark.ErrActive) {
 			return err
@@ -473,6 +509,10 @@ func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent)
 		switch {
 		case !c.Known:
 			if err := in.gh.Comment(ctx, repo, pr.Number, fmt.Sprintf("Unknown command `%s`. Commands: `%[2]s test` (one host), `%[2]s test --pair` (both hosts), `%[2]s status`, `%[2]s cancel` (queued work only).", c.Line, in.cfg.CommandPrefix)); err != nil {
+				return err
+			}
+		case c.Verb == "test" && !pr.Open:
+			if err := in.refuse(ctx, pr, "the pull request is closed"); err != nil {
 				return err
 			}
 		case c.Verb == "test":
