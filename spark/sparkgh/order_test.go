@@ -24,8 +24,9 @@ type pending struct {
 // once every delivery has been processed the fleet's queue agrees with
 // the pull request as it is: queued work only for an open pull request's
 // current head, for a label it still carries (or a maintainer's command
-// at that head), asked for once, with a check; nothing asked for by
-// someone below min_role.
+// at that head), and no work asked for twice, each with a check; running
+// work is never stopped. Jobs end and checks are re-run among the
+// deliveries.
 func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 	lanes := []string{"spark-test", "spark-test-long"}
 	actors := []string{"maint", "dev"}
@@ -33,10 +34,9 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 7))
 			w := newWorld(t, false)
-			// Keep both hosts busy, so the pull request's work stays queued.
-			w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-1"})
-			w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
-			w.tick(t)
+			if seed%2 == 0 {
+				busy(w, t) // the pull request's work stays queued
+			}
 			head, labels, open, commits := sha1, []string{}, true, 1
 			var log []string
 			var queue []pending
@@ -54,7 +54,7 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 			}
 			for range 10 {
 				actor := actors[rng.IntN(2)]
-				switch rng.IntN(6) {
+				switch rng.IntN(8) {
 				case 0, 1: // a label
 					l := lanes[rng.IntN(2)]
 					if !slices.Contains(labels, l) {
@@ -82,6 +82,28 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 				case 5: // a comment command
 					send("issue_comment", "/spark test by "+actor, map[string]any{"action": "created", "sender": map[string]any{"login": actor},
 						"issue": map[string]any{"number": 7, "pull_request": map[string]any{}}, "comment": map[string]any{"body": "/spark test"}})
+				case 6: // a granted job ends
+					_, live, _ := w.c.Snapshot(ctx)
+					for _, r := range live {
+						if r.State == spark.Active && r.PR != nil {
+							conclusion := []string{"success", "failure"}[rng.IntN(2)]
+							send("workflow_job", "job of "+r.ID+" "+conclusion, map[string]any{"action": "completed",
+								"workflow_job": map[string]any{"runner_name": RunnerName(r.ID), "conclusion": conclusion}})
+							break
+						}
+					}
+				case 7: // a Re-run of a check
+					w.gh.mu.Lock()
+					n := len(w.gh.checks)
+					w.gh.mu.Unlock()
+					if n > 0 {
+						id := int64(1 + rng.IntN(n))
+						w.gh.mu.Lock()
+						rec := w.gh.checks[id]
+						w.gh.mu.Unlock()
+						send("check_run", fmt.Sprintf("re-run of check %d by %s", id, actor), map[string]any{"action": "rerequested", "sender": map[string]any{"login": actor},
+							"check_run": map[string]any{"id": id, "name": "Spark test", "head_sha": rec.sha, "external_id": rec.externalID}})
+					}
 				}
 				// Some deliveries arrive now, some later, some twice.
 				for len(queue) > 0 && rng.IntN(3) > 0 {
@@ -111,18 +133,17 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 					continue
 				}
 				label := r.Annotations[keyLabel]
-				key := r.PR.SHA + "/" + label + "/" + r.Suite
+				key := r.PR.SHA + "/" + r.Suite + "/" + string(r.Topology)
 				switch {
-				case r.State != spark.Queued:
-					t.Errorf("request %s is %s", r.ID, r.State)
+				case asked[key]:
+					t.Errorf("work asked for twice: %s", key)
+				case r.State != spark.Queued: // running work is never stopped
 				case !open:
 					t.Errorf("work queued for a closed pull request: %+v", r.Annotations)
 				case r.PR.SHA != head:
 					t.Errorf("work queued for %s, not the head %s", r.PR.SHA[:4], head[:4])
 				case label != "" && !slices.Contains(labels, label):
 					t.Errorf("work queued for label %s, which the pull request no longer carries (labels %v)", label, labels)
-				case asked[key]:
-					t.Errorf("work asked for twice: %s", key)
 				}
 				asked[key] = true
 				if _, ok := w.in.checkID(r); !ok {
@@ -207,4 +228,22 @@ func busy(w *world, t *testing.T) {
 	w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-1"})
 	w.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
 	w.tick(t)
+}
+
+// A command for the work a label already asked for (the same suite and
+// topology at the same commit) is that work, not a second run; the
+// command's ask outlives the label's, so removing the label leaves it.
+func TestACommandForWhatALabelAskedForIsTheSameWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		busy(w, t)
+		w.label(t, "labeled", "spark-test", "maint", prJSON(9, sha1, []string{"spark-test"}, false))
+		comment(w, t, "maint", "/spark test")
+		w.label(t, "unlabeled", "spark-test", "maint", prJSON(9, sha1, nil, false))
+		_, live, _ := w.c.Snapshot(ctx)
+		prs := slices.DeleteFunc(live, func(r spark.Request) bool { return r.PR == nil })
+		if len(prs) != 1 || len(w.gh.checks) != 1 || prs[0].Suite != "smoke" {
+			t.Errorf("pull-request work %+v, checks %d: want the one smoke run, still queued", prs, len(w.gh.checks))
+		}
+	})
 }

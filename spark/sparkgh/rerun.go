@@ -54,7 +54,8 @@ func (in *Integration) rerun(ctx context.Context, e *github.CheckRunEvent) error
 		if err := in.authorize(ctx, cur, actor); err != nil {
 			return in.refuse(ctx, cur, err.Error())
 		}
-		err = in.request(ctx, cur, lane, r.Annotations[keyLabel])
+		// Asked for as a command is: a later label removal leaves it.
+		err = in.request(ctx, cur, lane, "")
 		if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
 			return in.refuse(ctx, cur, err.Error())
 		}

@@ -280,17 +280,22 @@ func (in *Integration) hasRole(ctx context.Context, repo, actor string) error {
 // request queues a lane for a PR and opens its check run, unless the same
 // lane is already queued or running at that commit.
 func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label string) error {
-	// The same ask again (a delivery seen twice, a repeated command) while
-	// the first is queued or running is that one.
+	// The same work again (a delivery seen twice, a repeated command, a
+	// command for what a label asked for) while the first is queued or
+	// running is that one. A command's ask outlives the label's: the
+	// label's removal no longer cancels it.
 	_, live, err := in.ctrl.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	if i := slices.IndexFunc(live, func(r spark.Request) bool {
 		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && r.PR.SHA == pr.HeadSHA &&
-			r.Annotations[keyLabel] == label && r.Suite == lane.Suite && r.Topology == lane.Topology
+			r.Suite == lane.Suite && r.Topology == lane.Topology
 	}); i >= 0 {
 		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+		if label == "" && live[i].Annotations[keyLabel] != "" {
+			return in.ctrl.Annotate(ctx, live[i].ID, keyLabel, "")
+		}
 		return nil
 	}
 	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: in.cfg.Class, Topology: lane.Topology, Suite: lane.Suite,
