@@ -202,6 +202,9 @@ func (hungGitHub) Dispatch(ctx context.Context, _, _ string, _ map[string]any) e
 func (hungGitHub) MintJIT(ctx context.Context, _ string, _ []string) (sparkgh.Secret, error) {
 	return "", hang(ctx)
 }
+func (hungGitHub) SuiteChecks(ctx context.Context, _ string, _ int64, _ string) ([]sparkgh.CheckRun, error) {
+	return nil, hang(ctx)
+}
 func (hungGitHub) RemoveRunner(ctx context.Context, _ string) error           { return hang(ctx) }
 func (hungGitHub) BranchSHA(ctx context.Context, _, _ string) (string, error) { return "", hang(ctx) }
 

@@ -133,6 +133,32 @@ func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (
 	return reg.MintJIT(ctx, name, labels)
 }
 
+// SuiteChecks calls GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs
+// (https://docs.github.com/rest/checks/runs#list-check-runs-in-a-check-suite)
+// with check_name, over every page.
+func (g *GitHubAPI) SuiteChecks(ctx context.Context, repo string, suite int64, name string) ([]CheckRun, error) {
+	r, err := g.repo(repo)
+	if err != nil {
+		return nil, err
+	}
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), ListOptions: github.ListOptions{PerPage: 100}}
+	var out []CheckRun
+	for range 100 {
+		res, resp, err := g.Client.Checks.ListCheckRunsCheckSuite(ctx, r.Owner, r.Repo, suite, opts)
+		if err != nil {
+			return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: %w", suite, err)
+		}
+		for _, cr := range res.CheckRuns {
+			out = append(out, CheckRun{ID: cr.GetID(), HeadSHA: cr.GetHeadSHA(), ExternalID: cr.GetExternalID()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: more than 100 pages", suite)
+}
+
 // RemoveRunner is runpod.GitHubRegistry.Remove for the organization.
 func (g *GitHubAPI) RemoveRunner(ctx context.Context, name string) error {
 	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,5 +70,30 @@ func TestGitHubAPI_BranchSHA(t *testing.T) {
 	}
 	if _, err := api.BranchSHA(ctx, "o/butter", "empty"); err == nil || !strings.Contains(err.Error(), "names no commit") {
 		t.Errorf("a branch without a commit: %v", err)
+	}
+}
+
+// SuiteChecks asks for the named checks of the suite and follows every
+// page.
+func TestGitHubAPI_SuiteChecksFollowsEveryPage(t *testing.T) {
+	mux := http.NewServeMux()
+	var srvURL string
+	mux.HandleFunc("GET /repos/o/butter/check-suites/5/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("check_name") != "Spark test" {
+			t.Errorf("query %s: want check_name", r.URL.RawQuery)
+		}
+		if r.URL.Query().Get("page") != "2" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/butter/check-suites/5/check-runs?check_name=Spark+test&page=2>; rel="next"`, srvURL))
+			fmt.Fprint(w, `{"total_count":2,"check_runs":[{"id":1,"head_sha":"`+sha1+`","external_id":"r-1"}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"total_count":2,"check_runs":[{"id":2,"head_sha":"`+sha1+`","external_id":"r-2"}]}`)
+	})
+	client, srv := githubtest.New(t, mux)
+	srvURL = srv.URL
+	got, err := (&GitHubAPI{Client: client, Org: "acme"}).SuiteChecks(ctx, "o/butter", 5, "Spark test")
+	want := []CheckRun{{ID: 1, HeadSHA: sha1, ExternalID: "r-1"}, {ID: 2, HeadSHA: sha1, ExternalID: "r-2"}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("SuiteChecks = %+v, %v", got, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/go-github/v66/github"
 
@@ -22,7 +23,43 @@ func (in *Integration) rerun(ctx context.Context, e *github.CheckRunEvent) error
 	if e.GetAction() != "rerequested" || cr.GetName() != in.cfg.CheckName || cr.GetExternalID() == "" {
 		return nil
 	}
-	repo, actor, id := e.GetRepo().GetFullName(), e.GetSender().GetLogin(), cr.GetExternalID()
+	return in.rerunRequest(ctx, e.GetRepo().GetFullName(), e.GetSender().GetLogin(), cr.GetExternalID(), cr.GetHeadSHA())
+}
+
+// rerunSuite handles check_suite deliveries: "rerequested" is "Re-run all
+// checks" of the integration's suite at a commit. Each of its checks is
+// re-run as its own Re-run would be; an actor below min_role is refused
+// once, not once per check.
+func (in *Integration) rerunSuite(ctx context.Context, e *github.CheckSuiteEvent) error {
+	if e.GetAction() != "rerequested" {
+		return nil
+	}
+	repo, actor := e.GetRepo().GetFullName(), e.GetSender().GetLogin()
+	runs, err := in.gh.SuiteChecks(ctx, repo, e.GetCheckSuite().GetID(), in.cfg.CheckName)
+	if err != nil {
+		return fmt.Errorf("sparkgh: list the checks of suite %d to re-run them: %w", e.GetCheckSuite().GetID(), err)
+	}
+	runs = slices.DeleteFunc(runs, func(cr CheckRun) bool { return cr.ExternalID == "" })
+	if len(runs) == 0 {
+		return nil
+	}
+	if err := in.hasRole(ctx, repo, actor); err != nil {
+		in.log.Warn("sparkgh.rerun_refused", "repo", repo, "suite", e.GetCheckSuite().GetID(), "why", err.Error())
+		if st, serr := in.ctrl.Status(ctx, runs[0].ExternalID); serr == nil && st.Request.PR != nil {
+			return in.refuse(ctx, PR{Repo: repo, Number: st.Request.PR.Number}, err.Error())
+		}
+		return nil
+	}
+	var errs []error
+	for _, cr := range runs {
+		errs = append(errs, in.rerunRequest(ctx, repo, actor, cr.ExternalID, cr.HeadSHA))
+	}
+	return errors.Join(errs...)
+}
+
+// rerunRequest asks again for request id, whose check at sha actor
+// re-ran.
+func (in *Integration) rerunRequest(ctx context.Context, repo, actor, id, sha string) error {
 	st, err := in.ctrl.Status(ctx, id)
 	if errors.Is(err, spark.ErrNotFound) {
 		in.log.Info("sparkgh.rerun_ignored", "repo", repo, "request", id, "why", "the controller has no such request")
@@ -33,7 +70,7 @@ func (in *Integration) rerun(ctx context.Context, e *github.CheckRunEvent) error
 	}
 	r := st.Request
 	switch {
-	case r.Annotations[keyRepo] != repo || commitOf(r) != cr.GetHeadSHA():
+	case r.Annotations[keyRepo] != repo || commitOf(r) != sha:
 		in.log.Warn("sparkgh.rerun_ignored", "repo", repo, "request", id, "why", "the check's repository or commit is not its request's")
 		return nil
 	case r.State == spark.Queued || r.State == spark.Active:

@@ -1,6 +1,7 @@
 package sparkgh
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -131,4 +132,36 @@ func TestRerun_AMergeGroupsCheckRunsAgainWhileTheGroupIsQueued(t *testing.T) {
 			t.Errorf("live %d, checks %d after the group left the queue", len(live), len(w.gh.checks))
 		}
 	})
+}
+
+// "Re-run all checks" (check_suite rerequested) re-runs each of the
+// integration's checks in the suite as its own Re-run would; someone
+// below min_role is refused once, not once per check.
+func TestRerun_ReRunAllChecksReRunsEachOfTheSuitesChecks(t *testing.T) {
+	for name, tc := range map[string]struct {
+		sender  string
+		queued  int
+		refusal int
+	}{"a maintainer": {"maint", 2, 0}, "a writer": {"dev", 0, 1}} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				busy(w, t)
+				w.label(t, "labeled", "spark-test", "maint", prJSON(9, sha1, []string{"spark-test"}, false))
+				w.label(t, "labeled", "spark-test-long", "maint", prJSON(9, sha1, []string{"spark-test", "spark-test-long"}, false))
+				comment(w, t, "maint", "/spark cancel") // on pull request 9
+				if _, live, _ := w.c.Snapshot(ctx); slices.ContainsFunc(live, func(r spark.Request) bool { return r.PR != nil }) {
+					t.Fatalf("live %+v after the cancel", live)
+				}
+				w.gh.comments = nil
+				w.event(t, "check_suite", map[string]any{"action": "rerequested", "sender": map[string]any{"login": tc.sender},
+					"check_suite": map[string]any{"id": int64(sha1[0]), "head_sha": sha1}})
+				_, live, _ := w.c.Snapshot(ctx)
+				prs := slices.DeleteFunc(live, func(r spark.Request) bool { return r.PR == nil })
+				if len(prs) != tc.queued || len(w.gh.comments) != tc.refusal {
+					t.Errorf("queued %d (want %d), comments %q", len(prs), tc.queued, w.gh.comments)
+				}
+			})
+		})
+	}
 }

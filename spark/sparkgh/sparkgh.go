@@ -126,6 +126,8 @@ type GitHub interface {
 	Dispatch(ctx context.Context, repo, workflow string, inputs map[string]any) error
 	// MintJIT creates a one-job runner registration.
 	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
+	// SuiteChecks lists the check runs named name in check suite suite.
+	SuiteChecks(ctx context.Context, repo string, suite int64, name string) ([]CheckRun, error)
 	// RemoveRunner deletes the registration of the runner with this exact
 	// name; no such runner (it removed itself after its job) is not an
 	// error.
@@ -133,6 +135,13 @@ type GitHub interface {
 	// BranchSHA returns the commit a branch points to now; an error
 	// matching ErrNoBranch when there is no such branch.
 	BranchSHA(ctx context.Context, repo, branch string) (string, error)
+}
+
+// CheckRun is one check run as GitHub lists it.
+type CheckRun struct {
+	ID         int64
+	HeadSHA    string
+	ExternalID string
 }
 
 // Annotation keys the integration stores on requests.

@@ -141,6 +141,20 @@ func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (Secre
 	return "JIT-SECRET-" + Secret(name), nil
 }
 
+// SuiteChecks lists the checks on the commit the suite is of: suite IDs
+// are the commits' first byte's value, in this fake.
+func (g *fakeGH) SuiteChecks(_ context.Context, _ string, suite int64, _ string) ([]CheckRun, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []CheckRun
+	for id := int64(1); id <= g.next; id++ {
+		if rec := g.checks[id]; rec != nil && len(rec.sha) > 0 && int64(rec.sha[0]) == suite {
+			out = append(out, CheckRun{ID: id, HeadSHA: rec.sha, ExternalID: rec.externalID})
+		}
+	}
+	return out, nil
+}
+
 func (g *fakeGH) RemoveRunner(_ context.Context, name string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -1096,6 +1110,7 @@ func FuzzWebhookDecoder(f *testing.F) {
 	f.Add("issue_comment", []byte(`{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`))
 	f.Add("workflow_job", []byte(`{"action":"completed","workflow_job":{"runner_name":"spark-r-1"}}`))
 	f.Add("check_run", []byte(`{"action":"rerequested","check_run":{"id":1,"name":"Spark test","head_sha":"`+sha1+`","external_id":"r-1"},"sender":{"login":"maint"},"repository":{"full_name":"o/butter"}}`))
+	f.Add("check_suite", []byte(`{"action":"rerequested","check_suite":{"id":49,"head_sha":"`+sha1+`"},"sender":{"login":"maint"},"repository":{"full_name":"o/butter"}}`))
 	f.Add("merge_group", []byte(`{"action":"checks_requested","merge_group":{"head_sha":"`+mergeSHA+`","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-`+sha1+`","base_ref":"refs/heads/main"},"repository":{"full_name":"o/butter"}}`))
 	f.Fuzz(func(t *testing.T, event string, payload []byte) {
 		gh := newFakeGH()
@@ -1117,6 +1132,7 @@ func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
 		"issue_comment": `{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`,
 		"merge_group":   `{"action":"checks_requested","repository":{"full_name":"o/butter"}}`,
 		"check_run":     `{"action":"rerequested","repository":{"full_name":"o/butter"}}`,
+		"check_suite":   `{"action":"rerequested","repository":{"full_name":"o/butter"}}`,
 	} {
 		if err := in.Process(ctx, event, []byte(body)); !errors.Is(err, ErrPayload) {
 			t.Errorf("%s: %v, want ErrPayload", event, err)

@@ -263,7 +263,7 @@ var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
 // Process handles one verified delivery.
 func (in *Integration) Process(ctx context.Context, event string, payload []byte) error {
 	switch event {
-	case "pull_request", "issue_comment", "workflow_job", "merge_group", "check_run":
+	case "pull_request", "issue_comment", "workflow_job", "merge_group", "check_run", "check_suite":
 	default:
 		return nil // not ours (ping and others)
 	}
@@ -289,6 +289,11 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 			return fmt.Errorf("%w: check_run: the payload lacks check_run or repository.full_name", ErrPayload)
 		}
 		return in.rerun(ctx, e)
+	case *github.CheckSuiteEvent:
+		if e.CheckSuite == nil || e.GetRepo().GetFullName() == "" {
+			return fmt.Errorf("%w: check_suite: the payload lacks check_suite or repository.full_name", ErrPayload)
+		}
+		return in.rerunSuite(ctx, e)
 	case *github.MergeGroupEvent:
 		if e.MergeGroup == nil || e.GetRepo().GetFullName() == "" {
 			return fmt.Errorf("%w: merge_group: the payload lacks merge_group or repository.full_name", ErrPayload)
