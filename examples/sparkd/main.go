@@ -217,6 +217,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	if ready != nil {
 		ready <- [2]string{"http://" + ln.Addr().String(), file}
 	}
+	runners := &runnerSweep{}
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	for {
@@ -231,7 +232,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			log.Error("reconcile", "error", err) // fails closed: nothing was admitted
 		}
 		if gh != nil {
-			githubRound(ctx, gh, c, *jitDir, missed, log)
+			githubRound(ctx, gh, c, *jitDir, missed, runners, log)
 		}
 		select {
 		case <-ctx.Done():
@@ -317,14 +318,33 @@ const githubRoundTimeout = time.Minute
 // runner-config sweep and the redeliveries. It is bounded: a GitHub
 // request that never answers must not stop the admission loop, which
 // expires leases and marks silent hosts offline.
-func githubRound(ctx context.Context, gh *sparkgh.Integration, c *spark.Controller, jitDir string, missed *redeliveries, log *slog.Logger) {
+func githubRound(ctx context.Context, gh *sparkgh.Integration, c *spark.Controller, jitDir string, missed *redeliveries, runners *runnerSweep, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
 	defer cancel()
 	if err := gh.Sync(ctx); err != nil {
 		log.Error("github sync", "error", err)
 	}
 	sweepJIT(ctx, jitDir, c, log)
+	runners.tick(ctx, gh, time.Now(), log)
 	missed.tick(ctx, time.Now())
+}
+
+// runnerSweepEvery is the cadence of the registered-runner sweep; the
+// first runs at start, for leases that ended while sparkd was down.
+const runnerSweepEvery = time.Hour
+
+// runnerSweep runs sparkgh.Integration.SweepRegisteredRunners at its
+// cadence from sparkd's loop.
+type runnerSweep struct{ next time.Time }
+
+func (s *runnerSweep) tick(ctx context.Context, gh *sparkgh.Integration, now time.Time, log *slog.Logger) {
+	if s == nil || now.Before(s.next) {
+		return
+	}
+	s.next = now.Add(runnerSweepEvery)
+	if _, err := gh.SweepRegisteredRunners(ctx); err != nil {
+		log.Error("sparkd.runner_sweep", "error", err, "why", "runners of ended leases may stay registered until the next sweep")
+	}
 }
 
 // sweepJIT removes each runner config in dir whose lease is no longer

@@ -205,6 +205,9 @@ func (hungGitHub) MintJIT(ctx context.Context, _ string, _ []string) (sparkgh.Se
 func (hungGitHub) SuiteChecks(ctx context.Context, _ string, _ int64, _ string) ([]sparkgh.CheckRun, error) {
 	return nil, hang(ctx)
 }
+func (hungGitHub) Runners(ctx context.Context) ([]sparkgh.RegisteredRunner, error) {
+	return nil, hang(ctx)
+}
 func (hungGitHub) RemoveRunner(ctx context.Context, _ string) error           { return hang(ctx) }
 func (hungGitHub) BranchSHA(ctx context.Context, _, _ string) (string, error) { return "", hang(ctx) }
 
@@ -224,7 +227,7 @@ func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		githubRound(ctx, gh, c, t.TempDir(), nil, slog.New(slog.DiscardHandler))
+		githubRound(ctx, gh, c, t.TempDir(), nil, &runnerSweep{}, slog.New(slog.DiscardHandler))
 		if took := time.Since(start); took != githubRoundTimeout {
 			t.Errorf("the round took %s, want %s", took, githubRoundTimeout)
 		}
@@ -242,4 +245,35 @@ func newController(t *testing.T) *spark.Controller {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// countingRunners is a GitHub that lists no runner and counts the
+// listings; everything else hangs.
+type countingRunners struct {
+	hungGitHub
+	listings int
+}
+
+func (c *countingRunners) Runners(context.Context) ([]sparkgh.RegisteredRunner, error) {
+	c.listings++
+	return nil, nil
+}
+
+// The registered-runner sweep runs at start (leases that ended while
+// sparkd was down), then hourly.
+func TestRunnerSweep_AtStartThenHourly(t *testing.T) {
+	ctx := context.Background()
+	gh := &countingRunners{}
+	in, err := sparkgh.New(sparkgh.SeedConfig("webhook-secret-123"), newController(t), gh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &runnerSweep{}
+	start := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, time.Minute, 59 * time.Minute, time.Hour, time.Hour + time.Minute} {
+		s.tick(ctx, in, start.Add(at), slog.New(slog.DiscardHandler))
+	}
+	if gh.listings != 2 {
+		t.Errorf("%d listings, want 2 (at start, and an hour later)", gh.listings)
+	}
 }

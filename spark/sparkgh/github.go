@@ -159,6 +159,28 @@ func (g *GitHubAPI) SuiteChecks(ctx context.Context, repo string, suite int64, n
 	return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: more than 100 pages", suite)
 }
 
+// Runners calls GET /orgs/{org}/actions/runners
+// (https://docs.github.com/rest/actions/self-hosted-runners#list-self-hosted-runners-for-an-organization)
+// over every page.
+func (g *GitHubAPI) Runners(ctx context.Context) ([]RegisteredRunner, error) {
+	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	var out []RegisteredRunner
+	for range 100 {
+		rs, resp, err := g.Client.Actions.ListOrganizationRunners(ctx, g.Org, opts)
+		if err != nil {
+			return nil, fmt.Errorf("sparkgh: list the runners of %s: %w", g.Org, err)
+		}
+		for _, r := range rs.Runners {
+			out = append(out, RegisteredRunner{Name: r.GetName(), Busy: r.GetBusy()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+	return nil, fmt.Errorf("sparkgh: list the runners of %s: more than 100 pages", g.Org)
+}
+
 // RemoveRunner is runpod.GitHubRegistry.Remove for the organization.
 func (g *GitHubAPI) RemoveRunner(ctx context.Context, name string) error {
 	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}

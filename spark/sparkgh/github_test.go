@@ -97,3 +97,23 @@ func TestGitHubAPI_SuiteChecksFollowsEveryPage(t *testing.T) {
 		t.Errorf("SuiteChecks = %+v, %v", got, err)
 	}
 }
+
+// Runners lists the organization's runners over every page.
+func TestGitHubAPI_RunnersFollowsEveryPage(t *testing.T) {
+	mux := http.NewServeMux()
+	var srvURL string
+	mux.HandleFunc("GET /orgs/acme/actions/runners", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") != "2" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/orgs/acme/actions/runners?page=2>; rel="next"`, srvURL))
+			fmt.Fprint(w, `{"total_count":2,"runners":[{"id":1,"name":"spark-r-1","status":"offline","busy":false}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"total_count":2,"runners":[{"id":2,"name":"build-box","status":"online","busy":true}]}`)
+	})
+	client, srv := githubtest.New(t, mux)
+	srvURL = srv.URL
+	got, err := (&GitHubAPI{Client: client, Org: "acme"}).Runners(ctx)
+	if want := []RegisteredRunner{{Name: "spark-r-1"}, {Name: "build-box", Busy: true}}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Runners = %+v, %v", got, err)
+	}
+}

@@ -128,6 +128,8 @@ type GitHub interface {
 	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
 	// SuiteChecks lists the check runs named name in check suite suite.
 	SuiteChecks(ctx context.Context, repo string, suite int64, name string) ([]CheckRun, error)
+	// Runners lists the runners registered where JIT runners are minted.
+	Runners(ctx context.Context) ([]RegisteredRunner, error)
 	// RemoveRunner deletes the registration of the runner with this exact
 	// name; no such runner (it removed itself after its job) is not an
 	// error.
@@ -135,6 +137,12 @@ type GitHub interface {
 	// BranchSHA returns the commit a branch points to now; an error
 	// matching ErrNoBranch when there is no such branch.
 	BranchSHA(ctx context.Context, repo, branch string) (string, error)
+}
+
+// RegisteredRunner is one runner registration as GitHub lists it.
+type RegisteredRunner struct {
+	Name string
+	Busy bool // running a job
 }
 
 // CheckRun is one check run as GitHub lists it.
@@ -528,6 +536,46 @@ func (in *Integration) forgetRunner(id string) {
 	in.mu.Lock()
 	delete(in.runners, id)
 	in.mu.Unlock()
+}
+
+// SweepRegisteredRunners removes every idle registered runner named for
+// a reservation (RunnerName) whose request has ended: what sweepRunners,
+// called from Sync, cannot know after a restart (a lease that ended while
+// sparkd was down), and a runner a host agent started after its lease
+// ended. A busy runner is left: it removes itself after its job. A name
+// the controller does not know is not the fleet's. It returns the runners
+// it removed.
+func (in *Integration) SweepRegisteredRunners(ctx context.Context) ([]string, error) {
+	rs, err := in.gh.Runners(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sparkgh: list the registered runners: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, reg := range rs {
+		id, ok := RunnerRequest(reg.Name)
+		if !ok || reg.Busy {
+			continue
+		}
+		st, err := in.ctrl.Status(ctx, id)
+		switch {
+		case errors.Is(err, spark.ErrNotFound):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case st.Request.State == spark.Queued || st.Request.State == spark.Active:
+			continue
+		}
+		if err := in.gh.RemoveRunner(ctx, reg.Name); err != nil {
+			errs = append(errs, fmt.Errorf("sparkgh: remove runner %s of ended request %s: %w", reg.Name, id, err))
+			continue
+		}
+		in.forgetRunner(id)
+		in.log.Info("sparkgh.runner_removed", "request", id, "runner", reg.Name, "why", "its lease has ended and it is idle")
+		removed = append(removed, reg.Name)
+	}
+	return removed, errors.Join(errs...)
 }
 
 // removeTries bounds the removals of one ended request's runner.

@@ -49,6 +49,7 @@ type fakeGH struct {
 	// RemoveRunner.
 	mintErr, dispatchErr, createErr, removeErr error
 	removed                                    []string // RemoveRunner calls that succeeded
+	registered                                 []RegisteredRunner
 	removeCalls                                int
 	// prFailures: how many PullRequest calls fail before one succeeds.
 	prFailures int
@@ -163,7 +164,14 @@ func (g *fakeGH) RemoveRunner(_ context.Context, name string) error {
 		return g.removeErr
 	}
 	g.removed = append(g.removed, name)
+	g.registered = slices.DeleteFunc(g.registered, func(r RegisteredRunner) bool { return r.Name == name })
 	return nil
+}
+
+func (g *fakeGH) Runners(context.Context) ([]RegisteredRunner, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.registered), nil
 }
 
 func (g *fakeGH) BranchSHA(_ context.Context, repo, branch string) (string, error) {
