@@ -89,8 +89,9 @@ type known struct {
 }
 
 // Sweep reads the delivery log back to since (or further, to the oldest
-// unprocessed delivery) and redelivers each failed delivery's newest
-// attempt. It returns the GUIDs it redelivered; a delivery that used up
+// unprocessed delivery) and redelivers the newest attempt of each
+// delivery whose newest attempt failed, or that the receiver could not
+// process. It returns the GUIDs it redelivered; a delivery that used up
 // its attempts is logged for an operator once.
 func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, error) {
 	log := r.Logger
@@ -120,7 +121,6 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 	}
 	type delivery struct {
 		attempts int
-		ok       bool
 		latest   Delivery
 	}
 	byGUID := map[string]*delivery{}
@@ -152,8 +152,7 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 				byGUID[a.GUID] = d
 			}
 			d.attempts++
-			d.ok = d.ok || a.OK
-			if a.ID > d.latest.ID {
+			if d.attempts == 1 || a.ID > d.latest.ID {
 				d.latest = a
 			}
 		}
@@ -191,7 +190,10 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 		k.attempts = max(k.attempts, d.attempts)
 		_, failedThere := unprocessed[guid]
 		switch {
-		case d.ok && !failedThere:
+		// Its newest attempt decides: a redelivery this sweeper asked for
+		// (of one the receiver could not process) that then failed to
+		// arrive follows an attempt that did.
+		case d.latest.OK && !failedThere:
 		case k.attempts >= maxAttempts:
 			if !k.abandoned {
 				log.Error("sparkgh.delivery_abandoned", "delivery", guid, "attempts", k.attempts, "hint", "the receiver failed it every time: see sparkgh.process in the log, then redeliver it from the App's settings")

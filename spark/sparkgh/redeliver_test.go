@@ -112,6 +112,24 @@ func TestRedeliverer_DeliveriesSparkdMissedAreSentAgainABoundedNumberOfTimes(t *
 	}
 }
 
+// A redelivery the sweeper asked for, of a delivery the receiver had
+// accepted but not processed, can itself fail to arrive (the receiver's
+// queue full, or it down): the receiver no longer remembers it, and the
+// log shows an accepted attempt before the failed one. The newest attempt
+// decides, so it is sent again.
+func TestRedeliverer_ARedeliveryThatFailedToArriveIsSentAgain(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	f := &fakeLog{attempts: []Delivery{ // newest first
+		{ID: 2, GUID: "label-7", At: t0.Add(time.Minute)}, // the redelivery: 503
+		{ID: 1, GUID: "label-7", At: t0, OK: true},        // accepted, then not processed
+		{ID: 0, GUID: "fine", At: t0.Add(-time.Second), OK: true},
+	}}
+	got, err := (&Redeliverer{Log: f, Unprocessed: fakeUnprocessed{}}).Sweep(context.Background(), t0.Add(-time.Minute))
+	if err != nil || !slices.Equal(got, []string{"label-7"}) || !slices.Equal(f.redelivered, []int64{2}) {
+		t.Errorf("Sweep = %v (attempts %v), %v; want label-7's newest attempt sent again", got, f.redelivered, err)
+	}
+}
+
 // A busy App's log holds more than the maxDeliveryPages a sweep reads:
 // the sweep redelivers what it read (the newest) and succeeds, with a
 // warning, so the next sweep's window moves on instead of failing on the
