@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -36,6 +38,13 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 			w := newWorld(t, false)
 			if seed%2 == 0 {
 				busy(w, t) // the pull request's work stays queued
+			}
+			// A runner is never removed while its lease is live.
+			w.gh.onRemove = func(name string) {
+				id, _ := RunnerRequest(name)
+				if st, err := w.c.Status(ctx, id); err == nil && (st.Request.State == spark.Active || st.Request.State == spark.Queued) {
+					t.Errorf("runner %s removed while its request is %s", name, st.Request.State)
+				}
 			}
 			head, labels, open, commits := sha1, []string{}, true, 1
 			var log []string
@@ -89,6 +98,10 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 							conclusion := []string{"success", "failure"}[rng.IntN(2)]
 							send("workflow_job", "job of "+r.ID+" "+conclusion, map[string]any{"action": "completed",
 								"workflow_job": map[string]any{"runner_name": RunnerName(r.ID), "conclusion": conclusion}})
+							// The one-job runner removes itself after its job.
+							w.gh.mu.Lock()
+							w.gh.registered = slices.DeleteFunc(w.gh.registered, func(x RegisteredRunner) bool { return x.Name == RunnerName(r.ID) })
+							w.gh.mu.Unlock()
 							break
 						}
 					}
@@ -126,6 +139,24 @@ func TestDeliveriesInAnyOrderEndWhereThePullRequestIs(t *testing.T) {
 				}
 			}
 			w.tick(t)
+			// Some leases expire before their job runs; then the hourly
+			// sweep runs. No runner of an ended lease stays registered.
+			if rng.IntN(2) == 0 {
+				faketime.Advance(3 * time.Hour)
+				w.tick(t)
+			}
+			if _, err := w.in.SweepRegisteredRunners(ctx); err != nil {
+				t.Fatal(err)
+			}
+			w.gh.mu.Lock()
+			registered := slices.Clone(w.gh.registered)
+			w.gh.mu.Unlock()
+			for _, reg := range registered {
+				id, _ := RunnerRequest(reg.Name)
+				if st, err := w.c.Status(ctx, id); err != nil || (st.Request.State != spark.Active && st.Request.State != spark.Queued) {
+					t.Errorf("runner %s still registered after its lease ended (%s, %v)", reg.Name, st.Request.State, err)
+				}
+			}
 			_, live, _ := w.c.Snapshot(ctx)
 			asked := map[string]bool{}
 			for _, r := range live {

@@ -50,6 +50,7 @@ type fakeGH struct {
 	mintErr, dispatchErr, createErr, removeErr error
 	removed                                    []string // RemoveRunner calls that succeeded
 	registered                                 []RegisteredRunner
+	onRemove                                   func(name string) // called, with the lock held, before a removal
 	removeCalls                                int
 	// prFailures: how many PullRequest calls fail before one succeeds.
 	prFailures int
@@ -139,6 +140,7 @@ func (g *fakeGH) MintJIT(_ context.Context, name string, labels []string) (Secre
 		return "", g.mintErr
 	}
 	g.minted[name] = labels
+	g.registered = append(g.registered, RegisteredRunner{Name: name})
 	return "JIT-SECRET-" + Secret(name), nil
 }
 
@@ -162,6 +164,9 @@ func (g *fakeGH) RemoveRunner(_ context.Context, name string) error {
 	g.removeCalls++
 	if g.removeErr != nil {
 		return g.removeErr
+	}
+	if g.onRemove != nil {
+		g.onRemove(name)
 	}
 	g.removed = append(g.removed, name)
 	g.registered = slices.DeleteFunc(g.registered, func(r RegisteredRunner) bool { return r.Name == name })
