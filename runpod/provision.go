@@ -399,6 +399,12 @@ const deregisterTimeout = 30 * time.Second
 // day later). It is best effort: a failure is logged, and the runner's
 // label is the attempt's own, so no job can land on it.
 func (p *provisioner) deregister(ctx context.Context, a Attempt) {
+	if ctx.Err() != nil {
+		// A cancelled step has seconds before it is killed: they belong
+		// to the pod's deletion and the result, not to this tidying.
+		p.event(ctx, slog.LevelInfo, "provision.runner_left", a, slog.String("why", "provisioning was cancelled; its label is this attempt's own, and GitHub drops it a day after it was last online"))
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deregisterTimeout)
 	defer cancel()
 	if err := p.deps.Registry.Remove(rctx, a.Name); err != nil {

@@ -396,6 +396,11 @@ func TestProvision_CanceledContextStillDeletesThePod(t *testing.T) {
 		if len(w.srv.Running()) != 0 {
 			t.Errorf("running %v after cancellation", w.srv.Running())
 		}
+		// The seconds a cancelled step has left go to the deletion: the
+		// runner registration is left (its label is the attempt's own).
+		if got := w.reg.Removed(); len(got) != 0 || !strings.Contains(w.logs.String(), `"msg":"provision.runner_left"`) {
+			t.Errorf("removed %v after cancellation; want none, and provision.runner_left", got)
+		}
 	})
 }
 
