@@ -194,6 +194,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			wh.Journal = func(m map[string]time.Time) error { return saveUnprocessed(journal, m) }
 		}
 		go func() { wh.Run(runCtx); close(whDone) }()
+		log.Info("sparkd.webhook", "path", "/github/webhook", "events", strings.Join(gh.Events(), ","), "hint", "subscribe the App to these events")
 		h.Handle("POST /github/webhook", wh)
 		go runSchedules(ctx, scheds, func(ctx context.Context, s sparkgh.Scheduled) error {
 			_, err := gh.Schedule(ctx, s)

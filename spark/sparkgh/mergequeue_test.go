@@ -3,6 +3,7 @@ package sparkgh
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -143,6 +144,19 @@ func TestMergeQueue_WhatIsNotAdmitted(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// The events the App must be subscribed to name merge_group only when the
+// merge queue is served (sparkd logs them at start).
+func TestMergeQueue_TheEventsToSubscribeToIncludeMergeGroupOnlyWhenServed(t *testing.T) {
+	w, _ := mergeWorld(t)
+	if !slices.Contains(w.in.Events(), "merge_group") {
+		t.Errorf("served: %v", w.in.Events())
+	}
+	w.in.cfg.MergeQueue = nil
+	if slices.Contains(w.in.Events(), "merge_group") {
+		t.Errorf("not served: %v", w.in.Events())
 	}
 }
 

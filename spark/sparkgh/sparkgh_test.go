@@ -1139,7 +1139,9 @@ func FuzzWebhookDecoder(f *testing.F) {
 }
 
 func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
-	in, _ := New(SeedConfig("a-webhook-secret"), nil, newFakeGH(), nil)
+	cfg := SeedConfig("a-webhook-secret")
+	cfg.MergeQueue = &MergeQueue{Lane: Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
+	in, _ := New(cfg, nil, newFakeGH(), nil)
 	for event, body := range map[string]string{
 		"pull_request":  `{"action":"labeled"}`,
 		"issue_comment": `{"action":"created","issue":{"number":1,"pull_request":{}},"comment":{"body":"/spark test"}}`,

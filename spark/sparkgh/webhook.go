@@ -260,11 +260,19 @@ var ErrBehind = errors.New("sparkgh: GitHub's view of the pull request is behind
 // ErrPayload is matched by Process errors for undecodable payloads.
 var ErrPayload = errors.New("sparkgh: undecodable webhook payload")
 
+// Events are the webhook events the integration acts on, for the App's
+// subscription: merge_group only when it serves the merge queue.
+func (in *Integration) Events() []string {
+	events := []string{"pull_request", "issue_comment", "workflow_job", "check_run", "check_suite"}
+	if in.cfg.MergeQueue != nil {
+		events = append(events, "merge_group")
+	}
+	return events
+}
+
 // Process handles one verified delivery.
 func (in *Integration) Process(ctx context.Context, event string, payload []byte) error {
-	switch event {
-	case "pull_request", "issue_comment", "workflow_job", "merge_group", "check_run", "check_suite":
-	default:
+	if !slices.Contains(in.Events(), event) {
 		return nil // not ours (ping and others)
 	}
 	ev, err := github.ParseWebHook(event, payload)
