@@ -355,6 +355,23 @@ func (c *Controller) drainFor(tx Tx, r Request) error {
 
 // Cancel removes queued work. Active work returns ErrActive.
 func (c *Controller) Cancel(ctx context.Context, id string) error {
+	return c.endQueued(ctx, id, Canceled, "canceled while queued", "canceled")
+}
+
+// Supersede ends a queued request because the commit it would test is no
+// longer the one to test (seed 004: "New PR SHA: supersede a queued
+// old-SHA request; never rewrite an active run's identity"), with why as
+// its reason. Like Cancel, it refuses an active request (ErrActive) and
+// one already ended (ErrNotQueued). Submitting a pull request's newer
+// commit supersedes its queued older ones by itself; Supersede is for a
+// push after which nothing new is asked for.
+func (c *Controller) Supersede(ctx context.Context, id, why string) error {
+	return c.endQueued(ctx, id, Superseded, why, "superseded")
+}
+
+// endQueued ends a queued request in state, with reason, and records
+// an event of kind.
+func (c *Controller) endQueued(ctx context.Context, id string, state State, reason, kind string) error {
 	return c.tx(ctx, func(tx Tx) error {
 		r, err := mustRequest(tx, id)
 		switch {
@@ -365,14 +382,14 @@ func (c *Controller) Cancel(ctx context.Context, id string) error {
 		case r.State != Queued:
 			return fmt.Errorf("%w: %s is %s", ErrNotQueued, id, r.State)
 		}
-		r.State, r.Ended, r.Reason = Canceled, time.Now(), "canceled while queued"
+		r.State, r.Ended, r.Reason = state, time.Now(), reason
 		if err := tx.PutRequest(r); err != nil {
 			return err
 		}
 		if err := c.undrain(tx); err != nil {
 			return err
 		}
-		return c.event(tx, Event{Kind: "canceled", Request: id})
+		return c.event(tx, Event{Kind: kind, Request: id})
 	})
 }
 

@@ -304,6 +304,30 @@ func TestNewCommitSupersedesTheQueuedRequestOfTheSamePR(t *testing.T) {
 	})
 }
 
+// Supersede ends a queued request for a commit no longer to be tested
+// (a push after which nothing new is asked for), with its reason; an
+// active run keeps its identity, and an ended request stays ended.
+func TestSupersedeEndsQueuedWorkOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t)
+		active := f.submit(t, spark.SubmitRequest{Class: spark.ManualPR, PR: pr(5, "old1111")})
+		f.reconcile(t)
+		queued := f.submit(t, spark.SubmitRequest{Class: spark.ManualPR, PR: pr(6, "old2222")})
+		if err := f.c.Supersede(ctx, queued.ID, "superseded by new3333"); err != nil {
+			t.Fatal(err)
+		}
+		if st := f.status(t, queued.ID).Request; st.State != spark.Superseded || st.Reason != "superseded by new3333" {
+			t.Errorf("queued: %s (%s)", st.State, st.Reason)
+		}
+		if err := f.c.Supersede(ctx, active.ID, "x"); !errors.Is(err, spark.ErrActive) {
+			t.Errorf("active: %v, want ErrActive", err)
+		}
+		if err := f.c.Supersede(ctx, queued.ID, "x"); !errors.Is(err, spark.ErrNotQueued) {
+			t.Errorf("ended: %v, want ErrNotQueued", err)
+		}
+	})
+}
+
 func TestCancelRemovesQueuedWorkOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFleet(t)

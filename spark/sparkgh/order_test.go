@@ -205,8 +205,8 @@ func TestACommentCommandOnAClosedPullRequestIsRefused(t *testing.T) {
 	})
 }
 
-// A push ends work a command asked for at the earlier commit: the command
-// approved that commit, so nothing is asked for at the new one. With no
+// A push supersedes work a command asked for at the earlier commit: the
+// command approved that commit, so nothing is asked for at the new one. With no
 // label and nothing queued, a push costs no API request.
 func TestAPushEndsWorkAskedForByCommandAtTheOldCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -222,7 +222,8 @@ func TestAPushEndsWorkAskedForByCommandAtTheOldCommit(t *testing.T) {
 		if _, live, _ := w.c.Snapshot(ctx); slices.ContainsFunc(live, func(r spark.Request) bool { return r.PR != nil }) {
 			t.Errorf("live %+v: the old commit's work must end", live)
 		}
-		if last := w.gh.last(1); last.Conclusion != "cancelled" || !strings.Contains(last.Summary, "ask again") {
+		// Seed 004: "New PR SHA: supersede a queued old-SHA request".
+		if last := w.gh.last(1); last.Conclusion != "neutral" || last.Summary != "A newer commit was pushed: superseded by 2222222; ask again to test it" {
 			t.Errorf("check %+v", last)
 		}
 	})

@@ -484,7 +484,8 @@ func TestAnUnreviewedPushDropsTheQueuedWork(t *testing.T) {
 		w.tick(t)
 		w.label(t, "labeled", "spark-test", "maint", prJSON(8, sha1, []string{"spark-test"}, false))
 		w.label(t, "synchronize", "", "dev", prJSON(8, sha2, []string{"spark-test"}, false))
-		if len(w.gh.checks) != 1 || w.gh.last(1).Conclusion != "cancelled" || len(w.gh.comments) != 1 {
+		// Seed 004: "New PR SHA: supersede a queued old-SHA request".
+		if len(w.gh.checks) != 1 || w.gh.last(1).Conclusion != "neutral" || !strings.Contains(w.gh.last(1).Title, "superseded") || len(w.gh.comments) != 1 {
 			t.Errorf("checks %d last %+v comments %v", len(w.gh.checks), w.gh.last(1), w.gh.comments)
 		}
 	})

@@ -396,12 +396,14 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		if len(lanes) == 0 {
 			// Work asked for by command at an earlier commit is not
 			// asked for again: the command approved that commit.
-			return in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA }, "a new commit was pushed; ask again to test it")
+			return in.supersedeQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA },
+				fmt.Sprintf("superseded by %s; ask again to test it", short(pr.HeadSHA)))
 		}
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			// The new commit was not reviewed by someone who may spend
 			// fleet time: drop the queued old-SHA work and say so.
-			if cerr := in.cancelQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA }, "superseded by an unreviewed push"); cerr != nil {
+			if cerr := in.supersedeQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA },
+				fmt.Sprintf("superseded by %s, pushed by someone who cannot request fleet time", short(pr.HeadSHA))); cerr != nil {
 				return cerr
 			}
 			return in.refuse(ctx, pr, fmt.Sprintf("the new commit %s was pushed by someone who cannot request fleet time (%v); a maintainer can label the PR again", short(pr.HeadSHA), err))
@@ -462,14 +464,31 @@ func (in *Integration) hasQueued(ctx context.Context, pr PR) (bool, error) {
 // cancelQueued cancels this PR's queued requests that match; active work
 // finishes.
 func (in *Integration) cancelQueued(ctx context.Context, pr PR, match func(spark.Request) bool, reason string) error {
-	return in.cancelWhere(ctx, func(r spark.Request) bool {
-		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && match(r)
-	}, reason)
+	return in.endQueued(ctx, ofPR(pr, match), reason, false)
 }
 
-// cancelWhere cancels the queued requests match selects; running work is
-// never stopped.
+// supersedeQueued supersedes pr's queued requests that match: a newer
+// commit was pushed (seed 004: "New PR SHA: supersede a queued old-SHA
+// request").
+func (in *Integration) supersedeQueued(ctx context.Context, pr PR, match func(spark.Request) bool, reason string) error {
+	return in.endQueued(ctx, ofPR(pr, match), reason, true)
+}
+
+// ofPR narrows match to pr's requests.
+func ofPR(pr PR, match func(spark.Request) bool) func(spark.Request) bool {
+	return func(r spark.Request) bool {
+		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && match(r)
+	}
+}
+
+// cancelWhere cancels the queued requests match selects.
 func (in *Integration) cancelWhere(ctx context.Context, match func(spark.Request) bool, reason string) error {
+	return in.endQueued(ctx, match, reason, false)
+}
+
+// endQueued cancels, or supersedes, the queued requests match selects;
+// running work is never stopped.
+func (in *Integration) endQueued(ctx context.Context, match func(spark.Request) bool, reason string, supersede bool) error {
 	_, live, err := in.ctrl.Snapshot(ctx)
 	if err != nil {
 		return err
@@ -478,14 +497,19 @@ func (in *Integration) cancelWhere(ctx context.Context, match func(spark.Request
 		if r.State != spark.Queued || !match(r) {
 			continue
 		}
-		// The check says why; a request granted meanwhile ignores it.
-		if err := in.ctrl.Annotate(ctx, r.ID, keyCancel, reason); err != nil {
+		if supersede {
+			err = in.ctrl.Supersede(ctx, r.ID, reason)
+		} else {
+			// The check says why; a request granted meanwhile ignores it.
+			if err := in.ctrl.Annotate(ctx, r.ID, keyCancel, reason); err != nil {
+				return err
+			}
+			err = in.ctrl.Cancel(ctx, r.ID)
+		}
+		if err != nil && !errors.Is(err, spark.ErrNotQueued) && !errors.Is(err, spark.ErrActive) {
 			return err
 		}
-		if err := in.ctrl.Cancel(ctx, r.ID); err != nil && !errors.Is(err, spark.ErrNotQueued) && !errors.Is(err, spark.ErrActive) {
-			return err
-		}
-		in.log.Info("sparkgh.canceled", "request", r.ID, "reason", reason)
+		in.log.Info("sparkgh.ended_queued", "request", r.ID, "superseded", supersede, "reason", reason)
 	}
 	return in.Sync(ctx)
 }
