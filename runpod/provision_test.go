@@ -581,6 +581,14 @@ func runSchedule(t *testing.T, seed uint64) (wasted float64) {
 		} else if err == nil {
 			t.Fatalf("seed %d: no pod and no error", seed)
 		}
+		// Every attempt's runner registration is removed but the accepted
+		// one's: no offline registration is left behind.
+		removed := w.reg.Removed()
+		for _, a := range res.Attempts {
+			if got := slices.Contains(removed, a.Name); got != (a.Outcome != runpod.OutcomeAccepted) && !(a.Outcome == runpod.OutcomeCreateError && strings.Contains(a.Reason, "minting")) {
+				t.Fatalf("seed %d: attempt %s (%s): registration removed %v", seed, a.Name, a.Outcome, got)
+			}
+		}
 		// Secrets never appear in a log record, an error or the summary.
 		texts := []string{w.logs.String(), res.Markdown(), fmt.Sprint(res)}
 		if err != nil {
