@@ -35,7 +35,8 @@
 //     runtime whose own runner is online (the on-pod CUDA proof runs before
 //     registration). EXITED/ERROR/TERMINATED, lost runtime, a GPU outside
 //     the candidate's tier and startup_timeout reject, and the pod is
-//     deleted at once. Capacity misses cost nothing and do not count toward
+//     deleted at once, and its runner registration removed
+//     (RunnerRegistry.Remove). Capacity misses cost nothing and do not count toward
 //     the early stop; 402 stops everything; max_provision_attempts ends in
 //     ErrExhausted and max_consecutive_startup_failures in
 //     ErrStartupFailures; a deletion that cannot be confirmed stops all
