@@ -25,6 +25,10 @@
 //   - The resident service is drained, stopped and verified released
 //     before its host is lent, and restored (health-checked, with a bounded
 //     retry policy and alerts) when the borrowed work releases.
+//   - A pull request's newer commit supersedes its queued older ones
+//     (Submit does so itself; Supersede ends one when nothing new is asked
+//     for); Cancel ends queued work only. An active run keeps the commit it
+//     tests.
 //   - Preflight is the runner-side check before a job starts.
 //   - NewHandler serves the agent/CLI API and the hosts' heartbeats;
 //     APIClient is its client.
