@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,8 +22,10 @@ import (
 // whatever receiver is up, logs every attempt (newest first, as the App's
 // delivery log lists them), and sends one again when asked.
 type hub struct {
-	wh       *Webhook // nil while the receiver is down
-	bodies   map[string][]byte
+	wh     *Webhook // nil while the receiver is down
+	bodies map[string][]byte
+
+	mu       sync.Mutex
 	attempts []Delivery
 	next     int64
 }
@@ -29,13 +33,23 @@ type hub struct {
 func (h *hub) send(guid string) {
 	ok := false
 	if h.wh != nil {
-		ok = post(h.wh, "webhook-secret-123", guid, "pull_request", h.bodies[guid]) < 300
+		ok = post(h.wh, "webhook-secret-123", guid, "pull_request", h.body(guid)) < 300
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.next++
 	h.attempts = append([]Delivery{{ID: h.next, GUID: guid, At: time.Now(), OK: ok}}, h.attempts...)
 }
 
+func (h *hub) body(guid string) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bodies[guid]
+}
+
 func (h *hub) Deliveries(_ context.Context, cursor string) ([]Delivery, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	start := 0
 	fmt.Sscan(cursor, &start)
 	end := min(start+100, len(h.attempts))
@@ -43,17 +57,22 @@ func (h *hub) Deliveries(_ context.Context, cursor string) ([]Delivery, string, 
 	if end < len(h.attempts) {
 		next = fmt.Sprint(end)
 	}
-	return h.attempts[start:end], next, nil
+	return slices.Clone(h.attempts[start:end]), next, nil
 }
 
 func (h *hub) Redeliver(_ context.Context, id int64) error {
-	for _, a := range h.attempts {
-		if a.ID == id {
-			h.send(a.GUID)
-			return nil
-		}
+	h.mu.Lock()
+	i := slices.IndexFunc(h.attempts, func(a Delivery) bool { return a.ID == id })
+	guid := ""
+	if i >= 0 {
+		guid = h.attempts[i].GUID
 	}
-	return fmt.Errorf("no attempt %d", id)
+	h.mu.Unlock()
+	if i < 0 {
+		return fmt.Errorf("no attempt %d", id)
+	}
+	h.send(guid)
+	return nil
 }
 
 // TestDeliveryIsNeverLostSilently: whatever fails (GitHub's API while a
@@ -161,4 +180,48 @@ func TestDeliveryIsNeverLostSilently(t *testing.T) {
 			down()
 		})
 	}
+}
+
+// The receiver processes deliveries while sparkd's loop syncs checks and
+// sweeps runners, and the redelivery sweep forgets what it sent: they
+// share the integration's maps and the receiver's record. Run under the
+// race detector (.ci/run does), this fails on an unguarded access.
+func TestReceiverSyncAndSweepsRunConcurrently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, false)
+		wh := w.in.NewWebhook(16)
+		h := &hub{wh: wh, bodies: map[string][]byte{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { wh.Run(ctx); close(done) }()
+		loop := make(chan struct{})
+		go func() {
+			defer close(loop)
+			r := &Redeliverer{Log: h, Unprocessed: wh}
+			for range 20 {
+				w.in.Sync(ctx)
+				w.in.SweepRegisteredRunners(ctx)
+				r.Sweep(ctx, time.Time{})
+				faketime.Advance(time.Second)
+			}
+		}()
+		for n := range 20 {
+			guid := fmt.Sprintf("label-%d", n)
+			pr := prJSON(200+n, sha1, []string{"spark-test"}, false)
+			w.setPR(pr)
+			body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
+				"pull_request": pr, "repository": map[string]any{"full_name": "o/butter", "id": repoID}})
+			h.mu.Lock()
+			h.bodies[guid] = body
+			h.mu.Unlock()
+			w.gh.mu.Lock()
+			w.gh.prFailures = n % 4 // some fail, and are remembered
+			w.gh.mu.Unlock()
+			h.send(guid)
+			faketime.Advance(time.Second)
+		}
+		<-loop
+		cancel()
+		<-done
+	})
 }
