@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -45,11 +46,17 @@ func (g *GitHubRegistry) MintJIT(ctx context.Context, name string, labels []stri
 	return Secret(cfg.GetEncodedJITConfig()), nil
 }
 
-// Runner calls GET /orgs/{org}/actions/runners?name=… (or the repository
-// variant) and follows every page: an organization with more than 100
-// registrations can have the runner on a later page.
-func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool, error) {
-	opts := &github.ListRunnersOptions{Name: github.String(name), ListOptions: github.ListOptions{PerPage: 100}}
+// Runners calls GET /orgs/{org}/actions/runners (or the repository
+// variant) and follows every page; name, when set, is GitHub's name
+// filter. An organization with more than 100 registrations can have a
+// runner on a later page.
+func (g *GitHubRegistry) Runners(ctx context.Context, name string) ([]Runner, error) {
+	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	what := "list the runners"
+	if name != "" {
+		opts.Name, what = github.String(name), "look up runner "+name
+	}
+	var out []Runner
 	for range 100 {
 		var (
 			rs   *github.Runners
@@ -62,24 +69,33 @@ func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool,
 			rs, resp, err = g.Client.Actions.ListOrganizationRunners(ctx, g.Owner, opts)
 		}
 		if err != nil {
-			return Runner{}, false, fmt.Errorf("runpod: look up runner %s: %w", name, err)
+			return nil, fmt.Errorf("runpod: %s: %w", what, err)
 		}
 		for _, r := range rs.Runners {
-			if r.GetName() != name {
-				continue
-			}
-			out := Runner{ID: r.GetID(), Name: name, Online: r.GetStatus() == "online", Busy: r.GetBusy()}
+			one := Runner{ID: r.GetID(), Name: r.GetName(), Online: r.GetStatus() == "online", Busy: r.GetBusy()}
 			for _, l := range r.Labels {
-				out.Labels = append(out.Labels, l.GetName())
+				one.Labels = append(one.Labels, l.GetName())
 			}
-			return out, true, nil
+			out = append(out, one)
 		}
 		if resp.NextPage == 0 {
-			return Runner{}, false, nil
+			return out, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	return Runner{}, false, fmt.Errorf("runpod: look up runner %s: more than 100 pages", name)
+	return nil, fmt.Errorf("runpod: %s: more than 100 pages", what)
+}
+
+// Runner looks the runner up by its exact name (Runners, filtered).
+func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool, error) {
+	rs, err := g.Runners(ctx, name)
+	if err != nil {
+		return Runner{}, false, err
+	}
+	if i := slices.IndexFunc(rs, func(r Runner) bool { return r.Name == name }); i >= 0 {
+		return rs[i], true, nil
+	}
+	return Runner{}, false, nil
 }
 
 // Remove finds the runner by name (Runner) and calls

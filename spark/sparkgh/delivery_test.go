@@ -50,14 +50,8 @@ func (h *hub) body(guid string) []byte {
 func (h *hub) Deliveries(_ context.Context, cursor string) ([]Delivery, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	start := 0
-	fmt.Sscan(cursor, &start)
-	end := min(start+100, len(h.attempts))
-	next := ""
-	if end < len(h.attempts) {
-		next = fmt.Sprint(end)
-	}
-	return slices.Clone(h.attempts[start:end]), next, nil
+	attempts, next := page(h.attempts, cursor, 100)
+	return attempts, next, nil
 }
 
 func (h *hub) Redeliver(_ context.Context, id int64) error {
@@ -223,5 +217,20 @@ func TestReceiverSyncAndSweepsRunConcurrently(t *testing.T) {
 		<-loop
 		cancel()
 		<-done
+		// Nothing is lost silently: each delivery was processed, is
+		// remembered as unprocessed, or its newest attempt failed in
+		// GitHub's log (the next sweep sends it again).
+		_, live, _ := w.c.Snapshot(context.Background())
+		unprocessed := wh.Unprocessed()
+		newest, _, _ := h.Deliveries(context.Background(), "")
+		for n := range 20 {
+			guid := fmt.Sprintf("label-%d", n)
+			processed := slices.ContainsFunc(live, func(r spark.Request) bool { return r.PR != nil && r.PR.Number == 200+n })
+			_, remembered := unprocessed[guid]
+			i := slices.IndexFunc(newest, func(a Delivery) bool { return a.GUID == guid })
+			if !processed && !remembered && (i < 0 || newest[i].OK) {
+				t.Errorf("%s was neither processed, remembered, nor failed in GitHub's log", guid)
+			}
+		}
 	})
 }

@@ -129,8 +129,7 @@ func (g *GitHubAPI) Dispatch(ctx context.Context, repo, workflow string, inputs 
 
 // MintJIT is runpod.GitHubRegistry.MintJIT for the organization.
 func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (Secret, error) {
-	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
-	return reg.MintJIT(ctx, name, labels)
+	return g.registry().MintJIT(ctx, name, labels)
 }
 
 // SuiteChecks calls GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs
@@ -159,32 +158,27 @@ func (g *GitHubAPI) SuiteChecks(ctx context.Context, repo string, suite int64, n
 	return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: more than 100 pages", suite)
 }
 
-// Runners calls GET /orgs/{org}/actions/runners
-// (https://docs.github.com/rest/actions/self-hosted-runners#list-self-hosted-runners-for-an-organization)
-// over every page.
+// Runners is runpod.GitHubRegistry.Runners for the organization.
 func (g *GitHubAPI) Runners(ctx context.Context) ([]RegisteredRunner, error) {
-	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	var out []RegisteredRunner
-	for range 100 {
-		rs, resp, err := g.Client.Actions.ListOrganizationRunners(ctx, g.Org, opts)
-		if err != nil {
-			return nil, fmt.Errorf("sparkgh: list the runners of %s: %w", g.Org, err)
-		}
-		for _, r := range rs.Runners {
-			out = append(out, RegisteredRunner{Name: r.GetName(), Busy: r.GetBusy()})
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+	rs, err := g.registry().Runners(ctx, "")
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("sparkgh: list the runners of %s: more than 100 pages", g.Org)
+	out := make([]RegisteredRunner, len(rs))
+	for i, r := range rs {
+		out[i] = RegisteredRunner{Name: r.Name, Busy: r.Busy}
+	}
+	return out, nil
+}
+
+// registry is the organization's runner registry, in the runner group.
+func (g *GitHubAPI) registry() *runpod.GitHubRegistry {
+	return &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
 }
 
 // RemoveRunner is runpod.GitHubRegistry.Remove for the organization.
 func (g *GitHubAPI) RemoveRunner(ctx context.Context, name string) error {
-	reg := &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
-	return reg.Remove(ctx, name)
+	return g.registry().Remove(ctx, name)
 }
 
 // BranchSHA calls GET /repos/{owner}/{repo}/branches/{branch}

@@ -50,9 +50,7 @@ func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent
 	sha, ref := g.GetHeadSHA(), g.GetHeadRef()
 	switch e.GetAction() {
 	case "destroyed":
-		return in.cancelWhere(ctx, func(r spark.Request) bool {
-			return r.Annotations[keyRepo] == repo && r.Annotations[keyMerge] == ref && r.Annotations[keySHA] == sha
-		}, "the merge group was removed from the merge queue")
+		return in.endQueued(ctx, ofGroup(repo, ref, sha), "the merge group was removed from the merge queue", false)
 	case "checks_requested":
 	default:
 		return nil
@@ -90,9 +88,7 @@ func (in *Integration) queueMerge(ctx context.Context, repo, sha, ref string) er
 	if err != nil {
 		return err
 	}
-	if i := slices.IndexFunc(live, func(r spark.Request) bool {
-		return r.Annotations[keyRepo] == repo && r.Annotations[keyMerge] == ref && r.Annotations[keySHA] == sha
-	}); i >= 0 {
+	if i := slices.IndexFunc(live, ofGroup(repo, ref, sha)); i >= 0 {
 		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", repo, "merge_group", ref)
 		return nil
 	}
@@ -106,6 +102,13 @@ func (in *Integration) queueMerge(ctx context.Context, repo, sha, ref string) er
 	}
 	in.log.Info("sparkgh.queued", "request", r.ID, "repo", repo, "merge_group", ref, "sha", short(sha))
 	return in.openCheck(ctx, r.ID)
+}
+
+// ofGroup selects the requests of the merge group ref at sha.
+func ofGroup(repo, ref, sha string) func(spark.Request) bool {
+	return func(r spark.Request) bool {
+		return r.Annotations[keyRepo] == repo && r.Annotations[keyMerge] == ref && r.Annotations[keySHA] == sha
+	}
 }
 
 // stillQueued reports whether the merge group ref is still in the queue

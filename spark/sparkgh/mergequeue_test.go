@@ -35,13 +35,13 @@ func (w *world) mergeGroup(t *testing.T, action, ref, sha string) {
 		"head_sha": sha, "head_ref": ref, "base_sha": sha2, "base_ref": "refs/heads/main"}})
 }
 
-// TestMergeQueue_AGroupRunsTheLaneAtItsCommitAndReportsItsCheck: seed
+// TestMergeCorrectnessCI_AMergeGroupRunsTheLaneAtItsCommitAndReportsItsCheck: seed
 // 004's "Merge correctness CI", one node, at its admission order (70):
 // the merge group GitHub asks checks of is queued at its own commit as a
 // merge-ci request, its check is on that commit (what the queue waits
 // for), the workflow is dispatched there once granted, and the job's
 // result completes the check. A duplicate delivery asks for nothing more.
-func TestMergeQueue_AGroupRunsTheLaneAtItsCommitAndReportsItsCheck(t *testing.T) {
+func TestMergeCorrectnessCI_AMergeGroupRunsTheLaneAtItsCommitAndReportsItsCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, ref := mergeWorld(t)
 		w.mergeGroup(t, "checks_requested", ref, mergeSHA)

@@ -208,7 +208,7 @@ func TestACommentCommandOnAClosedPullRequestIsRefused(t *testing.T) {
 // A push supersedes work a command asked for at the earlier commit: the
 // command approved that commit, so nothing is asked for at the new one. With no
 // label and nothing queued, a push costs no API request.
-func TestAPushEndsWorkAskedForByCommandAtTheOldCommit(t *testing.T) {
+func TestNewPRSHASupersedesQueuedWorkACommandAskedForAtTheOldCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t, false)
 		busy(w, t)

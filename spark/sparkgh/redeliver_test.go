@@ -32,14 +32,22 @@ func (f *fakeLog) Deliveries(_ context.Context, cursor string) ([]Delivery, stri
 	if f.listErr != nil {
 		return nil, "", f.listErr
 	}
+	attempts, next := page(f.attempts, cursor, 2)
+	return attempts, next, nil
+}
+
+// page serves attempts as the delivery log does: the page the cursor
+// names, size attempts long, and the next page's cursor ("" after the
+// last).
+func page(attempts []Delivery, cursor string, size int) ([]Delivery, string) {
 	start := 0
 	fmt.Sscan(cursor, &start)
-	end := min(start+2, len(f.attempts))
+	end := min(start+size, len(attempts))
 	next := ""
-	if end < len(f.attempts) {
+	if end < len(attempts) {
 		next = fmt.Sprint(end)
 	}
-	return f.attempts[start:end], next, nil
+	return slices.Clone(attempts[start:end]), next
 }
 
 func (f *fakeLog) Redeliver(_ context.Context, id int64) error {

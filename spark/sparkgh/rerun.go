@@ -92,11 +92,7 @@ func (in *Integration) rerunRequest(ctx context.Context, repo, actor, id, sha st
 			return in.refuse(ctx, cur, err.Error())
 		}
 		// Asked for as a command is: a later label removal leaves it.
-		err = in.request(ctx, cur, lane, "")
-		if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
-			return in.refuse(ctx, cur, err.Error())
-		}
-		return err
+		return in.askFor(ctx, cur, lane, "")
 	case r.Annotations[keyMerge] != "" && in.cfg.MergeQueue != nil:
 		sha, ref := r.Annotations[keySHA], r.Annotations[keyMerge]
 		if queued, err := in.stillQueued(ctx, repo, sha, ref); !queued {

@@ -294,6 +294,17 @@ func (in *Integration) hasRole(ctx context.Context, repo, actor string) error {
 	return nil
 }
 
+// askFor is request, with a request the controller refuses (a pair
+// without a distributed test, an invalid one) answered on the pull
+// request instead of failing the delivery.
+func (in *Integration) askFor(ctx context.Context, pr PR, lane Lane, label string) error {
+	err := in.request(ctx, pr, lane, label)
+	if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
+		return in.refuse(ctx, pr, err.Error())
+	}
+	return err
+}
+
 // request queues a lane for a PR and opens its check run, unless the same
 // lane is already queued or running at that commit.
 func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label string) error {

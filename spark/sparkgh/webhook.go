@@ -349,13 +349,7 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			return in.refuse(ctx, pr, err.Error())
 		}
-		if err := in.request(ctx, pr, lane, label); err != nil {
-			if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
-				return in.refuse(ctx, pr, err.Error())
-			}
-			return err
-		}
-		return nil
+		return in.askFor(ctx, pr, lane, label)
 	case "unlabeled":
 		label := e.GetLabel().GetName()
 		if _, ok := in.cfg.Labels[label]; !ok {
@@ -481,11 +475,6 @@ func ofPR(pr PR, match func(spark.Request) bool) func(spark.Request) bool {
 	}
 }
 
-// cancelWhere cancels the queued requests match selects.
-func (in *Integration) cancelWhere(ctx context.Context, match func(spark.Request) bool, reason string) error {
-	return in.endQueued(ctx, match, reason, false)
-}
-
 // endQueued cancels, or supersedes, the queued requests match selects;
 // running work is never stopped.
 func (in *Integration) endQueued(ctx context.Context, match func(spark.Request) bool, reason string, supersede bool) error {
@@ -557,13 +546,7 @@ func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent)
 			if c.Pair {
 				lane.Topology = spark.Pair
 			}
-			if err := in.request(ctx, pr, lane, ""); err != nil {
-				if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
-					if err := in.refuse(ctx, pr, err.Error()); err != nil {
-						return err
-					}
-					continue
-				}
+			if err := in.askFor(ctx, pr, lane, ""); err != nil {
 				return err
 			}
 		case c.Verb == "status":
