@@ -46,30 +46,7 @@ func TestRealLibraries_TheStartupInstallsTheTierWithRealCurlAndDpkg(t *testing.T
 	}
 	t.Cleanup(func() { exec.Command("dpkg", "--purge", pkg).Run() })
 
-	// The tier's package: the real NVRTC under the tier's lib_dir.
-	root := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "DEBIAN"), 0o755)
-	os.WriteFile(filepath.Join(root, "DEBIAN", "control"), []byte("Package: "+pkg+"\nVersion: "+version+
-		"\nArchitecture: amd64\nMaintainer: gpugate <check@example.invalid>\nDescription: NVRTC for gpugate's install check\n"), 0o644)
-	staged := filepath.Join(root, strings.TrimPrefix(libDir, "/"))
-	os.MkdirAll(staged, 0o755)
-	libs, _ := filepath.Glob(filepath.Join(nvrtcDir, "libnvrtc*"))
-	if out, err := exec.Command("cp", append(append([]string{"-a"}, libs...), staged)...).CombinedOutput(); err != nil || len(libs) == 0 {
-		t.Fatalf("staging %v: %v %s", libs, err, out)
-	}
-	deb := filepath.Join(t.TempDir(), pkg+"_"+version+"_amd64.deb")
-	if out, err := exec.Command("dpkg-deb", "--build", "--root-owner-group", root, deb).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg-deb: %v %s", err, out)
-	}
-	data, _ := os.ReadFile(deb)
-	sum := sha256.Sum256(data)
-
-	// NVIDIA's repository, on loopback, trusted through curl's CA bundle.
-	srv := httptest.NewTLSServer(http.FileServer(http.Dir(filepath.Dir(deb))))
-	t.Cleanup(srv.Close)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
-
+	url, sum, ca := tierRepo(t, nvrtcDir, pkg, version, libDir)
 	_, proof := buildProof(t)
 
 	start := func(t *testing.T, pin string) (int, string, *pod) {
@@ -81,7 +58,7 @@ case "$1" in
 esac
 `), 0o755)
 		cfg := Config{MinVRAMGB: 16, Tiers: []Tier{{Name: "debian", CUDA: "11.8", Package: pkg, Version: version,
-			URL: srv.URL + "/" + filepath.Base(deb), SHA256: pin, LibDir: libDir}}}
+			URL: url, SHA256: pin, LibDir: libDir}}}
 		st := p.startupWith(cfg, proof)
 		p.env["CURL_CA_BUNDLE"] = ca
 		p.env["LD_LIBRARY_PATH"] = os.Getenv("LD_LIBRARY_PATH") // the real libcuda.so.1
@@ -90,7 +67,7 @@ esac
 	}
 
 	t.Run("a pinned package installs, and the missing device stops the startup", func(t *testing.T) {
-		code, out, p := start(t, hex.EncodeToString(sum[:]))
+		code, out, p := start(t, sum)
 		for _, want := range []string{"installed " + pkg + " " + version + " (sha256 verified)", "FAIL compile", "cuInit failed: CUDA_ERROR_NO_DEVICE (100)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the startup's output lacks %q:\n%s", want, out)
@@ -121,4 +98,47 @@ esac
 			t.Errorf("%s was installed despite a wrong pin", pkg)
 		}
 	})
+}
+
+// tierRepo stands in for NVIDIA's repository: it packages the NVRTC
+// libraries in nvrtcDir as a tier's .deb (pkg at version, installing them
+// under libDir) and serves it over HTTPS from a loopback server. It returns
+// the package's URL, its SHA-256 (the tier's pin) and a CA bundle through
+// which curl trusts the server.
+func tierRepo(t *testing.T, nvrtcDir, pkg, version, libDir string) (url, sum, ca string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "DEBIAN"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	control := "Package: " + pkg + "\nVersion: " + version +
+		"\nArchitecture: amd64\nMaintainer: gpugate <check@example.invalid>\nDescription: NVRTC for gpugate's install check\n"
+	if err := os.WriteFile(filepath.Join(root, "DEBIAN", "control"), []byte(control), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staged := filepath.Join(root, strings.TrimPrefix(libDir, "/"))
+	if err := os.MkdirAll(staged, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	libs, _ := filepath.Glob(filepath.Join(nvrtcDir, "libnvrtc*"))
+	if out, err := exec.Command("cp", append(append([]string{"-a"}, libs...), staged)...).CombinedOutput(); err != nil || len(libs) == 0 {
+		t.Fatalf("staging %v from %s: %v %s", libs, nvrtcDir, err, out)
+	}
+	deb := filepath.Join(t.TempDir(), pkg+"_"+version+"_amd64.deb")
+	if out, err := exec.Command("dpkg-deb", "--build", "--root-owner-group", root, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v %s", err, out)
+	}
+	data, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.Sum256(data)
+
+	srv := httptest.NewTLSServer(http.FileServer(http.Dir(filepath.Dir(deb))))
+	t.Cleanup(srv.Close)
+	ca = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL + "/" + filepath.Base(deb), hex.EncodeToString(h[:]), ca
 }

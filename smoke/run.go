@@ -151,8 +151,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if err := step(StepTier, func() (string, error) {
 		t, err := SelectTier(res.SMI.CUDAVersion, cfg.Tiers)
+		if err != nil {
+			return "", err
+		}
 		res.Tier = t
-		return fmt.Sprintf("tier %s (NVRTC %s) for driver CUDA %s", t.Name, t.CUDA, res.SMI.CUDAVersion), err
+		return fmt.Sprintf("tier %s (NVRTC %s) for driver CUDA %s", t.Name, t.CUDA, res.SMI.CUDAVersion), nil
 	}); err != nil {
 		return res, err
 	}

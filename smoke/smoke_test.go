@@ -311,9 +311,13 @@ func TestRun_DriverVisibilityAndCUDAVersion(t *testing.T) {
 func TestRun_RuntimesBelowTheBaselineAreRejected(t *testing.T) {
 	env := healthy()
 	env.banner = strings.Replace(banner, "CUDA Version: 12.8", "CUDA Version: 12.4", 1)
-	_, err := run(t, env, nil)
+	res, err := run(t, env, nil)
 	if failedStep(t, err) != StepTier || !errors.Is(err, ErrTier) || len(env.installed) != 0 {
 		t.Errorf("%v (installed %v)", err, env.installed)
+	}
+	// The failed step names no tier it did not choose.
+	if last := res.Steps[len(res.Steps)-1]; last.Detail != "" || last.Error == "" {
+		t.Errorf("the failed tier step: detail %q, error %q", last.Detail, last.Error)
 	}
 }
 

@@ -124,11 +124,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 		fmt.Fprintln(stdout, string(resultJSON))
 	} else {
 		for _, s := range res.Steps {
-			status := "ok  "
+			status, text := "ok  ", s.Detail
 			if s.Error != "" {
-				status = "FAIL"
+				status, text = "FAIL", s.Error
 			}
-			fmt.Fprintf(stdout, "%s %-8s %8s  %s%s\n", status, s.Step, s.Duration.Round(time.Millisecond), s.Detail, s.Error)
+			fmt.Fprintf(stdout, "%s %-8s %8s  %s\n", status, s.Step, s.Duration.Round(time.Millisecond), text)
 		}
 	}
 	var se *smoke.StepError
