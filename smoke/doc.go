@@ -24,8 +24,11 @@
 // themselves are tested against C stand-ins for libcuda.so.1 and
 // libnvrtc.so.12 (testdata/fakecuda, built with the system C compiler) and,
 // without a GPU, against NVIDIA's real libnvrtc and libcuda.so.1 when
-// GPUGATE_REAL_NVRTC_LIBDIR is set (scripts/real-libs-check.sh); the real
-// device test runs with GPUGATE_REAL_GPU=1.
+// GPUGATE_REAL_NVRTC_LIBDIR is set (scripts/real-libs-check.sh). On a GPU
+// host the real-hardware tests run with GPUGATE_REAL_GPU=1
+// (scripts/gpu-check.sh): with --install, the rendered startup runs the
+// proof through every step on the card, the dpkg install of the tier's
+// package included, before the runner registers.
 //
 // StartupScript renders the pod's entrypoint: the proof runs as root with
 // the JIT runner config stripped from its environment, and only its success

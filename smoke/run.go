@@ -88,6 +88,7 @@ var (
 	ErrChecksum   = errors.New("smoke: checksum mismatch")
 	ErrNoChecksum = errors.New("smoke: the tier has no pinned checksum")
 	ErrNVRTCNewer = errors.New("smoke: NVRTC is newer than the driver")
+	ErrNVRTCOlder = errors.New("smoke: NVRTC is older than the selected tier")
 	ErrWrongValue = errors.New("smoke: the kernel computed a wrong result")
 	ErrVRAM       = errors.New("smoke: not enough GPU memory")
 	ErrLibrary    = errors.New("smoke: cannot load a CUDA library")
@@ -180,6 +181,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		if drv.Less(nv) {
 			return "", fmt.Errorf("%w: NVRTC %s, driver CUDA %s", ErrNVRTCNewer, nv, drv)
+		}
+		// Another NVRTC in the tier's lib_dir (an image's older toolkit, a
+		// lib_dir that is not where the package installs) would compile
+		// for the wrong runtime.
+		if want, err := ParseVersion(res.Tier.CUDA); err != nil || nv.Less(want) {
+			return "", fmt.Errorf("%w: NVRTC %s loaded from %s, tier %s is CUDA %s: set the tier's lib_dir to where its package installs NVRTC", ErrNVRTCOlder, nv, res.Tier.LibDir, res.Tier.Name, res.Tier.CUDA)
 		}
 		if ptx, err = cuda.Compile(KernelSource, "gpugate_add.cu", arch); err != nil {
 			return "", err

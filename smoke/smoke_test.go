@@ -38,6 +38,28 @@ func TestParseNvidiaSMI_SeveralGPUs(t *testing.T) {
 	}
 }
 
+// What nvidia-smi printed on an H200 (driver 580.159.04, CUDA 13.0),
+// captured where the real-hardware tests ran: the banner with its date
+// line, and the query the proof runs.
+func TestParseNvidiaSMI_ARealH200(t *testing.T) {
+	q, err := os.ReadFile(filepath.Join("testdata", "h200", "query.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "h200", "banner.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseNvidiaSMI(q, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SMI{CUDAVersion: Version{13, 0}, GPUs: []GPU{{0, "NVIDIA H200", "580.159.04", 143771, Version{9, 0}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestParseNvidiaSMI_MissingOrGarbledOutputIsAClearError(t *testing.T) {
 	tests := map[string]struct{ query, banner, want string }{
 		"no driver":        {"", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "CUDA Version"},
@@ -76,6 +98,11 @@ func TestParseVersion_ComparesNumerically(t *testing.T) {
 func FuzzParseNvidiaSMI(f *testing.F) {
 	f.Add([]byte(query), []byte(banner))
 	f.Add([]byte("a,b,1,9.0"), []byte("CUDA Version: 13.0"))
+	if q, err := os.ReadFile(filepath.Join("testdata", "h200", "query.txt")); err == nil {
+		if b, err := os.ReadFile(filepath.Join("testdata", "h200", "banner.txt")); err == nil {
+			f.Add(q, b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, q, b []byte) {
 		s, err := ParseNvidiaSMI(q, b)
 		if err != nil {
@@ -363,6 +390,20 @@ func TestRun_NVRTCNewerThanTheDriverIsRejected(t *testing.T) {
 	_, err := run(t, env, nil)
 	if failedStep(t, err) != StepCompile || !errors.Is(err, ErrNVRTCNewer) {
 		t.Error(err)
+	}
+}
+
+// The seed's runner "logs both versions": the NVRTC it loaded must be the
+// selected tier's, not an older one the tier's lib_dir happens to hold.
+func TestRun_LoadedNVRTCOlderThanTheTierIsRejected(t *testing.T) {
+	env := healthy()
+	env.cuda.nvrtc = Version{11, 8}
+	_, err := run(t, env, nil)
+	if failedStep(t, err) != StepCompile || !errors.Is(err, ErrNVRTCOlder) || !strings.Contains(err.Error(), "NVRTC 11.8 loaded from /usr/local/cuda-12.8/targets/x86_64-linux/lib, tier full is CUDA 12.8") {
+		t.Error(err)
+	}
+	if env.cuda.compiledArch != "" {
+		t.Error("the kernel was compiled with the wrong NVRTC")
 	}
 }
 

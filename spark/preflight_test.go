@@ -89,6 +89,20 @@ func TestPreflight_RealChecks(t *testing.T) {
 	}
 }
 
+// What the compute-apps query printed on an H200 with nothing running
+// (nothing at all) and with one CUDA process holding memory.
+func TestParseComputeApps_ARealH200(t *testing.T) {
+	for file, want := range map[string][]string{"apps-idle.txt": nil, "apps-busy.txt": {"907, python3"}} {
+		out, err := os.ReadFile(filepath.Join("testdata", "h200", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spark.ParseComputeApps(out); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", file, got, want)
+		}
+	}
+}
+
 // NvidiaSMIApps runs nvidia-smi's compute-apps query and reads its output;
 // a failing nvidia-smi is an error, never "no processes".
 func TestNvidiaSMIApps_RunsTheComputeAppsQuery(t *testing.T) {
@@ -115,6 +129,9 @@ func TestNvidiaSMIApps_RunsTheComputeAppsQuery(t *testing.T) {
 
 func FuzzParseComputeApps(f *testing.F) {
 	f.Add([]byte("1234, python\n"))
+	if out, err := os.ReadFile(filepath.Join("testdata", "h200", "apps-busy.txt")); err == nil {
+		f.Add(out)
+	}
 	f.Fuzz(func(t *testing.T, out []byte) {
 		for _, a := range spark.ParseComputeApps(out) {
 			if a == "" {
