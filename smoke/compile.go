@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -110,7 +112,9 @@ func validHeader(h string) bool {
 // with real NVRTC"; the trees carry "CUDA JIT headers (including CRT and
 // CCCL)"): a kernel that includes every header in headers compiles for
 // arch with includeDir on the include path, and the PTX targets sm_XY and
-// defines the kernel. A header the tree lacks, or one that does not
+// defines the kernel. Where includeDir has a cccl subdirectory (CUDA 13
+// keeps CCCL's cuda/std, thrust and cub there, and nvcc adds it itself),
+// that is on the path too. A header the tree lacks, or one that does not
 // compile, fails with ErrToolkit and NVRTC's log. It needs no GPU.
 func CheckHeaders(c Compiler, arch, includeDir string, headers []string) (string, error) {
 	hc, ok := c.(HeaderCompiler)
@@ -128,13 +132,17 @@ func CheckHeaders(c Compiler, arch, includeDir string, headers []string) (string
 		fmt.Fprintf(&src, "#include <%s>\n", h)
 	}
 	fmt.Fprintf(&src, "extern \"C\" __global__ void %s() {}\n", headerKernel)
-	included := strings.Join(headers, ", ")
-	what := fmt.Sprintf("%s including %s from %s", arch, included, includeDir)
+	dirs := []string{includeDir}
+	if fi, err := os.Stat(filepath.Join(includeDir, "cccl")); err == nil && fi.IsDir() {
+		dirs = append(dirs, filepath.Join(includeDir, "cccl"))
+	}
+	included, from := strings.Join(headers, ", "), strings.Join(dirs, " and ")
+	what := fmt.Sprintf("%s including %s from %s", arch, included, from)
 	v, _, err := provePTX(c, arch, headerKernel, what, func() ([]byte, error) {
-		return hc.CompileIncluding(src.String(), "gpugate_headers.cu", arch, []string{includeDir})
+		return hc.CompileIncluding(src.String(), "gpugate_headers.cu", arch, dirs)
 	})
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("NVRTC %s compiled %s from %s for %s", v, included, includeDir, arch), nil
+	return fmt.Sprintf("NVRTC %s compiled %s from %s for %s", v, included, from, arch), nil
 }

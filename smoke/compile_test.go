@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -168,6 +169,35 @@ func TestOpenNVRTC_ChecksHeadersOnTheIncludePath(t *testing.T) {
 	}
 	if n := d.nvrtcLeft(); n != 0 {
 		t.Errorf("%d NVRTC programs left behind", n)
+	}
+}
+
+// CUDA 13 moved CCCL (cuda/std, thrust, cub) to include/cccl, which nvcc
+// adds itself and NVRTC does not: on an H200's CUDA 13.0 toolkit,
+// cuda/std/complex failed to open with include/ alone. A tree laid out so
+// has both directories on the path; one without cccl/ has just its own.
+func TestCheckHeaders_CUDA13KeepsCCCLUnderIncludeCCCL(t *testing.T) {
+	d := loadFakeDriver(t)
+	c, err := OpenNVRTC(d.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	include := t.TempDir()
+	os.MkdirAll(filepath.Join(include, "cccl", "cuda", "std"), 0o755)
+	os.WriteFile(filepath.Join(include, "cuda_fp16.h"), []byte("#pragma once\n"), 0o644)
+	os.WriteFile(filepath.Join(include, "cccl", "cuda", "std", "complex"), []byte("#pragma once\n"), 0o644)
+	text, err := CheckHeaders(c, "compute_90", include, []string{"cuda_fp16.h", "cuda/std/complex"})
+	if err != nil || !strings.Contains(text, "from "+include+" and "+filepath.Join(include, "cccl")+" for compute_90") {
+		t.Errorf("a CUDA 13 tree: %q, %v", text, err)
+	}
+
+	f := &fakeCompiler{}
+	if _, err := CheckHeaders(f, "compute_90", include, []string{"cuda_fp16.h"}); err != nil || !slices.Equal(f.includes, []string{include, filepath.Join(include, "cccl")}) {
+		t.Errorf("include path %v, %v", f.includes, err)
+	}
+	os.RemoveAll(filepath.Join(include, "cccl"))
+	if _, err := CheckHeaders(f, "compute_90", include, []string{"cuda_fp16.h"}); err != nil || !slices.Equal(f.includes, []string{include}) {
+		t.Errorf("a tree without cccl/: include path %v, %v", f.includes, err)
 	}
 }
 

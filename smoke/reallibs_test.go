@@ -142,8 +142,17 @@ func TestRealLibraries_TheJITHeaderCheckCompilesNVIDIAsHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := smoke.CheckHeaders(nvrtc, "compute_90", include, []string{"cuda_fp16.h", "cuda_bf16.h", "cuComplex.h"})
-	if err != nil || !strings.Contains(text, "compiled cuda_fp16.h, cuda_bf16.h, cuComplex.h") {
+	headers := []string{"cuda_fp16.h", "cuda_bf16.h", "cuComplex.h"}
+	// CCCL, where the headers carry it: include/cuda/std up to CUDA 12,
+	// include/cccl/cuda/std from CUDA 13.
+	for _, dir := range []string{filepath.Join(include, "cuda", "std"), filepath.Join(include, "cccl", "cuda", "std")} {
+		if _, err := os.Stat(filepath.Join(dir, "complex")); err == nil {
+			headers = append(headers, "cuda/std/complex")
+			break
+		}
+	}
+	text, err := smoke.CheckHeaders(nvrtc, "compute_90", include, headers)
+	if err != nil || !strings.Contains(text, "compiled "+strings.Join(headers, ", ")) {
 		t.Fatalf("%q, %v", text, err)
 	}
 	_, err = smoke.CheckHeaders(nvrtc, "compute_90", include, []string{"cuda_fp16.h", "gpugate/not-in-the-tree.h"})
