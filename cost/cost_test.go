@@ -683,3 +683,53 @@ func FuzzReaperSpend(f *testing.F) {
 		}
 	})
 }
+
+// Every dollar is accounted for: whatever marks a run leaves (missing, out
+// of order, before the start or after the deletion), the known stages are
+// never negative and, with the unassigned overhead, add up to the paid
+// window in seconds and in cost.
+func FuzzStages_AlwaysReconcileToThePaidWindow(f *testing.F) {
+	f.Add(uint32(1800), int32(120), int32(300), int32(1620), uint8(7), uint16(36))
+	f.Add(uint32(1800), int32(1200), int32(600), int32(1500), uint8(7), uint16(36))
+	f.Add(uint32(60), int32(-30), int32(90), int32(3600), uint8(5), uint16(0))
+	f.Fuzz(func(t *testing.T, length uint32, job, tests, ended int32, present uint8, cents uint16) {
+		start := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+		w, err := PaidWindow(PodRecord{ID: "pod1", StartedAt: &start, ListPrice: float64(cents) / 100}, start.Add(time.Duration(length)*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mark := func(bit uint8, ms int32) *time.Time {
+			if present&bit == 0 {
+				return nil
+			}
+			m := start.Add(time.Duration(ms) * time.Millisecond)
+			return &m
+		}
+		stages := Stages(w, Marks{JobStarted: mark(1, job), TestsStarted: mark(2, tests), TestsEnded: mark(4, ended)})
+		if len(stages) != 5 || stages[4].Name != StageUnassigned || stages[4].Seconds == nil {
+			t.Fatalf("stages %+v: want four stages and a known unassigned overhead", stages)
+		}
+		seconds, cost := 0.0, 0.0
+		for _, s := range stages {
+			if s.Seconds == nil {
+				continue
+			}
+			if *s.Seconds < 0 {
+				t.Fatalf("%s is %v s", s.Name, *s.Seconds)
+			}
+			seconds += *s.Seconds
+			if w.CostKnown() {
+				if s.Cost == nil {
+					t.Fatalf("%s has seconds but no cost at a known price", s.Name)
+				}
+				cost += *s.Cost
+			}
+		}
+		if math.Abs(seconds-w.Seconds) > 1e-6 {
+			t.Errorf("stages sum to %v s, the window is %v s", seconds, w.Seconds)
+		}
+		if w.CostKnown() && math.Abs(cost-w.Cost) > 1e-9 {
+			t.Errorf("stages cost $%v, the window $%v", cost, w.Cost)
+		}
+	})
+}
