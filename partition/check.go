@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -202,21 +204,56 @@ func (l Lane) NextestFilter() string {
 	return strings.Join(groups, " | ")
 }
 
+// ErrSplitTest is matched by GoRunPatterns' refusal: the partition puts a
+// Go test and its subtests in more than one category.
+var ErrSplitTest = errors.New("partition: a Go test is split across categories")
+
 // GoRunPatterns renders the lane as one `go test -run` pattern per package,
-// matching the top-level tests exactly (a subtest runs with its parent).
-func (l Lane) GoRunPatterns() map[string]string {
-	byPkg := map[string][]string{}
-	for _, id := range l.Tests {
-		top, _, _ := strings.Cut(id.Name, "/")
-		if !slices.Contains(byPkg[id.Binary], regexp.QuoteMeta(top)) {
-			byPkg[id.Binary] = append(byPkg[id.Binary], regexp.QuoteMeta(top))
+// matching its top-level tests exactly. `go test -run` runs a subtest only
+// with its parent and a parent with all its subtests, so a top-level test
+// that p splits across categories (itself or one subtest in this lane,
+// another subtest elsewhere) is refused with ErrSplitTest: the lane would
+// run the other category's subtests too, a not-run category's among them,
+// and lanes would no longer be disjoint.
+func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
+	type top struct{ pkg, name string }
+	topOf := func(id TestID) top {
+		name, _, _ := strings.Cut(id.Name, "/")
+		return top{id.Binary, name}
+	}
+	where := map[top]map[string][]string{} // category -> entries, per top-level test
+	for _, e := range p.Entries {
+		t := topOf(e.ID)
+		if where[t] == nil {
+			where[t] = map[string][]string{}
 		}
+		where[t][e.Category] = append(where[t][e.Category], e.ID.Name)
+	}
+	byPkg := map[string][]string{}
+	var split []string
+	for _, id := range l.Tests {
+		t := topOf(id)
+		name := regexp.QuoteMeta(t.name)
+		if slices.Contains(byPkg[t.pkg], name) {
+			continue
+		}
+		byPkg[t.pkg] = append(byPkg[t.pkg], name)
+		if cats := where[t]; len(cats) > 1 {
+			var in []string
+			for _, c := range slices.Sorted(maps.Keys(cats)) {
+				in = append(in, fmt.Sprintf("%s (%s)", c, strings.Join(cats[c], ", ")))
+			}
+			split = append(split, fmt.Sprintf("%s %s is in %s", t.pkg, t.name, strings.Join(in, " and ")))
+		}
+	}
+	if len(split) > 0 {
+		return nil, fmt.Errorf("%w: %s: go test -run selects whole top-level tests; put each of these tests and all its subtests in one category", ErrSplitTest, strings.Join(split, "; "))
 	}
 	out := make(map[string]string, len(byPkg))
 	for pkg, names := range byPkg {
 		out[pkg] = "^(" + strings.Join(names, "|") + ")$"
 	}
-	return out
+	return out, nil
 }
 
 // NotRun lists, for a gate summary, every test in a not-run or excluded

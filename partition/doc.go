@@ -9,7 +9,9 @@
 // an inventory that lists no test at all, printing the exact TSV lines to
 // add or remove with rename hints. A test's
 // name, feature gate or #[ignore] never classifies it. Select renders a
-// lane as a nextest filterset or go test -run patterns, and Config.Lane
+// lane as a nextest filterset or go test -run patterns (refused for a Go
+// test whose subtests are in more than one category: -run runs a parent
+// with every subtest, so the lanes would overlap), and Config.Lane
 // does so only for a configured category (and, when asked, a non-empty
 // lane), since a misspelt lane selects nothing and can pass; NotRun lists
 // what a gate summary must report as NOT RUN, never as passed.

@@ -252,11 +252,38 @@ func TestSelect_RendersNextestAndGoFilters(t *testing.T) {
 		t.Errorf("filter\n got %s\nwant %s", got, want)
 	}
 	gl := Lane{Tests: []TestID{{"example.com/m", "TestAdd/small"}, {"example.com/m", "TestAdd/big"}, {"example.com/m", "TestX.y"}}}
-	if got := gl.GoRunPatterns(); !cmp.Equal(got, map[string]string{"example.com/m": `^(TestAdd|TestX\.y)$`}) {
-		t.Errorf("%v", got)
+	if got, err := gl.GoRunPatterns(Partition{}); err != nil || !cmp.Equal(got, map[string]string{"example.com/m": `^(TestAdd|TestX\.y)$`}) {
+		t.Errorf("%v %v", got, err)
 	}
 	if (Lane{}).NextestFilter() != "none()" {
 		t.Error("an empty lane must select nothing")
+	}
+}
+
+// Lanes are disjoint and a not-run test never runs: `go test -run` runs a
+// parent with every subtest, so a Go test whose subtests are in two
+// categories cannot be rendered for either lane.
+func TestGoRunPatterns_ASubtestNeverRunsInAnotherCategorysLane(t *testing.T) {
+	p := Partition{Entries: []Entry{
+		{ID: TestID{"example.com/m", "TestAdd"}, Category: "single-gpu"},
+		{ID: TestID{"example.com/m", "TestAdd/small"}, Category: "single-gpu"},
+		{ID: TestID{"example.com/m", "TestAdd/huge"}, Category: "benchmark"},
+		{ID: TestID{"example.com/m", "TestB"}, Category: "single-gpu"},
+		{ID: TestID{"example.com/n", "TestAdd"}, Category: "host"},
+	}}
+	for _, cat := range []string{"single-gpu", "benchmark"} {
+		_, err := Select(p, cat).GoRunPatterns(p)
+		if !errors.Is(err, ErrSplitTest) || !strings.Contains(err.Error(), "example.com/m TestAdd is in benchmark (TestAdd/huge) and single-gpu (TestAdd, TestAdd/small)") {
+			t.Errorf("%s: %v", cat, err)
+		}
+	}
+	// Another package's test of the same name is another test.
+	if got, err := Select(p, "host").GoRunPatterns(p); err != nil || !cmp.Equal(got, map[string]string{"example.com/n": "^(TestAdd)$"}) {
+		t.Errorf("host: %v %v", got, err)
+	}
+	p.Entries[2].Category = "single-gpu"
+	if got, err := Select(p, "single-gpu").GoRunPatterns(p); err != nil || !cmp.Equal(got, map[string]string{"example.com/m": "^(TestAdd|TestB)$"}) {
+		t.Errorf("whole tests: %v %v", got, err)
 	}
 }
 

@@ -29,8 +29,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,8 +208,12 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	case "nextest":
 		fmt.Fprintln(stdout, l.NextestFilter())
 	case "go":
-		for pkg, pat := range l.GoRunPatterns() {
-			fmt.Fprintf(stdout, "%s\t%s\n", pkg, pat)
+		pats, err := l.GoRunPatterns(p)
+		if err != nil {
+			return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
+		}
+		for _, pkg := range slices.Sorted(maps.Keys(pats)) {
+			fmt.Fprintf(stdout, "%s\t%s\n", pkg, pats[pkg])
 		}
 	case "lines":
 		for _, id := range l.Tests {

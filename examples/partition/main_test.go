@@ -44,6 +44,11 @@ func TestCheckSelectShards(t *testing.T) {
 	if code, out := runCmd(t, "", "select", "-category", "single-gpu", "-render", "go", tsv); code != 0 || out != "example.com/m\t^(TestB)$\n" {
 		t.Errorf("select: exit %d %q", code, out)
 	}
+	split := filepath.Join(dir, "split.tsv")
+	os.WriteFile(split, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB/small\tsingle-gpu\nexample.com/m\tTestB/huge\tbenchmark\n"), 0o644)
+	if code, out := runCmd(t, "", "select", "-category", "single-gpu", "-render", "go", split); code != 1 || !strings.Contains(out, "example.com/m TestB is in benchmark (TestB/huge) and single-gpu (TestB/small)") || strings.Contains(out, "^(") {
+		t.Errorf("select of a split test: exit %d %q", code, out)
+	}
 	units := filepath.Join(dir, "units.json")
 	os.WriteFile(units, []byte(`[{"name":"a.cu","cost":"3h"},{"name":"b.cu","cost":"2h"},{"name":"c.cu","cost":"1h"}]`), 0o644)
 	if code, out := runCmd(t, "", "shards", "-n", "2", units); code != 0 || !strings.Contains(out, "shard 0: 3h0m0s of compiling: a.cu") || !strings.Contains(out, "shard 1: 3h0m0s of compiling: b.cu c.cu") {
