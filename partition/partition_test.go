@@ -3,9 +3,11 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -387,5 +389,75 @@ func TestLane_RefusesAnUnknownCategoryAndARequiredEmptyLane(t *testing.T) {
 	}
 	if l, err := cfg.Lane(p, "host", true); err != nil || len(l.Tests) != 1 {
 		t.Errorf("the host lane: %+v, %v", l, err)
+	}
+}
+
+// The lanes' promise, for Go, under random partitions: whenever Check
+// passes and every lane renders, `go test -run` with a lane's pattern runs
+// each inventoried test (subtests with their parent, as go test does) in
+// exactly one lane, its own category's. Names carry regexp metacharacters.
+func TestGoLanes_EveryTestRunsInExactlyItsOwnLane(t *testing.T) {
+	cats := []string{"host", "single-gpu", "benchmark"}
+	tops := []string{"TestA", "TestA2", "TestB.x", "Test(C)", "TestD+", "TestE|F"}
+	for seed := range 500 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		var inv Inventory
+		var p Partition
+		for _, pkg := range []string{"example.com/m", "example.com/m/sub"} {
+			for _, top := range tops {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				names := []string{top}
+				for s := range rng.IntN(3) {
+					names = append(names, fmt.Sprintf("%s/case_%d", top, s))
+				}
+				// Usually a whole test in one category, sometimes split.
+				cat := cats[rng.IntN(len(cats))]
+				for _, n := range names {
+					c := cat
+					if rng.IntN(8) == 0 {
+						c = cats[rng.IntN(len(cats))]
+					}
+					id := TestID{pkg, n}
+					inv = append(inv, id)
+					p.Entries = append(p.Entries, Entry{ID: id, Category: c})
+				}
+			}
+		}
+		if !Check(inv, p).OK() {
+			continue
+		}
+		patterns := map[string]map[string]*regexp.Regexp{}
+		rendered := true
+		for _, c := range cats {
+			pats, err := Select(p, c).GoRunPatterns(p)
+			if errors.Is(err, ErrSplitTest) {
+				rendered = false
+				continue
+			}
+			if err != nil {
+				t.Fatalf("seed %d: %s: %v", seed, c, err)
+			}
+			patterns[c] = map[string]*regexp.Regexp{}
+			for pkg, pat := range pats {
+				patterns[c][pkg] = regexp.MustCompile(pat)
+			}
+		}
+		if !rendered {
+			continue
+		}
+		for _, e := range p.Entries {
+			top, _, _ := strings.Cut(e.ID.Name, "/")
+			var ranIn []string
+			for _, c := range cats {
+				if re := patterns[c][e.ID.Binary]; re != nil && re.MatchString(top) {
+					ranIn = append(ranIn, c)
+				}
+			}
+			if len(ranIn) != 1 || ranIn[0] != e.Category {
+				t.Fatalf("seed %d: %s runs in %v, its category is %s", seed, e.ID, ranIn, e.Category)
+			}
+		}
 	}
 }
