@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -208,42 +209,66 @@ func (l Lane) NextestFilter() string {
 // Go test and its subtests in more than one category.
 var ErrSplitTest = errors.New("partition: a Go test is split across categories")
 
-// GoRunPatterns renders the lane as one `go test -run` pattern per package,
-// matching its top-level tests exactly. `go test -run` runs a subtest only
-// with its parent and a parent with all its subtests, so a top-level test
-// that p splits across categories (itself or one subtest in this lane,
-// another subtest elsewhere) is refused with ErrSplitTest: the lane would
-// run the other category's subtests too, a not-run category's among them,
-// and lanes would no longer be disjoint.
-func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
-	type top struct{ pkg, name string }
-	topOf := func(id TestID) top {
-		name, _, _ := strings.Cut(id.Name, "/")
-		return top{id.Binary, name}
+// SplitTest is a Go top-level test whose entries (the test itself and its
+// subtests) a partition puts in more than one category.
+type SplitTest struct {
+	Package string              `json:"package"`
+	Test    string              `json:"test"`
+	In      map[string][]string `json:"in"` // category -> the entries' names there
+}
+
+func (s SplitTest) String() string {
+	var in []string
+	for _, c := range slices.Sorted(maps.Keys(s.In)) {
+		in = append(in, fmt.Sprintf("%s (%s)", c, strings.Join(s.In[c], ", ")))
 	}
-	where := map[top]map[string][]string{} // category -> entries, per top-level test
+	return fmt.Sprintf("%s %s is in %s", s.Package, s.Test, strings.Join(in, " and "))
+}
+
+// GoSplits lists, sorted, the Go top-level tests that p splits across
+// categories. `go test -run` runs a subtest only with its parent and a
+// parent with every subtest, so such a test cannot be run in one lane
+// without running its other category's subtests there too.
+func GoSplits(p Partition) []SplitTest {
+	byTop := map[TestID]*SplitTest{}
 	for _, e := range p.Entries {
-		t := topOf(e.ID)
-		if where[t] == nil {
-			where[t] = map[string][]string{}
+		top, _, _ := strings.Cut(e.ID.Name, "/")
+		k := TestID{e.ID.Binary, top}
+		if byTop[k] == nil {
+			byTop[k] = &SplitTest{Package: e.ID.Binary, Test: top, In: map[string][]string{}}
 		}
-		where[t][e.Category] = append(where[t][e.Category], e.ID.Name)
+		byTop[k].In[e.Category] = append(byTop[k].In[e.Category], e.ID.Name)
 	}
-	byPkg := map[string][]string{}
-	var split []string
-	for _, id := range l.Tests {
-		t := topOf(id)
-		name := regexp.QuoteMeta(t.name)
-		if slices.Contains(byPkg[t.pkg], name) {
-			continue
+	var out []SplitTest
+	for _, k := range slices.SortedFunc(maps.Keys(byTop), func(a, b TestID) int {
+		return cmp.Or(strings.Compare(a.Binary, b.Binary), strings.Compare(a.Name, b.Name))
+	}) {
+		if len(byTop[k].In) > 1 {
+			out = append(out, *byTop[k])
 		}
-		byPkg[t.pkg] = append(byPkg[t.pkg], name)
-		if cats := where[t]; len(cats) > 1 {
-			var in []string
-			for _, c := range slices.Sorted(maps.Keys(cats)) {
-				in = append(in, fmt.Sprintf("%s (%s)", c, strings.Join(cats[c], ", ")))
-			}
-			split = append(split, fmt.Sprintf("%s %s is in %s", t.pkg, t.name, strings.Join(in, " and ")))
+	}
+	return out
+}
+
+// GoRunPatterns renders the lane as one `go test -run` pattern per package,
+// matching its top-level tests exactly. A lane holding any of a test that p
+// splits across categories (GoSplits) is refused with ErrSplitTest: it
+// would run the other category's subtests too, a not-run category's among
+// them, and the lanes would overlap.
+func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
+	mine := map[TestID]bool{}
+	byPkg := map[string][]string{}
+	for _, id := range l.Tests {
+		top, _, _ := strings.Cut(id.Name, "/")
+		if k := (TestID{id.Binary, top}); !mine[k] {
+			mine[k] = true
+			byPkg[id.Binary] = append(byPkg[id.Binary], regexp.QuoteMeta(top))
+		}
+	}
+	var split []string
+	for _, s := range GoSplits(p) {
+		if mine[TestID{s.Package, s.Test}] {
+			split = append(split, s.String())
 		}
 	}
 	if len(split) > 0 {

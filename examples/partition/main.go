@@ -167,8 +167,20 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 	r := partition.Check(inv, p)
 	fmt.Fprintf(stdout, "%d tests in the inventory, %d partition lines\n", len(inv), len(p.Entries))
 	fmt.Fprint(stdout, r)
-	outputs := [][2]string{{"ok", strconv.FormatBool(r.OK())}, {"tests", strconv.Itoa(len(inv))}, {"lines", strconv.Itoa(len(p.Entries))},
-		{"new", strconv.Itoa(len(r.New))}, {"stale", strconv.Itoa(len(r.Stale))}, {"duplicates", strconv.Itoa(len(r.Duplicates))}}
+	ok := r.OK()
+	var splits []partition.SplitTest
+	if *format == "go" {
+		// go test -run cannot run part of a test: its lanes would overlap.
+		if splits = partition.GoSplits(p); len(splits) > 0 {
+			ok = false
+			fmt.Fprintf(stdout, "%d Go test(s) split across categories; go test -run runs a test with all its subtests, so put each test and its subtests in one category:\n", len(splits))
+			for _, sp := range splits {
+				fmt.Fprintf(stdout, "  %s\n", sp)
+			}
+		}
+	}
+	outputs := [][2]string{{"ok", strconv.FormatBool(ok)}, {"tests", strconv.Itoa(len(inv))}, {"lines", strconv.Itoa(len(p.Entries))},
+		{"new", strconv.Itoa(len(r.New))}, {"stale", strconv.Itoa(len(r.Stale))}, {"duplicates", strconv.Itoa(len(r.Duplicates))}, {"split", strconv.Itoa(len(splits))}}
 	if gha.Echo != nil {
 		// The whole report only with -json: a first adoption can list
 		// thousands of tests, too many for a step output.
@@ -178,7 +190,7 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 		}
 		outputs = append(outputs, [2]string{"report", string(report)})
 	}
-	return r.OK(), gha.SetOutputs(outputs...)
+	return ok, gha.SetOutputs(outputs...)
 }
 
 // selectLane prints a lane; in Actions it also writes the outputs filter

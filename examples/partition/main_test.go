@@ -46,6 +46,10 @@ func TestCheckSelectShards(t *testing.T) {
 	}
 	split := filepath.Join(dir, "split.tsv")
 	os.WriteFile(split, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB/small\tsingle-gpu\nexample.com/m\tTestB/huge\tbenchmark\n"), 0o644)
+	splitInv := `{"Action":"run","Package":"example.com/m","Test":"TestA"}` + "\n" + `{"Action":"run","Package":"example.com/m","Test":"TestB/small"}` + "\n" + `{"Action":"run","Package":"example.com/m","Test":"TestB/huge"}` + "\n"
+	if code, out := runCmd(t, splitInv, "check", "-format", "go", split); code != 1 || !strings.Contains(out, "1 Go test(s) split across categories") || !strings.Contains(out, "example.com/m TestB is in benchmark (TestB/huge) and single-gpu (TestB/small)") {
+		t.Errorf("check of a split test: exit %d\n%s", code, out)
+	}
 	if code, out := runCmd(t, "", "select", "-category", "single-gpu", "-render", "go", split); code != 1 || !strings.Contains(out, "example.com/m TestB is in benchmark (TestB/huge) and single-gpu (TestB/small)") || strings.Contains(out, "^(") {
 		t.Errorf("select of a split test: exit %d %q", code, out)
 	}
@@ -276,7 +280,7 @@ func TestJSONPrintsTheOutputs(t *testing.T) {
 	outFile := filepath.Join(t.TempDir(), "out")
 	var stdout, stderr bytes.Buffer
 	run([]string{"check", "-example"}, func(k string) string { return map[string]string{"GITHUB_OUTPUT": outFile}[k] }, strings.NewReader(""), &stdout, &stderr)
-	if outputs, _ := os.ReadFile(outFile); string(outputs) != "ok=false\ntests=6\nlines=5\nnew=1\nstale=0\nduplicates=0\n" {
+	if outputs, _ := os.ReadFile(outFile); string(outputs) != "ok=false\ntests=6\nlines=5\nnew=1\nstale=0\nduplicates=0\nsplit=0\n" {
 		t.Errorf("check's step outputs:\n%s", outputs)
 	}
 	dir := t.TempDir()
