@@ -2,6 +2,7 @@ package changepolicy
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -107,4 +108,61 @@ func FuzzIndexAgreesWithDoublestar(f *testing.F) {
 			t.Fatalf("index says %q matches %q: %v; doublestar says %v", pattern, path, got, want)
 		}
 	})
+}
+
+// A larger diff never runs less: for random change sets drawn from every
+// rule of the example policy (renames across rules included), the whole
+// set's decision runs every lane, flag and job that any one of its changes
+// runs alone, and is code whenever any one of them is.
+func TestClassify_MoreChangesNeverRunLess(t *testing.T) {
+	p, err := Load(ExamplePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{
+		"README.md", "docs/guide/intro.md", "LICENSE-MIT", ".github/ISSUE_TEMPLATE/bug.md",
+		".github/workflows/lint.yml", "scripts/ci/helper.py", ".github/actionlint.yaml",
+		"docs/tutorial-code/src/main.rs", "src/lib.rs", "Cargo.toml", "unknown/thing",
+		"scripts/ci/cuda_test_partition.tsv", ".github/workflows/runpod-gpu-test.yml",
+		".github/workflows/CI_gpu.yml", "scripts/ci/runpod_cost.py",
+		".github/workflows/macos.yml", "scripts/ci/macos_profile.sh", "scripts/ci/change_policy.py",
+	}
+	statuses := []Status{Added, Removed, Modified, Renamed, Copied}
+	runs := func(d Decision) map[string]bool {
+		on := map[string]bool{"docs": d.Docs, "ci": d.CI, "gpu": d.GPU, "code": d.Class == Code}
+		for l, v := range d.Lanes {
+			on["lane:"+l] = v
+		}
+		for _, j := range d.Jobs {
+			on["job:"+j.Name] = j.Outcome == Run
+		}
+		return on
+	}
+	for seed := range 2000 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		var changes []Change
+		for range 1 + rng.IntN(4) {
+			c := Change{Path: paths[rng.IntN(len(paths))], Status: statuses[rng.IntN(len(statuses))]}
+			if c.Status == Renamed || c.Status == Copied {
+				c.OldPath = paths[rng.IntN(len(paths))]
+			}
+			changes = append(changes, c)
+		}
+		all, err := Classify(p, changes)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		whole := runs(all)
+		for _, c := range changes {
+			one, err := Classify(p, []Change{c})
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			for k, v := range runs(one) {
+				if v && !whole[k] {
+					t.Fatalf("seed %d: %+v alone runs %s, the whole diff %+v does not (%s)", seed, c, k, changes, all.Reason)
+				}
+			}
+		}
+	}
 }
