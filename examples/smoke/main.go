@@ -12,7 +12,7 @@
 //	10 driver not visible / nvidia-smi unreadable
 //	11 driver below the lowest tier
 //	12 NVRTC download, checksum or install failed
-//	13 NVRTC compilation failed (or NVRTC newer than the driver)
+//	13 NVRTC compilation failed (or NVRTC newer than the driver, or older than the tier)
 //	14 load, launch, synchronize or read-back failed
 //	15 not enough VRAM
 //	 2 bad flags or configuration
