@@ -183,7 +183,11 @@ func Select(p Partition, category string) Lane {
 	return l
 }
 
-var filtersetSpecial = strings.NewReplacer(`\`, `\\`, `(`, `\(`, `)`, `\)`, `,`, `\,`)
+// filtersetSpecial escapes a matcher's text as nextest's filterset parser
+// reads it: the text ends at an unescaped ")" or ",", and a backslash
+// starts an escape, of which only \\, \), \, and \/ (besides \n and the
+// like) exist. "(" is plain text; "\(" is an invalid escape.
+var filtersetSpecial = strings.NewReplacer(`\`, `\\`, `)`, `\)`, `,`, `\,`)
 
 // NextestFilter renders the lane as a nextest filterset expression, exact
 // binary IDs and test names, grouped by binary. An empty lane selects

@@ -461,3 +461,73 @@ func TestGoLanes_EveryTestRunsInExactlyItsOwnLane(t *testing.T) {
 		}
 	}
 }
+
+// readMatcherText reads a filterset matcher's text from s the way nextest's
+// parser does (nextest-filtering's unicode_string): plain text up to an
+// unescaped ")" or ",", and the escapes \\, \), \,, \/, \n, \r, \t, \b, \f
+// and \u{...}; any other escape is an error. It returns the text and the
+// rest of s.
+func readMatcherText(s string) (string, string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ')', ',':
+			return b.String(), s[i:], nil
+		case '\\':
+			if i+1 == len(s) {
+				return "", "", errors.New("a trailing backslash")
+			}
+			i++
+			switch e := s[i]; e {
+			case '\\', ')', ',', '/':
+				b.WriteByte(e)
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			default:
+				return "", "", fmt.Errorf("invalid escape character %q", e)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", "", errors.New("no closing parenthesis")
+}
+
+// A lane's filterset names exactly its tests as nextest reads it, whatever
+// characters a binary ID or test name holds (parameterized and data-driven
+// harnesses put parentheses, commas and slashes in names).
+func FuzzNextestFilter_NextestReadsBackTheExactNames(f *testing.F) {
+	f.Add("tenferro-cuda::capability", "gemm_matches_cpu")
+	f.Add("crate::bin/e2e", "case(1, 2)")
+	f.Add(`a\b`, `x) | all() | test(=y`)
+	f.Fuzz(func(t *testing.T, binary, name string) {
+		if binary == "" || name == "" {
+			return
+		}
+		got := Lane{Tests: []TestID{{binary, name}}}.NextestFilter()
+		rest, ok := strings.CutPrefix(got, "(binary_id(=")
+		if !ok {
+			t.Fatalf("%q", got)
+		}
+		b, rest, err := readMatcherText(rest)
+		if err != nil || b != binary {
+			t.Fatalf("binary_id reads back %q (%v) from %q, want %q", b, err, got, binary)
+		}
+		rest, ok = strings.CutPrefix(rest, ") & (test(=")
+		if !ok {
+			t.Fatalf("%q", got)
+		}
+		n, rest, err := readMatcherText(rest)
+		if err != nil || n != name || rest != ")))" {
+			t.Fatalf("test reads back %q (%v), rest %q, from %q, want %q", n, err, rest, got, name)
+		}
+	})
+}
