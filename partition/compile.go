@@ -160,10 +160,16 @@ func VerifyObjects(manifests [][]Object, present []Object) error {
 // ErrSums is matched by ParseSHA256Sums errors.
 var ErrSums = errors.New("partition: malformed sha256sum listing")
 
+// sumsEscapes undoes GNU sha256sum's escaping of a name that holds a
+// backslash, a newline or a carriage return (the line then starts with "\").
+var sumsEscapes = strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\r`, "\r")
+
 // ParseSHA256Sums reads the objects of a manifest or of a link step's
 // build tree as sha256sum prints them ("<64 hex>  <name>", or " *<name>" in
-// binary mode), one per line; blank lines are skipped. Errors name the
-// line. A name listed twice with different digests is an error.
+// binary mode, and "\<64 hex>  <escaped name>" for a name with a
+// backslash, newline or carriage return), one per line; blank lines are
+// skipped. Errors name the line. A name listed twice with different
+// digests is an error.
 func ParseSHA256Sums(r io.Reader) ([]Object, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -174,10 +180,14 @@ func ParseSHA256Sums(r io.Reader) ([]Object, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		digest, rest, ok := strings.Cut(line, " ")
+		escaped := strings.HasPrefix(line, `\`)
+		digest, rest, ok := strings.Cut(strings.TrimPrefix(line, `\`), " ")
 		name := strings.TrimPrefix(rest, " ") // text mode: two spaces
 		if name == rest {
 			name = strings.TrimPrefix(rest, "*") // binary mode: " *"
+		}
+		if escaped {
+			name = sumsEscapes.Replace(name)
 		}
 		if b, err := hex.DecodeString(digest); !ok || err != nil || len(b) != sha256.Size || name == "" {
 			return nil, fmt.Errorf("%w: line %d: want \"<64 hex digits>  <file>\" as sha256sum prints it", ErrSums, n)

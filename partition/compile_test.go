@@ -2,8 +2,13 @@ package partition
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +259,37 @@ func TestParseSHA256Sums_ReadsWhatSha256sumPrints(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+	// GNU sha256sum escapes a name holding a backslash, newline or
+	// carriage return, and marks its line with a leading backslash.
+	got, err = ParseSHA256Sums(strings.NewReader(`\` + a + `  obj/a\\b.o` + "\n" + `\` + b + `  obj/n\nl\r.o` + "\n"))
+	if want := []Object{{`obj/a\b.o`, a}, {"obj/n\nl\r.o", strings.ToLower(b)}}; err != nil || !cmp.Equal(want, got) {
+		t.Errorf("escaped names: %q, %v", got, err)
+	}
+	if sha256sum, err := exec.LookPath("sha256sum"); err == nil {
+		dir := t.TempDir()
+		names := []string{`a\b.o`, "n\nl.o", "c\rr.o", "plain.o"}
+		for _, n := range names {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(sha256sum, names...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseSHA256Sums(bytes.NewReader(out))
+		if err != nil || len(got) != len(names) {
+			t.Fatalf("the real sha256sum's listing %q: %v, %v", out, got, err)
+		}
+		for i, o := range got {
+			sum := sha256.Sum256([]byte(names[i]))
+			if o.Name != names[i] || o.Digest != hex.EncodeToString(sum[:]) {
+				t.Errorf("line %d: %q %s, want %q", i+1, o.Name, o.Digest, names[i])
+			}
+		}
+	}
 	for name, in := range map[string]string{
 		"short digest":         "abc  x.o\n",
 		"no name":              a + "  \n",
@@ -269,6 +305,7 @@ func TestParseSHA256Sums_ReadsWhatSha256sumPrints(t *testing.T) {
 func FuzzParseSHA256Sums(f *testing.F) {
 	f.Add([]byte(strings.Repeat("a", 64) + "  build/gemv.o\n" + strings.Repeat("b", 64) + " *x.o\n"))
 	f.Add([]byte("\n \n"))
+	f.Add([]byte(`\` + strings.Repeat("c", 64) + `  a\\b\nc.o` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := ParseSHA256Sums(bytes.NewReader(data))
 		if err != nil {
