@@ -254,20 +254,33 @@ func GoSplits(p Partition) []SplitTest {
 	return out
 }
 
+// ErrBenchmark is matched by GoRunPatterns' refusal of a lane holding a
+// benchmark, which `go test -run` never runs.
+var ErrBenchmark = errors.New("partition: go test -run does not run benchmarks")
+
 // GoRunPatterns renders the lane as one `go test -run` pattern per package,
 // matching its top-level tests exactly. A lane holding any of a test that p
 // splits across categories (GoSplits) is refused with ErrSplitTest: it
 // would run the other category's subtests too, a not-run category's among
-// them, and the lanes would overlap.
+// them, and the lanes would overlap. A lane holding a benchmark (which
+// `go test -list` lists) is refused with ErrBenchmark: -run would select it
+// and never run it, and the lane would pass without it.
 func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
 	mine := map[TestID]bool{}
 	byPkg := map[string][]string{}
+	var benchmarks []string
 	for _, id := range l.Tests {
 		top, _, _ := strings.Cut(id.Name, "/")
 		if k := (TestID{id.Binary, top}); !mine[k] {
 			mine[k] = true
 			byPkg[id.Binary] = append(byPkg[id.Binary], regexp.QuoteMeta(top))
+			if strings.HasPrefix(top, "Benchmark") {
+				benchmarks = append(benchmarks, id.Binary+" "+top)
+			}
 		}
+	}
+	if len(benchmarks) > 0 {
+		return nil, fmt.Errorf("%w: %s: the %s lane would pass without running them; put benchmarks in an excluded category and run them with -bench", ErrBenchmark, strings.Join(benchmarks, ", "), l.Category)
 	}
 	var split []string
 	for _, s := range GoSplits(p) {

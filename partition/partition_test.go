@@ -289,6 +289,24 @@ func TestGoRunPatterns_ASubtestNeverRunsInAnotherCategorysLane(t *testing.T) {
 	}
 }
 
+// A lane never passes without running what it holds: go test -list lists
+// benchmarks, and -run selects one without ever running it.
+func TestGoRunPatterns_ABenchmarkInARunLaneIsRefused(t *testing.T) {
+	p := Partition{Entries: []Entry{
+		{ID: TestID{"example.com/m", "TestA"}, Category: "single-gpu"},
+		{ID: TestID{"example.com/m", "BenchmarkGemm"}, Category: "single-gpu"},
+		{ID: TestID{"example.com/m", "BenchmarkAttn"}, Category: "benchmark"},
+		{ID: TestID{"example.com/m", "FuzzParse"}, Category: "host"},
+	}}
+	if _, err := Select(p, "single-gpu").GoRunPatterns(p); !errors.Is(err, ErrBenchmark) || !strings.Contains(err.Error(), "example.com/m BenchmarkGemm: the single-gpu lane would pass without running them") {
+		t.Errorf("single-gpu: %v", err)
+	}
+	// A fuzz target's seed corpus runs under -run.
+	if got, err := Select(p, "host").GoRunPatterns(p); err != nil || got["example.com/m"] != "^(FuzzParse)$" {
+		t.Errorf("host: %v %v", got, err)
+	}
+}
+
 func TestNotRun_NotRunAndExcludedAreNeverPassed(t *testing.T) {
 	got := NotRun(SeedConfig(), seedPartition(t))
 	want := []string{"tenferro-cuda::capability two_device_registration (two-device): a separately provisioned two-GPU run"}
