@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // fakeBinary is an ELF header followed by n incompressible bytes.
@@ -542,4 +543,35 @@ cmp -s "$2" ` + deb + ` && cp -P ` + libs.nvrtc + "/* " + libDir + "/",
 	}
 	p.env["LD_LIBRARY_PATH"] = libs.driver
 	return podWithGPU{p, cfg}
+}
+
+// The seed: the proof "receives its parameters through non-secret pod
+// environment variables". Whatever a parameter's value holds (quotes,
+// backslashes, dollars, backticks, braces), the proof receives it exactly.
+func FuzzStartupScript_ParametersReachTheProofExactly(f *testing.F) {
+	for _, v := range []string{"", "plain", `a"b`, `a\b`, "a$b${c}`d`", "}{", `\}`, "x}y", "'single'", "$(id)", "a b\tc", "\\", "$"} {
+		f.Add(v)
+	}
+	env, err := exec.LookPath("env")
+	if err != nil {
+		f.Skip(err)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.ContainsAny(v, "\n\r\x00") || !utf8.ValidString(v) {
+			return // refused: a value spans lines (tested apart)
+		}
+		p := newPod(t)
+		script, err := StartupScript(ScriptParams{Env: map[string]string{"GPUGATE_PARAM": v}, ProofPath: env, RunnerDir: p.home})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.env["RUNNER_JIT_CONFIG"] = "JITSECRET-0123456789"
+		code, out := p.start(StartupCommand(script))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		if !strings.Contains(out, "\nGPUGATE_PARAM="+v+"\n") {
+			t.Errorf("the proof did not receive %q:\n%s", v, out)
+		}
+	})
 }

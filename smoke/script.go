@@ -107,7 +107,10 @@ func StartupScript(p ScriptParams) (string, error) {
 		case strings.ContainsAny(v, "\n\r\x00"):
 			return "", fmt.Errorf("%w: %s's value spans lines", ErrScript, k)
 		}
-		fmt.Fprintf(&b, "export %s=\"${%s:-%s}\"\n", k, k, strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`", "}", `\}`).Replace(v))
+		// The pod's own value wins; else the rendered one, in plain double
+		// quotes (inside "${K:-...}" bash still pairs single quotes, so a
+		// value holding one broke the script).
+		fmt.Fprintf(&b, "[ -n \"${%[1]s:-}\" ] || %[1]s=\"%[2]s\"\nexport %[1]s\n", k, dqEscape.Replace(v))
 	}
 	proof, cleanup := p.ProofPath, ""
 	if p.Proof != nil {
@@ -153,8 +156,16 @@ func Fits(script string) bool { return ExecFits([]string{script}, nil) }
 // the script single-quoted (a quote inside closes the quoting, is escaped,
 // and reopens it).
 func StartupCommand(script string) string {
-	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+	return "bash -c " + shQuote(script)
 }
+
+// shQuote single-quotes s for a POSIX shell: nothing in it is special.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// dqEscape escapes what stays special inside a shell's double quotes.
+var dqEscape = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
 
 // The runner image is not a CUDA base image, so the capabilities the NVIDIA
 // container runtime mounts (libcuda for compute, nvidia-smi for utility)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.
 set -euo pipefail
-export GPUGATE_MIN_VRAM_GB="${GPUGATE_MIN_VRAM_GB:-20}"
+[ -n "${GPUGATE_MIN_VRAM_GB:-}" ] || GPUGATE_MIN_VRAM_GB="20"
+export GPUGATE_MIN_VRAM_GB
 echo "gpugate: running the CUDA proof before registration"
 if ! sudo --preserve-env env -u RUNNER_JIT_CONFIG /usr/local/bin/gpugate-smoke; then
   echo "gpugate: the CUDA proof failed; this pod never registers a runner" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.
 set -euo pipefail
-export GPUGATE_MIN_VRAM_GB="${GPUGATE_MIN_VRAM_GB:-20}"
+[ -n "${GPUGATE_MIN_VRAM_GB:-}" ] || GPUGATE_MIN_VRAM_GB="20"
+export GPUGATE_MIN_VRAM_GB
 proof="$(mktemp -t gpugate-smoke.XXXXXX)"
 printf %s "${GPUGATE_PROOF_00}" "${GPUGATE_PROOF_01}" "${GPUGATE_PROOF_02}" | base64 -d | gunzip > "$proof"
 echo "${GPUGATE_PROOF_SHA256}  $proof" | sha256sum --check --quiet --strict -
