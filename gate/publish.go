@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // MaxSummary is GitHub's limit on a check run's output summary.
@@ -140,15 +141,7 @@ func summary(r Report) string {
 
 // Truncate shortens s to at most max bytes on a rune boundary, saying so.
 func Truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const note = "\n\n… (truncated: GitHub limits a check summary to 65,535 characters)\n"
-	cut := max - len(note)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
+	return textlimit.Cut(s, max, "\n\n… (truncated: GitHub limits a check summary to 65,535 characters)\n")
 }
 
 // Publish creates the gate check run on the authorized head, or completes

@@ -16,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // Env is the part of a step's environment this package uses.
@@ -149,9 +151,23 @@ func appendString(b []byte, s string) []byte {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
-// AppendSummary appends Markdown to the job summary.
+// MaxStepSummary is GitHub's limit on one step's summary: the runner
+// uploads none of a larger one ("$GITHUB_STEP_SUMMARY upload aborted").
+const MaxStepSummary = 1 << 20
+
+// AppendSummary appends Markdown to the job summary. What would take the
+// step's summary over MaxStepSummary is cut, with a note, so that the rest
+// is still shown.
 func (e Env) AppendSummary(markdown string) error {
 	if e.Summary == "" {
+		return nil
+	}
+	used := 0
+	if fi, err := os.Stat(e.Summary); err == nil {
+		used = int(fi.Size())
+	}
+	markdown = textlimit.Cut(markdown, MaxStepSummary-used, "\n\n… (truncated: GitHub shows none of a step summary over 1 MiB)\n")
+	if markdown == "" {
 		return nil
 	}
 	return appendFile(e.Summary, markdown)

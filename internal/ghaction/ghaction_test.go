@@ -176,3 +176,28 @@ func FuzzOutputsJSON(f *testing.F) {
 		}
 	})
 }
+
+// GitHub uploads none of a step summary over 1 MiB. Appends that would
+// pass it are cut, with a note, and what fits is kept.
+func TestAppendSummary_AStepSummaryNeverExceedsGitHubsLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary")
+	e := Env{Summary: path}
+	if err := e.AppendSummary("# Report\n"); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("| a row of a long table |\n", 50_000) // 1.3 MB
+	if err := e.AppendSummary(big); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if len(data) > MaxStepSummary || !strings.HasPrefix(string(data), "# Report\n| a row") || !strings.HasSuffix(string(data), "(truncated: GitHub shows none of a step summary over 1 MiB)\n") {
+		t.Errorf("%d bytes, ending %q", len(data), data[max(0, len(data)-80):])
+	}
+	// A full summary takes nothing more, and is not an error.
+	if err := e.AppendSummary("more\n"); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(path); len(after) != len(data) {
+		t.Errorf("a full summary grew from %d to %d bytes", len(data), len(after))
+	}
+}
