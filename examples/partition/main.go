@@ -262,6 +262,9 @@ func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return cli.Refuse(fs, "name one units file (JSON: [{\"name\": \"a.cu\", \"cost\": \"40m\"}])")
 	}
+	if *n > ghaction.MaxMatrixJobs {
+		return cli.Refuse(fs, "-n %d: the shards are a GitHub Actions matrix, which runs at most %d jobs", *n, ghaction.MaxMatrixJobs)
+	}
 	data, err := os.ReadFile(fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("partition: %w", err)

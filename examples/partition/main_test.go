@@ -68,10 +68,11 @@ func TestARefusedCommandLineExitsTwoAndSaysWhyOnce(t *testing.T) {
 		args []string
 		want string
 	}{
-		"an unknown flag":         {[]string{"select", "-nope", "p.tsv"}, "flag provided but not defined: -nope"},
-		"shards without a file":   {[]string{"shards", "-n", "2"}, "partition shards: name one units file"},
-		"shards with two files":   {[]string{"shards", "a.json", "b.json"}, "partition shards: name one units file"},
-		"check with a bad -value": {[]string{"check", "-example=maybe"}, `invalid boolean value "maybe"`},
+		"an unknown flag":                {[]string{"select", "-nope", "p.tsv"}, "flag provided but not defined: -nope"},
+		"shards without a file":          {[]string{"shards", "-n", "2"}, "partition shards: name one units file"},
+		"shards with two files":          {[]string{"shards", "a.json", "b.json"}, "partition shards: name one units file"},
+		"more shards than a matrix runs": {[]string{"shards", "-n", "257", "units.json"}, "partition shards: -n 257: the shards are a GitHub Actions matrix, which runs at most 256 jobs"},
+		"check with a bad -value":        {[]string{"check", "-example=maybe"}, `invalid boolean value "maybe"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out := runCmd(t, "", tc.args...)
