@@ -156,12 +156,7 @@ func Fits(script string) bool { return ExecFits([]string{script}, nil) }
 // the script single-quoted (a quote inside closes the quoting, is escaped,
 // and reopens it).
 func StartupCommand(script string) string {
-	return "bash -c " + shQuote(script)
-}
-
-// shQuote single-quotes s for a POSIX shell: nothing in it is special.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
 }
 
 // dqEscape escapes what stays special inside a shell's double quotes.
