@@ -97,6 +97,8 @@ func StartupScript(p ScriptParams) (string, error) {
 	b.WriteString("#!/usr/bin/env bash\n")
 	b.WriteString("# Rendered by gpugate (smoke.StartupScript): prove this host runs CUDA before the runner registers.\n")
 	b.WriteString("set -euo pipefail\n")
+	// What stays special inside a shell's double quotes.
+	dqEscape := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		v := p.Env[k]
 		switch {
@@ -158,9 +160,6 @@ func Fits(script string) bool { return ExecFits([]string{script}, nil) }
 func StartupCommand(script string) string {
 	return "bash -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
 }
-
-// dqEscape escapes what stays special inside a shell's double quotes.
-var dqEscape = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
 
 // The runner image is not a CUDA base image, so the capabilities the NVIDIA
 // container runtime mounts (libcuda for compute, nvidia-smi for utility)
