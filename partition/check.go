@@ -209,6 +209,47 @@ func (l Lane) NextestFilter() string {
 	return strings.Join(groups, " | ")
 }
 
+// MaxFilterBytes bounds a rendered nextest filterset: it is passed as one
+// argument (-E) and one environment variable, and Linux caps each at
+// 128 KiB; a longer one fails the exec ("argument list too long").
+const MaxFilterBytes = 120 << 10
+
+// ErrFilterTooLong is matched by NextestFilterWithin's refusal.
+var ErrFilterTooLong = errors.New("partition: the lane's nextest filterset is too long for one argument")
+
+// NextestFilterWithin renders the lane as a filterset of at most max
+// bytes: its own tests when they fit (NextestFilter), else the complement
+// within p, "not (every other category's tests)". The complement selects
+// the lane exactly only when p covers the listed tests exactly, as a
+// passing Check proves; a test p lacks would run in it. When neither fits,
+// it fails with ErrFilterTooLong.
+func (l Lane) NextestFilterWithin(p Partition, max int) (string, error) {
+	own := l.NextestFilter()
+	if len(own) <= max {
+		return own, nil
+	}
+	mine := map[TestID]bool{}
+	for _, id := range l.Tests {
+		mine[id] = true
+	}
+	others := Lane{Category: "not " + l.Category}
+	for _, e := range p.Entries {
+		if !mine[e.ID] {
+			others.Tests = append(others.Tests, e.ID)
+		}
+	}
+	Inventory(others.Tests).sort()
+	others.Tests = slices.Compact(others.Tests)
+	complement := "all()"
+	if len(others.Tests) > 0 {
+		complement = "not (" + others.NextestFilter() + ")"
+	}
+	if len(complement) <= max {
+		return complement, nil
+	}
+	return "", fmt.Errorf("%w: the %s lane's %d tests take %d bytes, and the rest of the partition %d, over %d: split the category into smaller lanes", ErrFilterTooLong, l.Category, len(l.Tests), len(own), len(complement), max)
+}
+
 // ErrSplitTest is matched by GoRunPatterns' refusal: the partition puts a
 // Go test and its subtests in more than one category.
 var ErrSplitTest = errors.New("partition: a Go test is split across categories")

@@ -549,3 +549,103 @@ func FuzzNextestFilter_NextestReadsBackTheExactNames(f *testing.F) {
 		}
 	})
 }
+
+// evalFilterset evaluates, as nextest would for one test, the filtersets
+// NextestFilterWithin writes: none(), all(), not (X), and unions of
+// (binary_id(=B) & (test(=N) | ...)), with nextest's escapes.
+func evalFilterset(t *testing.T, f string, id TestID) bool {
+	t.Helper()
+	switch {
+	case f == "none()":
+		return false
+	case f == "all()":
+		return true
+	case strings.HasPrefix(f, "not (") && strings.HasSuffix(f, ")"):
+		return !evalFilterset(t, f[len("not ("):len(f)-1], id)
+	}
+	rest, match := f, false
+	for {
+		var ok bool
+		if rest, ok = strings.CutPrefix(rest, "(binary_id(="); !ok {
+			t.Fatalf("unexpected filterset at %q", rest)
+		}
+		bin, r, err := readMatcherText(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest, ok = strings.CutPrefix(r, ") & ("); !ok {
+			t.Fatalf("unexpected filterset at %q", r)
+		}
+		for {
+			if rest, ok = strings.CutPrefix(rest, "test(="); !ok {
+				t.Fatalf("unexpected filterset at %q", rest)
+			}
+			name, r, err := readMatcherText(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			match = match || (bin == id.Binary && name == id.Name)
+			rest = strings.TrimPrefix(r, ")")
+			if rest, ok = strings.CutPrefix(rest, " | "); !ok {
+				break
+			}
+		}
+		if rest, ok = strings.CutPrefix(rest, "))"); !ok {
+			t.Fatalf("unexpected filterset at %q", rest)
+		}
+		if rest == "" {
+			return match
+		}
+		if rest, ok = strings.CutPrefix(rest, " | "); !ok {
+			t.Fatalf("unexpected filterset at %q", rest)
+		}
+	}
+}
+
+// A lane's filterset selects exactly its category's tests, whether it
+// names them or, when that is too long for one argument, names the rest of
+// a partition that Check proved exhaustive; when neither fits, the lane is
+// refused rather than cut.
+func TestNextestFilterWithin_SelectsExactlyTheLane(t *testing.T) {
+	cats := []string{"host", "single-gpu", "two-device"}
+	names := []string{"a", "tests::b(1, 2)", `c\d`, "e)f", "g/h"}
+	var complements, refused int
+	defer func() {
+		if complements == 0 || refused == 0 {
+			t.Errorf("%d complements and %d refusals: the cases do not reach both", complements, refused)
+		}
+	}()
+	for seed := range 300 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 3))
+		var p Partition
+		for _, bin := range []string{"crate", "crate::bin/e2e"} {
+			for i := range 1 + rng.IntN(20) {
+				id := TestID{bin, fmt.Sprintf("%s_%d", names[rng.IntN(len(names))], i)}
+				p.Entries = append(p.Entries, Entry{ID: id, Category: cats[rng.IntN(len(cats))]})
+			}
+		}
+		max := 60 + rng.IntN(600)
+		for _, c := range cats {
+			l := Select(p, c)
+			f, err := l.NextestFilterWithin(p, max)
+			if err != nil {
+				if !errors.Is(err, ErrFilterTooLong) || len(l.NextestFilter()) <= max {
+					t.Fatalf("seed %d: %s: %v", seed, c, err)
+				}
+				refused++
+				continue
+			}
+			if strings.HasPrefix(f, "not (") {
+				complements++
+			}
+			if len(f) > max {
+				t.Fatalf("seed %d: %s: %d bytes, over %d", seed, c, len(f), max)
+			}
+			for _, e := range p.Entries {
+				if got := evalFilterset(t, f, e.ID); got != (e.Category == c) {
+					t.Fatalf("seed %d: the %s lane's %q selects %s (%s): %v", seed, c, f, e.ID, e.Category, got)
+				}
+			}
+		}
+	}
+}

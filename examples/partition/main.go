@@ -216,9 +216,13 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
 	}
 	notRun := partition.NotRun(cfg, p)
+	filter, ferr := l.NextestFilterWithin(p, partition.MaxFilterBytes)
 	switch *render {
 	case "nextest":
-		fmt.Fprintln(stdout, l.NextestFilter())
+		if ferr != nil {
+			return ferr
+		}
+		fmt.Fprintln(stdout, filter)
 	case "go":
 		pats, err := l.GoRunPatterns(p)
 		if err != nil {
@@ -238,11 +242,43 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	default:
 		return fmt.Errorf("partition: -render %q: use nextest, go, lines or not-run", *render)
 	}
-	items := make([]string, len(notRun))
-	for i, s := range notRun {
-		items[i] = strings.ReplaceAll(s, ",", ";") // one item each
+	// Another rendering was asked for: a filterset too long for nextest
+	// is left empty (nextest refuses an empty one), not fatal here.
+	return gha.SetOutputs([2]string{"filter", filter}, [2]string{"not_run", notRunOutput(notRun)}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
+}
+
+// maxNotRunOutput bounds the not_run output. It reaches publish as one
+// environment variable and one argument, each of which Linux caps at
+// 128 KiB (a longer one fails the exec, and the gate is never published),
+// and the check summary that lists it holds 65,535 characters.
+const maxNotRunOutput = 32 << 10
+
+// notRunOutput joins the NOT RUN list with commas (one item each), up to
+// maxNotRunOutput; what does not fit is counted in a last item.
+func notRunOutput(notRun []string) string {
+	more := func(n int) string {
+		return fmt.Sprintf("… and %d more not run or excluded (partition select -render not-run lists them all)", n)
 	}
-	return gha.SetOutputs([2]string{"filter", l.NextestFilter()}, [2]string{"not_run", strings.Join(items, ",")}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
+	var b strings.Builder
+	for i, s := range notRun {
+		item := strings.ReplaceAll(s, ",", ";")
+		need := b.Len() + 1 + len(item)
+		if left := len(notRun) - i - 1; left > 0 {
+			need += 1 + len(more(left)) // room to say what follows
+		}
+		if need > maxNotRunOutput {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(more(len(notRun) - i))
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(item)
+	}
+	return b.String()
 }
 
 type unitJSON struct {

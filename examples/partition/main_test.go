@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,5 +313,50 @@ func TestSelectRefusesAnUnknownCategoryAndWithRequireTestsAnEmptyLane(t *testing
 	}
 	if code, _ := runCmd(t, "", "select", "-category", "host", "-require-tests", tsv); code != 0 {
 		t.Errorf("a lane with a test, -require-tests: exit %d", code)
+	}
+}
+
+// The NOT RUN list reaches publish as one environment variable and one
+// argument, each capped at 128 KiB by Linux: a large partition's list is
+// cut to what fits, with what is left counted, never lost silently.
+func TestNotRunOutput_FitsTheExecLimitsAndCountsTheRest(t *testing.T) {
+	var all []string
+	for i := range 3000 {
+		all = append(all, fmt.Sprintf("tenferro-cuda::two_device tests::collective::allreduce_case_%04d (two-device)", i))
+	}
+	got := notRunOutput(all)
+	items := strings.Split(got, ",")
+	last := items[len(items)-1]
+	if len(got) > maxNotRunOutput || !strings.HasPrefix(last, fmt.Sprintf("… and %d more", len(all)-(len(items)-1))) {
+		t.Errorf("%d bytes, %d items, last %q", len(got), len(items), last)
+	}
+	if items[0] != all[0] || items[len(items)-2] != all[len(items)-2] {
+		t.Errorf("the kept items are not the list's first ones: %q", items[:2])
+	}
+	// A list that fits is whole, commas inside an item made harmless.
+	if got := notRunOutput([]string{"a, b (two-device)", "c (trybuild)"}); got != "a; b (two-device),c (trybuild)" {
+		t.Errorf("%q", got)
+	}
+	if got := notRunOutput(nil); got != "" {
+		t.Errorf("%q", got)
+	}
+}
+
+// A large lane's filterset must still fit one argument: the host lane of a
+// big workspace is rendered as the complement of the small GPU lane.
+func TestSelect_ALargeLaneFitsOneArgument(t *testing.T) {
+	var tsv strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&tsv, "tenferro-core\ttests::algebra::contraction::case_%04d_with_a_long_parameterized_name\thost\n", i)
+	}
+	tsv.WriteString("tenferro-cuda\tdevice::tests::context_creates\tsingle-gpu\n")
+	file := filepath.Join(t.TempDir(), "p.tsv")
+	os.WriteFile(file, []byte(tsv.String()), 0o644)
+	code, out := runCmd(t, "", "select", "-category", "host", file)
+	if code != 0 || strings.TrimSpace(out) != "not ((binary_id(=tenferro-cuda) & (test(=device::tests::context_creates))))" {
+		t.Errorf("host: exit %d, %d bytes: %.200s", code, len(out), out)
+	}
+	if code, out := runCmd(t, "", "select", "-category", "single-gpu", file); code != 0 || !strings.HasPrefix(out, "(binary_id(=tenferro-cuda)") {
+		t.Errorf("single-gpu: exit %d %q", code, out)
 	}
 }
