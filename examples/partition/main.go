@@ -242,8 +242,8 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	default:
 		return fmt.Errorf("partition: -render %q: use nextest, go, lines or not-run", *render)
 	}
-	// Another rendering was asked for: a filterset too long for nextest
-	// is left empty (nextest refuses an empty one), not fatal here.
+	// With another rendering, a filterset too long for nextest does not
+	// fail the step: the filter output is left empty, which nextest refuses.
 	return gha.SetOutputs([2]string{"filter", filter}, [2]string{"not_run", notRunOutput(notRun)}, [2]string{"tests", strconv.Itoa(len(l.Tests))})
 }
 
