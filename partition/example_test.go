@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,4 +77,31 @@ func ExampleWriteCheckpoint() {
 	// Output:
 	// 1 1 11
 	// 2026-08-14T09:30:00.123456789Z
+}
+
+// A lane whose own filterset would not fit one argument is written as the
+// complement of the rest of the checked partition.
+func ExampleLane_NextestFilterWithin() {
+	p, _ := partition.ParseTSV(strings.NewReader("core\ttests::add\thost\ncore\ttests::sub\thost\ncore::gpu\tgemm\tsingle-gpu\n"))
+	gpu, _ := partition.Select(p, "single-gpu").NextestFilterWithin(p, partition.MaxFilterBytes)
+	host, _ := partition.Select(p, "host").NextestFilterWithin(p, 50) // a small limit, to show the complement
+	fmt.Println(gpu)
+	fmt.Println(host)
+	// Output:
+	// (binary_id(=core::gpu) & (test(=gemm)))
+	// not ((binary_id(=core::gpu) & (test(=gemm))))
+}
+
+// go test -run runs a parent test with all its subtests, so a Go test
+// cannot be split across lanes.
+func ExampleGoSplits() {
+	p, _ := partition.ParseTSV(strings.NewReader("example.com/m\tTestAdd/small\thost\nexample.com/m\tTestAdd/huge\tsingle-gpu\nexample.com/m\tTestSub\thost\n"))
+	for _, s := range partition.GoSplits(p) {
+		fmt.Println(s)
+	}
+	_, err := partition.Select(p, "host").GoRunPatterns(p)
+	fmt.Println(errors.Is(err, partition.ErrSplitTest))
+	// Output:
+	// example.com/m TestAdd is in host (TestAdd/small) and single-gpu (TestAdd/huge)
+	// true
 }
