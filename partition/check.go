@@ -214,7 +214,8 @@ func (l Lane) NextestFilter() string {
 // 128 KiB; a longer one fails the exec ("argument list too long").
 const MaxFilterBytes = 120 << 10
 
-// ErrFilterTooLong is matched by NextestFilterWithin's refusal.
+// ErrFilterTooLong is matched by NextestFilterWithin's refusal, and by
+// GoRunPatterns' for a package whose pattern would not fit one argument.
 var ErrFilterTooLong = errors.New("partition: the lane's nextest filterset is too long for one argument")
 
 // NextestFilterWithin renders the lane as a filterset of at most max
@@ -305,7 +306,8 @@ var ErrBenchmark = errors.New("partition: go test -run does not run benchmarks")
 // would run the other category's subtests too, a not-run category's among
 // them, and the lanes would overlap. A lane holding a benchmark (which
 // `go test -list` lists) is refused with ErrBenchmark: -run would select it
-// and never run it, and the lane would pass without it.
+// and never run it, and the lane would pass without it. A package whose
+// pattern would pass MaxFilterBytes is refused with ErrFilterTooLong.
 func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
 	mine := map[TestID]bool{}
 	byPkg := map[string][]string{}
@@ -335,6 +337,9 @@ func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
 	out := make(map[string]string, len(byPkg))
 	for pkg, names := range byPkg {
 		out[pkg] = "^(" + strings.Join(names, "|") + ")$"
+		if len(out[pkg]) > MaxFilterBytes {
+			return nil, fmt.Errorf("%w: the %s lane's -run pattern for %s takes %d bytes, over %d: split its tests into more categories", ErrFilterTooLong, l.Category, pkg, len(out[pkg]), MaxFilterBytes)
+		}
 	}
 	return out, nil
 }

@@ -301,6 +301,14 @@ func TestGoRunPatterns_ABenchmarkInARunLaneIsRefused(t *testing.T) {
 	if _, err := Select(p, "single-gpu").GoRunPatterns(p); !errors.Is(err, ErrBenchmark) || !strings.Contains(err.Error(), "example.com/m BenchmarkGemm: the single-gpu lane would pass without running them") {
 		t.Errorf("single-gpu: %v", err)
 	}
+	// A pattern too long for one argument is refused, not cut.
+	var many Partition
+	for i := range 5000 {
+		many.Entries = append(many.Entries, Entry{ID: TestID{"example.com/m", fmt.Sprintf("TestContractionWithALongDescriptiveName%05d", i)}, Category: "host"})
+	}
+	if _, err := Select(many, "host").GoRunPatterns(many); !errors.Is(err, ErrFilterTooLong) || !strings.Contains(err.Error(), "the host lane's -run pattern for example.com/m takes") {
+		t.Errorf("5,000 tests in one package: %v", err)
+	}
 	// A fuzz target's seed corpus runs under -run.
 	if got, err := Select(p, "host").GoRunPatterns(p); err != nil || got["example.com/m"] != "^(FuzzParse)$" {
 		t.Errorf("host: %v %v", got, err)
