@@ -29,12 +29,12 @@
 # The test removes the package it installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests='^TestRealGPU_PreinstalledNVRTC$'
+tests='^TestRealGPU_(PreinstalledNVRTC|ADriverErrorIsNamed)$'
 if [ "${1:-}" = --install ]; then
   shift
   [ "$(id -u)" = 0 ] || { echo "gpu-check: --install installs a package with dpkg: run it as root" >&2; exit 2; }
   export GPUGATE_REAL_DPKG=1
-  tests='^TestRealGPU_(PreinstalledNVRTC|TheStartupProvesTheGPUBeforeTheRunnerRegisters)$'
+  tests='^TestRealGPU_(PreinstalledNVRTC|ADriverErrorIsNamed|TheStartupProvesTheGPUBeforeTheRunnerRegisters)$'
 fi
 bin="${1:-}"
 unpack() { # unpack TARBALL: NVRTC's libraries into a directory of their own

@@ -2,8 +2,10 @@ package smoke_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gpugate/gpugate/smoke"
@@ -98,4 +100,57 @@ func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
 		}
 	}
 	t.Logf("driver CUDA %s, NVRTC %s: %d bytes of PTX, 4096 values verified", drv, nv, len(ptx))
+}
+
+// The rule, "map every CUDA and NVRTC error code to its name", on
+// the real driver: a kernel the module lacks is CUDA_ERROR_NOT_FOUND, and
+// PTX for an architecture newer than the card fails by a CUDA_ERROR_ name,
+// never a bare number. Runs only with GPUGATE_REAL_GPU=1.
+func TestRealGPU_ADriverErrorIsNamed(t *testing.T) {
+	dir := os.Getenv("GPUGATE_REAL_GPU_NVRTC_LIBDIR")
+	if os.Getenv("GPUGATE_REAL_GPU") != "1" || dir == "" {
+		t.Skip("set GPUGATE_REAL_GPU=1 and GPUGATE_REAL_GPU_NVRTC_LIBDIR on a GPU host")
+	}
+	q, b, err := smoke.RealEnv{}.NvidiaSMI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	smi, err := smoke.ParseNvidiaSMI(q, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuda, err := smoke.OpenCUDA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cuda.Close()
+	cc := smi.GPUs[0].ComputeCap
+	ptx, err := cuda.Compile(smoke.KernelSource, "gpugate_add.cu", fmt.Sprintf("compute_%d%d", cc.Major, cc.Minor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := []float32{1}
+	var ce *smoke.CUDAError
+	_, err = cuda.Launch(ptx, "gpugate_no_such_kernel", one, one)
+	if !errors.As(err, &ce) || ce.Name() != "CUDA_ERROR_NOT_FOUND" || ce.Call != "cuModuleGetFunction" {
+		t.Errorf("a kernel the module lacks: %v", err)
+	}
+	// PTX whose target is newer than the card (compute_100 on compute 9.x
+	// and older), where this NVRTC can write it.
+	if cc.Major < 10 {
+		newer, err := cuda.Compile(smoke.KernelSource, "gpugate_add.cu", "compute_100")
+		switch {
+		case errors.As(err, &ce):
+			t.Logf("this NVRTC cannot target compute_100: %s", ce.Name())
+		case err != nil:
+			t.Fatal(err)
+		default:
+			_, err = cuda.Launch(newer, "gpugate_add", one, one)
+			if !errors.As(err, &ce) || !strings.HasPrefix(ce.Name(), "CUDA_ERROR_") {
+				t.Errorf("PTX for compute_100 on compute %s: %v", cc, err)
+			} else {
+				t.Logf("PTX for compute_100 on compute %s: %v", cc, err)
+			}
+		}
+	}
 }
