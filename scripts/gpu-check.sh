@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# gpu-check.sh runs the CUDA proof's real-hardware test
+# gpu-check.sh runs the CUDA proof's real-hardware tests
 # (TestRealGPU_PreinstalledNVRTC: nvidia-smi, tier selection, NVRTC
-# compilation, a launch with read-back through the driver, the VRAM floor)
+# compilation, a launch with read-back through the driver, the VRAM floor;
+# TestRealGPU_ADriverErrorIsNamed: the driver's errors come back by name)
 # on a GPU host that has NVRTC installed but may have neither Go nor network.
 #
 # Build the test binary where Go is, then copy the repository to the GPU host:
