@@ -172,15 +172,20 @@ type Lane struct {
 
 // Select returns the tests of a category, sorted.
 func Select(p Partition, category string) Lane {
-	l := Lane{Category: category}
+	return Lane{Category: category, Tests: testsWhere(p, func(c string) bool { return c == category })}
+}
+
+// testsWhere returns, sorted and once each, the tests of the entries whose
+// category keep accepts.
+func testsWhere(p Partition, keep func(category string) bool) []TestID {
+	var ids []TestID
 	for _, e := range p.Entries {
-		if e.Category == category {
-			l.Tests = append(l.Tests, e.ID)
+		if keep(e.Category) {
+			ids = append(ids, e.ID)
 		}
 	}
-	Inventory(l.Tests).sort()
-	l.Tests = slices.Compact(l.Tests)
-	return l
+	Inventory(ids).sort()
+	return slices.Compact(ids)
 }
 
 // filtersetSpecial escapes a matcher's text as nextest's filterset parser
@@ -220,27 +225,16 @@ var ErrFilterTooLong = errors.New("partition: the lane's nextest filterset is to
 
 // NextestFilterWithin renders the lane as a filterset of at most max
 // bytes: its own tests when they fit (NextestFilter), else the complement
-// within p, "not (every other category's tests)". The complement selects
-// the lane exactly only when p covers the listed tests exactly, as a
-// passing Check proves; a test p lacks would run in it. When neither fits,
-// it fails with ErrFilterTooLong.
+// within p, "not (every other category's tests)" (l being Select(p,
+// l.Category)). The complement selects the lane exactly only when p covers
+// the listed tests exactly, as a passing Check proves; a test p lacks would
+// run in it. When neither fits, it fails with ErrFilterTooLong.
 func (l Lane) NextestFilterWithin(p Partition, max int) (string, error) {
 	own := l.NextestFilter()
 	if len(own) <= max {
 		return own, nil
 	}
-	mine := map[TestID]bool{}
-	for _, id := range l.Tests {
-		mine[id] = true
-	}
-	others := Lane{Category: "not " + l.Category}
-	for _, e := range p.Entries {
-		if !mine[e.ID] {
-			others.Tests = append(others.Tests, e.ID)
-		}
-	}
-	Inventory(others.Tests).sort()
-	others.Tests = slices.Compact(others.Tests)
+	others := Lane{Tests: testsWhere(p, func(c string) bool { return c != l.Category })}
 	complement := "all()"
 	if len(others.Tests) > 0 {
 		complement = "not (" + others.NextestFilter() + ")"
@@ -271,6 +265,13 @@ func (s SplitTest) String() string {
 	return fmt.Sprintf("%s %s is in %s", s.Package, s.Test, strings.Join(in, " and "))
 }
 
+// goTop is the top-level Go test an entry belongs to: the unit go test -run
+// selects.
+func goTop(id TestID) TestID {
+	name, _, _ := strings.Cut(id.Name, "/")
+	return TestID{id.Binary, name}
+}
+
 // GoSplits lists, sorted, the Go top-level tests that p splits across
 // categories. `go test -run` runs a subtest only with its parent and a
 // parent with every subtest, so such a test cannot be run in one lane
@@ -278,10 +279,9 @@ func (s SplitTest) String() string {
 func GoSplits(p Partition) []SplitTest {
 	byTop := map[TestID]*SplitTest{}
 	for _, e := range p.Entries {
-		top, _, _ := strings.Cut(e.ID.Name, "/")
-		k := TestID{e.ID.Binary, top}
+		k := goTop(e.ID)
 		if byTop[k] == nil {
-			byTop[k] = &SplitTest{Package: e.ID.Binary, Test: top, In: map[string][]string{}}
+			byTop[k] = &SplitTest{Package: k.Binary, Test: k.Name, In: map[string][]string{}}
 		}
 		byTop[k].In[e.Category] = append(byTop[k].In[e.Category], e.ID.Name)
 	}
@@ -313,12 +313,11 @@ func (l Lane) GoRunPatterns(p Partition) (map[string]string, error) {
 	byPkg := map[string][]string{}
 	var benchmarks []string
 	for _, id := range l.Tests {
-		top, _, _ := strings.Cut(id.Name, "/")
-		if k := (TestID{id.Binary, top}); !mine[k] {
+		if k := goTop(id); !mine[k] {
 			mine[k] = true
-			byPkg[id.Binary] = append(byPkg[id.Binary], regexp.QuoteMeta(top))
-			if strings.HasPrefix(top, "Benchmark") {
-				benchmarks = append(benchmarks, id.Binary+" "+top)
+			byPkg[k.Binary] = append(byPkg[k.Binary], regexp.QuoteMeta(k.Name))
+			if strings.HasPrefix(k.Name, "Benchmark") {
+				benchmarks = append(benchmarks, k.Binary+" "+k.Name)
 			}
 		}
 	}

@@ -46,19 +46,7 @@ func TestRealGPU(t *testing.T) {
 // (the install step is the only one left out). Runs only with
 // GPUGATE_REAL_GPU=1.
 func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
-	dir := os.Getenv("GPUGATE_REAL_GPU_NVRTC_LIBDIR")
-	if os.Getenv("GPUGATE_REAL_GPU") != "1" || dir == "" {
-		t.Skip("set GPUGATE_REAL_GPU=1 and GPUGATE_REAL_GPU_NVRTC_LIBDIR on a GPU host")
-	}
-	ctx := context.Background()
-	q, b, err := smoke.RealEnv{}.NvidiaSMI(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	smi, err := smoke.ParseNvidiaSMI(q, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	smi, cuda := realDevice(t)
 	cfg, err := tiers.Load(tiers.Example)
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +56,6 @@ func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cuda, err := smoke.OpenCUDA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.Close()
 	drv, err := cuda.DriverVersion()
 	if err != nil {
 		t.Fatal(err)
@@ -107,23 +90,7 @@ func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
 // PTX for an architecture newer than the card fails by a CUDA_ERROR_ name,
 // never a bare number. Runs only with GPUGATE_REAL_GPU=1.
 func TestRealGPU_ADriverErrorIsNamed(t *testing.T) {
-	dir := os.Getenv("GPUGATE_REAL_GPU_NVRTC_LIBDIR")
-	if os.Getenv("GPUGATE_REAL_GPU") != "1" || dir == "" {
-		t.Skip("set GPUGATE_REAL_GPU=1 and GPUGATE_REAL_GPU_NVRTC_LIBDIR on a GPU host")
-	}
-	q, b, err := smoke.RealEnv{}.NvidiaSMI(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	smi, err := smoke.ParseNvidiaSMI(q, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cuda, err := smoke.OpenCUDA(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cuda.Close()
+	smi, cuda := realDevice(t)
 	cc := smi.GPUs[0].ComputeCap
 	ptx, err := cuda.Compile(smoke.KernelSource, "gpugate_add.cu", fmt.Sprintf("compute_%d%d", cc.Major, cc.Minor))
 	if err != nil {
@@ -153,4 +120,29 @@ func TestRealGPU_ADriverErrorIsNamed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// realDevice reads this GPU host's nvidia-smi and opens its driver with the
+// NVRTC in GPUGATE_REAL_GPU_NVRTC_LIBDIR, closed when the test ends; it
+// skips the test unless GPUGATE_REAL_GPU=1.
+func realDevice(t *testing.T) (smoke.SMI, smoke.CUDA) {
+	t.Helper()
+	dir := os.Getenv("GPUGATE_REAL_GPU_NVRTC_LIBDIR")
+	if os.Getenv("GPUGATE_REAL_GPU") != "1" || dir == "" {
+		t.Skip("set GPUGATE_REAL_GPU=1 and GPUGATE_REAL_GPU_NVRTC_LIBDIR on a GPU host")
+	}
+	q, b, err := smoke.RealEnv{}.NvidiaSMI(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	smi, err := smoke.ParseNvidiaSMI(q, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuda, err := smoke.OpenCUDA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cuda.Close() })
+	return smi, cuda
 }

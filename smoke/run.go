@@ -184,8 +184,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		// Another NVRTC in the tier's lib_dir (an image's older toolkit, a
 		// lib_dir that is not where the package installs) would compile
-		// for the wrong runtime.
-		if want, err := ParseVersion(res.Tier.CUDA); err != nil || nv.Less(want) {
+		// for the wrong runtime. Validate has parsed the tier's version.
+		if want, _ := ParseVersion(res.Tier.CUDA); nv.Less(want) {
 			return "", fmt.Errorf("%w: NVRTC %s loaded from %s, tier %s is CUDA %s: set the tier's lib_dir to where its package installs NVRTC", ErrNVRTCOlder, nv, res.Tier.LibDir, res.Tier.Name, res.Tier.CUDA)
 		}
 		if ptx, err = cuda.Compile(KernelSource, "gpugate_add.cu", arch); err != nil {
