@@ -37,6 +37,8 @@ type Client struct {
 	log      *slog.Logger
 	capacity *regexp.Regexp
 	maxPages int
+	create   RetryPolicy
+	maxAfter time.Duration
 }
 
 // Format prints the client without its API key, for every verb: fmt
@@ -129,6 +131,36 @@ func WithRetryPolicy(p RetryPolicy) Option {
 	}
 }
 
+// WithCreateRetryPolicy replaces DefaultCreateRetryPolicy, the policy of
+// one CreatePod call.
+func WithCreateRetryPolicy(p RetryPolicy) Option {
+	return func(c *Client) error {
+		if err := p.validate(); err != nil {
+			return err
+		}
+		c.create = p
+		return nil
+	}
+}
+
+// DefaultMaxRetryAfter caps the pause one Retry-After header can impose.
+// A server may ask for less and is obeyed; one that asks for more (a stale
+// date, a proxy's 999999) is held to this, so a single header can never
+// stop cleanup from trying.
+const DefaultMaxRetryAfter = 30 * time.Second
+
+// WithMaxRetryAfter replaces DefaultMaxRetryAfter. The pause a Retry-After
+// asks for is still a minimum between requests, up to this cap.
+func WithMaxRetryAfter(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return errors.New("runpod: WithMaxRetryAfter needs a positive duration")
+		}
+		c.maxAfter = d
+		return nil
+	}
+}
+
 // WithLogger logs each request (method, path, status, attempt, duration;
 // never a body or a credential). nil discards.
 func WithLogger(l *slog.Logger) Option {
@@ -162,6 +194,8 @@ func NewClient(opts ...Option) (*Client, error) {
 		cool:     &cooldown{},
 		capacity: DefaultCapacityPattern,
 		maxPages: 20,
+		create:   DefaultCreateRetryPolicy(),
+		maxAfter: DefaultMaxRetryAfter,
 	}
 	for _, o := range opts {
 		if err := o(c); err != nil {
@@ -174,7 +208,46 @@ func NewClient(opts ...Option) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	// The API key, the JIT config and the startup command go only to the
+	// server this client was built for: a redirect is never followed (Go's
+	// default re-sends a body on 307/308 and turns POST into GET on
+	// 301/302, to any host, https or not).
+	hc := *c.hc
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.hc = &hc
 	return c, nil
+}
+
+// ErrRedirect is matched by the error of a request the server redirected.
+// The client never follows a redirect: the request carried the API key
+// (and a create, the runner's JIT config), which go only to the server
+// the client was built for.
+var ErrRedirect = errors.New("runpod: the server redirected the request; redirects are never followed")
+
+// RedirectError names where the server redirected a request to.
+type RedirectError struct {
+	Method, Path string
+	StatusCode   int
+	Location     string // the Location header, credentials and query removed
+}
+
+// Error names the request, the status and the location.
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("runpod: %s %s: %d redirect to %q not followed (the request carries the API key): point the client at the API server itself (%s)", e.Method, e.Path, e.StatusCode, e.Location, EnvAPIURL)
+}
+
+// Is matches ErrRedirect.
+func (e *RedirectError) Is(target error) bool { return target == ErrRedirect }
+
+// location reduces a Location header to what may be printed: no
+// credentials, no query (a signed URL's token), no fragment.
+func location(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
 }
 
 // Cooldown reports how long the shared cooldown still pauses this client's
@@ -188,14 +261,17 @@ type request struct {
 	body         any
 	secrets      []Secret // scrubbed from any error text
 	expect       int      // the one success status that confirms the request; 0: any 2xx
+	urgent       bool     // sent without waiting out the shared cooldown (a pod's first DELETE)
 }
 
 // send performs one request: it waits out the shared cooldown, then sends,
 // and decodes a 2xx body into out (nil: ignore). A non-2xx is an *APIError;
 // a transport failure or malformed body matches ErrTransient.
 func (c *Client) send(ctx context.Context, r request, out any) error {
-	if err := c.cool.wait(ctx); err != nil {
-		return err
+	if !r.urgent {
+		if err := c.cool.wait(ctx); err != nil {
+			return err
+		}
 	}
 	u := *c.base
 	u.Path += r.path
@@ -233,12 +309,18 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 		return fmt.Errorf("runpod: %s %s: %w: the response is over %d bytes (MaxResponseBytes)", r.method, r.path, ErrMalformed, MaxResponseBytes)
 	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod request", slog.String("method", r.method), slog.String("path", r.path), slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		return &RedirectError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode, Location: c.scrub(location(resp.Header.Get("Location")), r)}
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := ParseError(r.method, r.path, resp.StatusCode, data, resp.Header.Get("Retry-After"), time.Now(), c.capacity)
-		e.Title, e.Detail = c.scrub(e.Title, r), c.scrub(e.Detail, r)
+		// Scrub the whole body before anything cuts it: a secret across
+		// the cut would keep its prefix.
+		e := ParseError(r.method, r.path, resp.StatusCode, c.scrubBody(data, r), resp.Header.Get("Retry-After"), time.Now(), c.capacity)
+		e.Title, e.Detail = c.scrub(e.Title, r), c.scrub(e.Detail, r) // as decoded from JSON escapes
 		for i := range e.Errors {
 			e.Errors[i] = c.scrub(e.Errors[i], r)
 		}
+		e.RetryAfter = min(e.RetryAfter, c.maxAfter)
 		if retryableStatus(e.StatusCode) {
 			c.cool.extend(e.RetryAfter)
 		}
@@ -261,6 +343,22 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 
 func (c *Client) scrub(s string, r request) string {
 	return secret.Scrub(s, append(r.secrets, c.key)...)
+}
+
+// scrubBody removes every secret the request carried from a response body,
+// before it is parsed or cut: as sent, JSON-escaped (Go's way, and with
+// escaped slashes as other encoders write them) and URL-encoded.
+func (c *Client) scrubBody(data []byte, r request) []byte {
+	var all []Secret
+	for _, s := range append(r.secrets, c.key) {
+		v := s.Reveal()
+		all = append(all, s, Secret(strings.ReplaceAll(v, "/", `\/`)), Secret(url.QueryEscape(v)), Secret(url.PathEscape(v)))
+		if q, err := json.Marshal(v); err == nil && len(q) > 2 {
+			q := string(q[1 : len(q)-1])
+			all = append(all, Secret(q), Secret(strings.ReplaceAll(q, "/", `\/`)))
+		}
+	}
+	return []byte(secret.Scrub(string(data), all...))
 }
 
 // call is send under the retry policy.
@@ -323,7 +421,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		created      *Pod
 		maybeCreated bool // an earlier attempt may have created the pod
 	)
-	err := c.retry.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
+	err := c.create.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
 		if maybeCreated {
 			p, err := c.findByName(ctx, req.Name)
 			if err != nil {
@@ -361,6 +459,9 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 // (created or deleted the pod): the response was lost or unreadable, or the
 // server failed midway.
 func ambiguous(err error) bool {
+	if errors.Is(err, ErrRedirect) {
+		return false // answered without being processed here
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.StatusCode >= 500
@@ -450,7 +551,10 @@ func (c *Client) DeletePod(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id), expect: http.StatusNoContent}, nil); err != nil {
+	// A DELETE stops the billing: it is sent even while the shared
+	// cooldown pauses the other calls (its own 429 extends the cooldown,
+	// which Delete waits out before any retry).
+	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id), expect: http.StatusNoContent, urgent: true}, nil); err != nil {
 		return err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "runpod pod deleted", slog.String("pod", id))

@@ -117,7 +117,7 @@ func TestCreateRetryTable_TransientFailuresAreRetried(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv, c := setup(t)
-				f.Method, f.Path, f.Times = "POST", "/v2/pods", 2
+				f.Method, f.Path, f.Times = "POST", "/v2/pods", 1 // one short retry in the tier
 				srv.AddFault(f)
 				p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
 				if err != nil {
@@ -157,7 +157,7 @@ func TestRetry_RetryAfterIsAMinimumEvenAboveTheBackoffCap(t *testing.T) {
 		policy := runpod.DefaultRetryPolicy()
 		policy.Deadline = 5 * time.Minute
 		policy.MaxInterval = 2 * time.Second
-		srv, c := setup(t, runpod.WithRetryPolicy(policy))
+		srv, c := setup(t, runpod.WithRetryPolicy(policy), runpod.WithMaxRetryAfter(5*time.Minute))
 		srv.AddFault(runpodtest.Fault{Path: "/v2/pods/*", Status: 429, RetryAfter: "90"})
 		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
 		if err != nil {
@@ -190,7 +190,7 @@ func TestRetry_RetryAfterHTTPDate(t *testing.T) {
 
 func TestRetry_PauseLongerThanTheDeadlineEndsTheCallAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, c := setup(t)
+		srv, c := setup(t, runpod.WithMaxRetryAfter(time.Hour))
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "120"})
 		start := time.Now()
 		_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
@@ -228,21 +228,25 @@ func TestRetry_CooldownIsSharedByEveryCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The cooldown also bounds a single request: with less time than
-		// the pause, DeletePod fails at once without sending.
-		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "40"})
+		// the pause, GetPod fails at once without sending. A DELETE is
+		// the exception: it stops the billing, so it goes out at once.
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "25"})
 		go func() {
 			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
 			done <- err
 		}()
 		synctest.Wait()
-		before := srv.Count("DELETE", "/v2/pods/*")
+		before := srv.Count("GET", "/v2/pods/*")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := c.DeletePod(ctx, p.ID); !errors.Is(err, runpod.ErrDeadline) {
+		if _, err := c.GetPod(ctx, p.ID); !errors.Is(err, runpod.ErrDeadline) {
 			t.Errorf("err = %v, want ErrDeadline", err)
 		}
-		if srv.Count("DELETE", "/v2/pods/*") != before {
+		if srv.Count("GET", "/v2/pods/*") != before {
 			t.Error("a request was sent during the cooldown")
+		}
+		if err := c.DeletePod(ctx, p.ID); err != nil {
+			t.Errorf("DeletePod during the cooldown: %v; a DELETE is sent at once", err)
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -49,7 +49,9 @@ func (e *DeleteError) Is(target error) bool { return target == ErrNotDeleted }
 
 // Delete is the shared cleanup helper: at most five DELETE attempts within
 // 180 seconds (DeletePolicy), each request's timeout 20 seconds capped by
-// what is left. A 404 confirms deletion, so deleting an already-deleted pod
+// what is left. The first DELETE is sent at once, even while the client's
+// shared cooldown pauses other calls; a Retry-After is then a minimum
+// between attempts, capped by the client (DefaultMaxRetryAfter). A 404 confirms deletion, so deleting an already-deleted pod
 // succeeds. Permanent errors stop at once. After a lost response, a GET
 // (after the client's cooldown) checks whether the pod is already gone. On
 // failure the *DeleteError names the pod.
@@ -67,7 +69,16 @@ func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolic
 	}
 	var cool func() time.Duration
 	if c, ok := api.(interface{ Cooldown() time.Duration }); ok {
-		cool = c.Cooldown
+		// The pod's first DELETE goes out at once, whatever the shared
+		// cooldown says: it is what stops the billing. Only retries wait.
+		first := true
+		cool = func() time.Duration {
+			if first {
+				first = false
+				return 0
+			}
+			return c.Cooldown()
+		}
 	}
 	var (
 		attempts int

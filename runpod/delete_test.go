@@ -58,18 +58,42 @@ func TestDelete_AtMostFiveAttemptsWithin180Seconds(t *testing.T) {
 	})
 }
 
-func TestDelete_RetryAfterPastTheBudgetStopsAtOnce(t *testing.T) {
+// A Retry-After never stops cleanup from trying: a hostile or stale header
+// is a minimum between attempts only up to the client's cap, and a pod's
+// first DELETE goes out even while another call's 429 has the client
+// cooling down.
+func TestDelete_ARetryAfterNeverStopsCleanupFromTrying(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c := setup(t)
 		p := newPod(t, c)
-		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 429, RetryAfter: "600"})
-		start := time.Now()
-		err := runpod.Delete(context.Background(), c, p.ID)
-		if !errors.Is(err, runpod.ErrNotDeleted) || !errors.Is(err, runpod.ErrDeadline) {
-			t.Fatalf("err = %v, want ErrNotDeleted wrapping ErrDeadline", err)
+		// Another call's 429 with an absurd Retry-After: 277 hours.
+		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "999999"})
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			done <- err
+		}()
+		synctest.Wait() // the catalog call got its 429 and is cooling down
+		if cool := c.Cooldown(); cool <= 0 || cool > runpod.DefaultMaxRetryAfter {
+			t.Errorf("one header imposed a %v cooldown; want a pause up to the cap %v", cool, runpod.DefaultMaxRetryAfter)
 		}
-		if time.Since(start) != 0 {
-			t.Error("slept although the pause could never fit the budget")
+		// The DELETE itself is throttled once with the same header.
+		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 429, RetryAfter: "999999"})
+		start := time.Now()
+		if err := runpod.Delete(context.Background(), c, p.ID); err != nil {
+			t.Fatalf("Delete: %v; the capped pause fits the budget, so cleanup retries and confirms", err)
+		}
+		if n := srv.Count("DELETE", "/v2/pods/*"); n != 2 {
+			t.Errorf("%d DELETE requests, want 2: the first at once, the retry after the capped pause", n)
+		}
+		if el := time.Since(start); el < runpod.DefaultMaxRetryAfter || el > 180*time.Second {
+			t.Errorf("deleted after %v, want the capped Retry-After (%v) honoured as a minimum within the budget", el, runpod.DefaultMaxRetryAfter)
+		}
+		if got := srv.Running(); len(got) != 0 {
+			t.Errorf("still running: %v", got)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("the catalog call after its capped pause: %v", err)
 		}
 	})
 }

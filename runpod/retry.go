@@ -39,6 +39,16 @@ func DefaultRetryPolicy() RetryPolicy {
 	}
 }
 
+// DefaultCreateRetryPolicy is one CreatePod call's policy: an unrelated
+// transient failure gets one short retry in the current tier (two
+// requests, a second's backoff), then provisioning moves on. All the
+// create calls of one provisioning also share Config.CreateDeadline.
+func DefaultCreateRetryPolicy() RetryPolicy {
+	p := DefaultRetryPolicy()
+	p.MaxAttempts, p.MaxInterval = 2, 5*time.Second
+	return p
+}
+
 // DeletePolicy is the shared cleanup budget: at most five DELETE attempts
 // within 180 seconds, each request's timeout 20 seconds capped by what is
 // left.
