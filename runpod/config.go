@@ -33,7 +33,8 @@ type Config struct {
 	StartupTimeout                time.Duration `yaml:"startup_timeout"`
 	StartupPoll                   time.Duration `yaml:"startup_poll"`
 	Exclude                       []string      `yaml:"exclude"`          // never auto-selected
-	MaxHourlyPrice                float64       `yaml:"max_hourly_price"` // 0: no ceiling
+	MaxHourlyPrice                float64       `yaml:"max_hourly_price"` // 0: no ceiling; checked against the catalog and the created pod's own cost
+	CreateDeadline                time.Duration `yaml:"create_deadline"`  // every create request and pause of one provisioning (60s)
 }
 
 // DefaultConfig holds the seed's numbers. It has no tiers: which GPUs to buy
@@ -48,6 +49,7 @@ func DefaultConfig() Config {
 		MaxConsecutiveStartupFailures: 2,
 		StartupTimeout:                420 * time.Second,
 		StartupPoll:                   10 * time.Second,
+		CreateDeadline:                60 * time.Second,
 		Exclude:                       []string{"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL"},
 	}
 }
@@ -166,6 +168,8 @@ func (c Config) Validate() error {
 		return bad("startup_timeout", "%s is shorter than startup_poll %s", c.StartupTimeout, c.StartupPoll)
 	case c.MaxHourlyPrice < 0:
 		return bad("max_hourly_price", "must not be negative (0 means no ceiling)")
+	case c.CreateDeadline <= 0:
+		return bad("create_deadline", "must be positive, such as \"60s\": every create request and pause of one provisioning shares it")
 	}
 	return nil
 }

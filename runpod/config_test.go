@@ -31,7 +31,7 @@ func TestLoadConfig_ExampleHasTheSeedValues(t *testing.T) {
 		MaxPriceCandidates: 3, MaxProvisionAttempts: 6, MaxConsecutiveStartupFailures: 2,
 		StartupTimeout: 420 * time.Second, StartupPoll: 10 * time.Second,
 		Exclude:        []string{"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL"},
-		MaxHourlyPrice: 1.49,
+		MaxHourlyPrice: 1.49, CreateDeadline: 60 * time.Second,
 	}
 	if diff := cmp.Diff(want, exampleConfig(t)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

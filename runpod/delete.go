@@ -128,3 +128,56 @@ func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, er
 	defer cancel()
 	return api.GetPod(ctx, podID)
 }
+
+// DeleteByName resolves a pod known only by its name (Result.UnresolvedPodName:
+// a create whose response was lost while the listing failed) and deletes
+// it. It lists pods within DeletePolicy's budget and deletes every live pod
+// with exactly that name, each with Delete. It returns nil only when the
+// listing succeeded and every such pod's deletion was confirmed (none
+// found: no pod was created). Otherwise the *DeleteError names the pod:
+// a name is never sent as an ID, since a DELETE of it would answer 404
+// and "confirm" a pod that is still billing.
+func DeleteByName(ctx context.Context, api PodAPI, name string) error {
+	if name == "" {
+		return fmt.Errorf("runpod: DeleteByName needs the pod's name")
+	}
+	pods, attempts, err := listNamed(ctx, api, name)
+	if err != nil {
+		return &DeleteError{Name: name, Attempts: attempts, Err: err}
+	}
+	var errs []error
+	for _, p := range pods {
+		if err := Delete(ctx, api, p.ID); err != nil {
+			var de *DeleteError
+			if errors.As(err, &de) {
+				de.Name = name
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// listNamed lists the live pods with exactly this name, retrying the
+// listing within DeletePolicy's budget.
+func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attempts int, err error) {
+	var pods []Pod
+	err = DeletePolicy().run(ctx, nil, func(ctx context.Context, n int) error {
+		attempts = n
+		var err error
+		pods, err = api.ListPods(ctx)
+		if err != nil && !errors.Is(err, ErrTransient) {
+			err = fmt.Errorf("%w: %w", ErrTransient, err) // listing again may work
+		}
+		return err
+	})
+	if err != nil {
+		return nil, attempts, fmt.Errorf("listing pods to find it: %w", err)
+	}
+	for _, p := range pods {
+		if p.Name == name && p.Status != StatusTerminated {
+			named = append(named, p)
+		}
+	}
+	return named, attempts, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,6 +154,8 @@ const (
 	OutcomeGone        Outcome = "gone"         // the pod disappeared
 	OutcomeObsolete    Outcome = "obsolete"     // the PR moved or closed
 	OutcomeCanceled    Outcome = "canceled"     // the caller's context ended
+	OutcomeKeyRefused  Outcome = "key-refused"  // a 401, or a 403 not about the GPU type: nothing created, provisioning stops
+	OutcomeOverCeiling Outcome = "over-ceiling" // the created pod's own price is above max_hourly_price: deleted
 )
 
 // Attempt records one candidate.
@@ -191,7 +194,18 @@ type Result struct {
 	StartupSeconds float64   `json:"startup_seconds,omitempty"`
 	Attempts       []Attempt `json:"attempts"`
 	RejectedCost   float64   `json:"rejected_cost"`         // estimated paid cost of every rejected candidate
-	LivePodID      string    `json:"live_pod_id,omitempty"` // a pod whose deletion was not confirmed
+	LivePodID      string    `json:"live_pod_id,omitempty"` // the ID of a pod whose deletion was not confirmed; only ever an ID
+
+	// UnresolvedPodName names a pod known only by its name: a create
+	// whose response was lost and whose pod the listing could not find
+	// (the listing failed). It may be running and billing. Cleanup
+	// resolves it by listing (DeleteByName) before it claims anything.
+	UnresolvedPodName string `json:"unresolved_pod_name,omitempty"`
+
+	// Snapshot is the accepted pod's record as provisioning last saw it
+	// (its environment left out): the cost report's fallback when the
+	// read before deletion fails.
+	Snapshot *Pod `json:"pod_snapshot,omitempty"`
 }
 
 // RetainedPods lists the failed candidates kept for debugging
@@ -248,6 +262,8 @@ type provisioner struct {
 	tmpl PodTemplate
 	log  *slog.Logger
 	res  Result
+
+	createSpent time.Duration // time spent in create calls so far (requests and their sleeps)
 }
 
 // ErrTemplate is returned by Provision, before anything is bought, for
@@ -302,8 +318,10 @@ func (p *provisioner) run(ctx context.Context, plan []Candidate) error {
 		case a.Outcome == OutcomeAccepted:
 			return nil
 		case errors.Is(err, ErrNotDeleted), errors.Is(err, ErrInsufficientBalance), errors.Is(err, ErrInvalidRequest),
-			errors.Is(err, ErrObsolete), a.Outcome == OutcomeCanceled:
+			errors.Is(err, ErrObsolete), errors.Is(err, ErrKeyRefused), errors.Is(err, ErrCreateDeadline), a.Outcome == OutcomeCanceled:
 			return err
+		case a.Outcome == OutcomeOverCeiling:
+			// A price, not a startup failure: the next candidate may be cheaper.
 		case a.created():
 			consecutive++
 			if p.cfg.MaxConsecutiveStartupFailures > 0 && consecutive >= p.cfg.MaxConsecutiveStartupFailures {
@@ -419,8 +437,17 @@ func (p *provisioner) deregister(ctx context.Context, a Attempt) {
 // it to acceptance or to a confirmed deletion.
 func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attempt, error) {
 	n, c, name := a.N, a.Candidate, a.Name
+	left := p.cfg.CreateDeadline - p.createSpent
+	if left <= 0 {
+		a.Outcome, a.Reason = OutcomeCreateError, "the create deadline was spent before this candidate"
+		return a, fmt.Errorf("%w: the create requests and their pauses of this provisioning took %s, the whole create_deadline %s; nothing more is requested (candidate %d)",
+			ErrCreateDeadline, p.createSpent.Round(time.Millisecond), p.cfg.CreateDeadline, n)
+	}
 	start := time.Now()
-	pod, err := p.deps.API.CreatePod(ctx, p.request(n, c, name, jit))
+	cctx, cancel := context.WithTimeout(ctx, left)
+	pod, err := p.deps.API.CreatePod(cctx, p.request(n, c, name, jit))
+	cancel()
+	p.createSpent += time.Since(start)
 	if errors.Is(err, ErrCreateUnknown) {
 		return p.sweep(ctx, a, start, err)
 	}
@@ -429,6 +456,9 @@ func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attemp
 		switch {
 		case errors.Is(err, ErrNoCapacity):
 			a.Outcome = OutcomeNoCapacity
+		case keyRefused(err, c.GPUTypeID):
+			a.Outcome = OutcomeKeyRefused
+			err = fmt.Errorf("%w: attempt %d: %w; no other candidate is asked with the same key: check RUNPOD_API_KEY (its value, its expiry, its permissions)", ErrKeyRefused, n, err)
 		case errors.Is(err, ErrForbidden):
 			a.Outcome = OutcomeForbidden
 		case errors.Is(err, ErrRejected):
@@ -449,7 +479,43 @@ func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attemp
 	if pod.GPU == nil || pod.GPU.ID == "" || !p.inTier(c.Tier, pod.GPU.ID) {
 		return p.reject(ctx, a, start, OutcomeGPUMismatch, fmt.Sprintf("the pod was assigned GPU %q, outside tier %s", a.AssignedGPU, c.Tier))
 	}
+	if over, why := p.overCeiling(a.HourlyPrice); over {
+		return p.reject(ctx, a, start, OutcomeOverCeiling, why)
+	}
 	return p.watch(ctx, a, start)
+}
+
+// overCeiling checks the pod's own hourly price against max_hourly_price.
+// The ceiling is a spending rule, not only a catalog filter: with the
+// catalog down the candidates are unpriced, and the created pod's cost is
+// the first price known.
+func (p *provisioner) overCeiling(price float64) (bool, string) {
+	if p.cfg.MaxHourlyPrice > 0 && price > p.cfg.MaxHourlyPrice {
+		return true, fmt.Sprintf("the pod costs USD %.4f/hour, above max_hourly_price %.4f", price, p.cfg.MaxHourlyPrice)
+	}
+	return false, ""
+}
+
+// DefaultForbiddenGPUPattern recognises a 403 about the requested GPU type
+// or its pool, which skips only that candidate. Any other 403 (the OpenAPI
+// example is "access denied") refuses the key itself.
+var DefaultForbiddenGPUPattern = regexp.MustCompile(`(?i)\b(gpus?|pool|gpu ?types?|machines?|instances?|cloud|data ?cent(er|re)s?)\b`)
+
+// keyRefused reports whether a create error refuses the API key rather
+// than the candidate: a 401, or a 403 whose detail names neither the GPU
+// type nor a GPU pool. Sending that key to every other candidate would
+// only repeat the refusal.
+func keyRefused(err error, gpuID string) bool {
+	if errors.Is(err, ErrUnauthorized) {
+		return true
+	}
+	var ae *APIError
+	if !errors.Is(err, ErrForbidden) || !errors.As(err, &ae) {
+		return false
+	}
+	text := ae.Title + " " + ae.Detail + " " + strings.Join(ae.Errors, " ")
+	about := strings.Contains(strings.ToLower(text), strings.ToLower(gpuID)) || DefaultForbiddenGPUPattern.MatchString(ae.Detail+" "+strings.Join(ae.Errors, " "))
+	return !about
 }
 
 func (p *provisioner) inTier(tier, gpu string) bool {
@@ -492,6 +558,9 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 			if pod.Cost > 0 {
 				a.HourlyPrice = pod.Cost
 			}
+			if over, why := p.overCeiling(a.HourlyPrice); over {
+				return p.reject(ctx, a, start, OutcomeOverCeiling, why)
+			}
 			r, found, err := p.deps.Registry.Runner(wctx, a.Name)
 			if err != nil {
 				p.event(ctx, slog.LevelWarn, "provision.registry_unknown", a, slog.String("error", err.Error()))
@@ -518,6 +587,9 @@ func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, po
 	p.res.Pod, p.res.PodID, p.res.Label = pod, pod.ID, a.Name
 	p.res.GPUTypeID, p.res.Tier, p.res.HourlyPrice = a.AssignedGPU, a.Candidate.Tier, a.HourlyPrice
 	p.res.StartupSeconds = a.Seconds
+	snap := *pod
+	snap.Env = nil
+	p.res.Snapshot = &snap
 	p.event(ctx, slog.LevelInfo, "provision.accept", a, slog.Float64("startup_seconds", a.Seconds),
 		slog.Float64("rejected_cost", p.res.RejectedCost))
 	return a
@@ -554,28 +626,18 @@ func (p *provisioner) reject(ctx context.Context, a Attempt, start time.Time, ou
 func (p *provisioner) sweep(ctx context.Context, a Attempt, start time.Time, createErr error) (Attempt, error) {
 	a.Outcome, a.Reason = OutcomeCreateError, createErr.Error()
 	p.event(ctx, slog.LevelWarn, "provision.create_unknown", a, slog.String("error", createErr.Error()))
-	bg := context.WithoutCancel(ctx)
-	var pods []Pod
-	err := DeletePolicy().run(bg, nil, func(ctx context.Context, _ int) error {
-		var err error
-		pods, err = p.deps.API.ListPods(ctx)
-		if err != nil && !errors.Is(err, ErrTransient) {
-			err = fmt.Errorf("%w: %w", ErrTransient, err) // listing again may work
-		}
-		return err
-	})
+	pods, attempts, err := listNamed(context.WithoutCancel(ctx), p.deps.API, a.Name)
 	if err != nil {
-		p.res.LivePodID = a.Name
-		return a, &DeleteError{Name: a.Name, Err: fmt.Errorf("listing pods to find it: %w", err)}
+		// Known only by name: never an ID to delete (a DELETE of the name
+		// answers 404, which would "confirm" a pod that is still billing).
+		p.res.UnresolvedPodName = a.Name
+		return a, &DeleteError{Name: a.Name, Attempts: attempts, Err: err}
 	}
-	for _, pod := range pods {
-		if pod.Name != a.Name || pod.Status == StatusTerminated {
-			continue
-		}
-		a.PodID, a.HourlyPrice = pod.ID, pod.Cost
-		return p.reject(ctx, a, start, OutcomeCreateError, "the create's response was lost; its pod was found by name")
+	if len(pods) == 0 {
+		return a, nil
 	}
-	return a, nil
+	a.PodID, a.HourlyPrice = pods[0].ID, pods[0].Cost
+	return p.reject(ctx, a, start, OutcomeCreateError, "the create's response was lost; its pod was found by name")
 }
 
 // Markdown renders the attempt table and the accepted pod for a job
@@ -604,6 +666,9 @@ func (r Result) Markdown() string {
 	fmt.Fprintf(&b, "\nRejected candidates cost an estimated $%.4f (create to confirmed deletion at the pod's hourly price; an estimate, not an invoice).\n", r.RejectedCost)
 	if r.LivePodID != "" {
 		fmt.Fprintf(&b, "\n**Pod `%s` may still be running: its deletion was not confirmed. Delete it by hand.**\n", r.LivePodID)
+	}
+	if r.UnresolvedPodName != "" {
+		fmt.Fprintf(&b, "\n**A pod named `%s` may be running: its create's response was lost and the pod listing failed. Cleanup looks it up by name and deletes it; if that fails too, delete it by hand.**\n", r.UnresolvedPodName)
 	}
 	if ids := r.RetainedPods(); len(ids) > 0 {
 		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(ids, "`, `"))

@@ -552,13 +552,17 @@ func runSchedule(t *testing.T, seed uint64) (wasted float64) {
 			if e.PodID == res.PodID || e.Deleted {
 				continue
 			}
-			if !errors.Is(err, runpod.ErrNotDeleted) || (res.LivePodID != e.PodID && res.LivePodID != e.Name) {
+			if !errors.Is(err, runpod.ErrNotDeleted) || (res.LivePodID != e.PodID && res.UnresolvedPodName != e.Name) {
 				t.Fatalf("seed %d: pod %s left running (err %v, outcomes %v)", seed, e.PodID, err, outcomes(res))
 			}
 		}
 		// Nothing is created after a delete exhaustion: the live pod is the last one.
-		if last := ledger[max(len(ledger)-1, 0):]; errors.Is(err, runpod.ErrNotDeleted) && len(last) == 1 && last[0].PodID != res.LivePodID && last[0].Name != res.LivePodID {
+		if last := ledger[max(len(ledger)-1, 0):]; errors.Is(err, runpod.ErrNotDeleted) && len(last) == 1 && last[0].PodID != res.LivePodID && last[0].Name != res.UnresolvedPodName {
 			t.Fatalf("seed %d: a pod was created after the delete exhaustion of %s", seed, res.LivePodID)
+		}
+		// A pod ID field holds only IDs.
+		if res.LivePodID != "" && !slices.ContainsFunc(ledger, func(e runpodtest.LedgerEntry) bool { return e.PodID == res.LivePodID }) {
+			t.Fatalf("seed %d: LivePodID %q is not a pod ID", seed, res.LivePodID)
 		}
 		// The attempt budget is never exceeded.
 		if len(res.Attempts) > w.cfg.MaxProvisionAttempts || len(ledger) > w.cfg.MaxProvisionAttempts {
