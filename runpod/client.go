@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpugate/gpugate/internal/secret"
@@ -497,6 +499,51 @@ func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 	p := w.pod()
 	if p.ID == "" || !p.Status.Known() {
 		return nil, fmt.Errorf("runpod: GET /v2/pods/%s: %w (%w): pod id %q, status %q", id, ErrMalformed, ErrTransient, p.ID, p.Status)
+	}
+	return &p, nil
+}
+
+// errConnectTimeout ends a request whose connection took too long.
+var errConnectTimeout = errors.New("runpod: connecting took too long")
+
+// getPodOnce is GetPod as a single request: no retry, no wait for the
+// shared cooldown, and at most connect to get a connection (dial and TLS).
+func (c *Client) getPodOnce(ctx context.Context, id string, connect time.Duration) (*Pod, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+	)
+	stop := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+	defer stop()
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) {
+			mu.Lock()
+			defer mu.Unlock()
+			timer = time.AfterFunc(connect, func() { cancel(fmt.Errorf("%w (%s)", errConnectTimeout, connect)) })
+		},
+		GotConn: func(httptrace.GotConnInfo) { stop() },
+	})
+	var w wirePod
+	if err := c.send(ctx, request{method: http.MethodGet, path: "/v2/pods/" + url.PathEscape(id), urgent: true}, &w); err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, errConnectTimeout) {
+			return nil, fmt.Errorf("runpod: GET /v2/pods/%s: %w", id, cause)
+		}
+		return nil, err
+	}
+	p := w.pod()
+	if p.ID == "" || !p.Status.Known() {
+		return nil, fmt.Errorf("runpod: GET /v2/pods/%s: %w: pod id %q, status %q", id, ErrMalformed, p.ID, p.Status)
 	}
 	return &p, nil
 }

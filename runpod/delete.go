@@ -115,17 +115,27 @@ func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolic
 }
 
 // RecordTimeout bounds the read of a pod's billing record before its
-// deletion (seed: "Pre-delete cost metadata is a single best-effort GET
-// bounded to five seconds ... Reporting never prevents deletion").
-const RecordTimeout = 5 * time.Second
+// deletion, and RecordConnectTimeout its connection (seed: "reads the
+// soon-to-be-deleted Pod record with a two-second connection timeout and
+// a five-second total timeout. A missing record or failed read does not
+// prevent deletion").
+const (
+	RecordTimeout        = 5 * time.Second
+	RecordConnectTimeout = 2 * time.Second
+)
 
-// RecordBeforeDelete reads a pod's record for its cost report, as one
-// best-effort GET within RecordTimeout, so a slow or throttled API delays
-// the deletion by five seconds at most. Its error never prevents the
-// deletion: the report then has an unknown start.
+// RecordBeforeDelete reads a pod's record for its cost report as a single
+// GET: no retry, RecordConnectTimeout to connect, RecordTimeout in all, so
+// a slow or throttled API delays the deletion by five seconds at most.
+// Its error never prevents the deletion: warn, and fall back to the record
+// provisioning saved (Result.Snapshot). With a PodAPI other than *Client
+// it is one GetPod within RecordTimeout.
 func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, RecordTimeout)
 	defer cancel()
+	if c, ok := api.(*Client); ok {
+		return c.getPodOnce(ctx, podID, RecordConnectTimeout)
+	}
 	return api.GetPod(ctx, podID)
 }
 

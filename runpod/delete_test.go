@@ -3,6 +3,9 @@ package runpod_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -193,6 +196,49 @@ func TestRecordBeforeDelete_BoundedToFiveSecondsAndNeverBlocksTheDeletion(t *tes
 		}
 		if err := runpod.Delete(context.Background(), c, p.ID); err != nil || len(srv.Running()) != 0 {
 			t.Errorf("the deletion after a failed read: %v, running %v", err, srv.Running())
+		}
+	})
+}
+
+// Cleanup's pre-delete read is a single GET: one request whatever it
+// answers, two seconds to connect and five in all.
+func TestRecordBeforeDelete_IsASingleGETWithTwoSecondsToConnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, c := setup(t)
+		p := newPod(t, c)
+		srv.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + p.ID, Status: 503, Times: 100})
+		before := srv.Count("GET", "/v2/pods/*")
+		if _, err := runpod.RecordBeforeDelete(context.Background(), c, p.ID); !errors.Is(err, runpod.ErrTransient) {
+			t.Fatalf("err = %v, want the 503", err)
+		}
+		if n := srv.Count("GET", "/v2/pods/*") - before; n != 1 {
+			t.Errorf("%d GET requests, want a single one", n)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		// A server that accepts the connection and never completes TLS.
+		var conns []net.Conn
+		tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			client, server := net.Pipe()
+			conns = append(conns, client, server)
+			go io.Copy(io.Discard, server)
+			return client, nil
+		}}
+		c, err := runpod.NewClient(runpod.WithAPIKey("rpa_key-0123456789"), runpod.WithBaseURL("https://runpod.test"), runpod.WithHTTPClient(&http.Client{Transport: tr}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = runpod.RecordBeforeDelete(context.Background(), c, "pod1")
+		if err == nil {
+			t.Fatal("a connection that never completes must fail the read")
+		}
+		if took := time.Since(start); took != runpod.RecordConnectTimeout {
+			t.Errorf("gave up after %v, want the %v connect bound", took, runpod.RecordConnectTimeout)
+		}
+		tr.CloseIdleConnections()
+		for _, c := range conns {
+			c.Close()
 		}
 	})
 }

@@ -135,6 +135,15 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 			fmt.Fprintf(stdout, "deleted rejected candidate %s (confirmed)\n", id)
 		}
 	}
+	// A pod known only by its name (a lost create while the listing
+	// failed) is resolved by listing before anything is claimed.
+	if name := prov.UnresolvedPodName; name != "" {
+		if err := runpod.DeleteByName(ctx, api, name); err != nil {
+			live = errors.Join(live, fmt.Errorf("cleanup: the pod named %q, whose create's response was lost: %w; the scheduled reaper will retry", name, err))
+		} else {
+			fmt.Fprintf(stdout, "resolved the pod named %q by listing: none left running (confirmed)\n", name)
+		}
+	}
 	rejected := podcost.Rejected(prov.Attempts)
 	if o.pod == "" {
 		rep := cost.NewRejectedReport(rejected)
@@ -142,11 +151,17 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 		fmt.Fprintf(stdout, "no pod was accepted; rejected candidates cost an estimated USD %.6f\n", rep.RejectedCost())
 		return errors.Join(live, report(ctx, o, gha, log, rep))
 	}
-	// The billing record is read before deletion; a pod already gone has
-	// an unknown start, so its cost is reported unknown, never zero.
+	// The billing record is read before deletion, as one bounded GET. When
+	// that fails, the record provisioning saved stands in; without one the
+	// start is unknown, so the cost is reported unknown, never zero.
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
 	if pod, err := runpod.RecordBeforeDelete(ctx, api, o.pod); err == nil {
 		rec = podcost.Record(pod)
+	} else if snap := prov.Snapshot; snap != nil && snap.ID == o.pod {
+		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s); the cost uses the record saved at startup", o.pod, err))
+		rec = podcost.Record(snap)
+	} else {
+		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s) and provisioning saved no record of it; its cost is reported unknown", o.pod, err))
 	}
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
 		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err), gha.SetOutputs([2]string{"deleted", "false"}))

@@ -277,3 +277,81 @@ func TestCleanupReadsTheStageMarksFromTheRunsJobs(t *testing.T) {
 		}
 	})
 }
+
+// A pod known only by its name (its create's response was lost while the
+// listing failed) is resolved by listing before cleanup claims anything:
+// while the listing fails the step fails naming the pod, and once it
+// works the pod is found and deleted.
+func TestCleanup_APodKnownOnlyByNameIsResolvedBeforeAnyClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake, api := useFakeRunPod(t)
+		lost := createPod(t, api, "gpugate-9-1-c1")
+		dir := t.TempDir()
+		result, _ := json.Marshal(runpod.Result{UnresolvedPodName: lost.Name, Attempts: []runpod.Attempt{
+			{N: 1, Name: lost.Name, Candidate: runpod.Candidate{GPUTypeID: "NVIDIA L4"}, Outcome: runpod.OutcomeCreateError},
+		}})
+		provFile := filepath.Join(dir, "provision.json")
+		os.WriteFile(provFile, result, 0o644)
+		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
+		args := []string{"-provision", provFile, "-out", filepath.Join(dir, "cost-report.json")}
+
+		fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods", Status: 503, Times: 1000})
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr); code != 1 {
+			t.Fatalf("exit %d while the pod could not be listed: %s%s", code, stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stderr.String(), lost.Name) || strings.Contains(stdout.String(), "(confirmed)") {
+			t.Errorf("the failure must name %s and confirm nothing:\n%s%s", lost.Name, stdout.String(), stderr.String())
+		}
+		if got := fake.Running(); len(got) != 1 {
+			t.Fatalf("running %v", got)
+		}
+
+		fake.ClearFaults()
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		if got := fake.Running(); len(got) != 0 {
+			t.Errorf("still running after the resolution: %v", got)
+		}
+	})
+}
+
+// Cleanup's pre-delete read failing is a warning, and the cost falls back
+// to the record provisioning saved at startup, so the paid window is still
+// known.
+func TestCleanup_AFailedPreDeleteReadWarnsAndUsesTheStartupSnapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake, api := useFakeRunPod(t)
+		pod := createPod(t, api, "gpugate-9-1-c1")
+		time.Sleep(5 * time.Minute) // the pod starts (fake time)
+		snap, err := api.GetPod(context.Background(), pod.ID)
+		if err != nil || snap.StartedAt == nil {
+			t.Fatalf("the snapshot %+v, %v", snap, err)
+		}
+		dir := t.TempDir()
+		result, _ := json.Marshal(runpod.Result{PodID: pod.ID, Snapshot: snap})
+		provFile := filepath.Join(dir, "provision.json")
+		os.WriteFile(provFile, result, 0o644)
+		out := filepath.Join(dir, "cost-report.json")
+		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
+		fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + pod.ID, Status: 503, Times: 1000})
+		var stdout, stderr strings.Builder
+		if code := run(context.Background(), []string{"-provision", provFile, "-out", out}, func(k string) string { return env[k] }, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "::warning::") {
+			t.Errorf("no warning for the failed read:\n%s", stdout.String())
+		}
+		var rep cost.Report
+		data, _ := os.ReadFile(out)
+		if err := json.Unmarshal(data, &rep); err != nil || !rep.Window.CostKnown() || rep.Window.HourlyPrice != snap.Cost {
+			t.Errorf("report window %+v (%v); want it known from the startup snapshot at $%.2f/h", rep.Window, err, snap.Cost)
+		}
+		if len(fake.Running()) != 0 {
+			t.Errorf("running %v", fake.Running())
+		}
+	})
+}
