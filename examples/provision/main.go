@@ -11,7 +11,9 @@
 // before the runner registers, and a failure stops the container. Real runs
 // refuse to buy pods without a proof or with unpinned NVRTC checksums.
 //
-// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN. In GitHub Actions the
+// Real runs read RUNPOD_API_KEY and GitHub credentials (GITHUB_TOKEN, or a
+// GitHub App: GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID,
+// GITHUB_APP_PRIVATE_KEY_FILE). In GitHub Actions the
 // accepted pod's ID, runner label, GPU and hourly price go to $GITHUB_OUTPUT
 // and the attempt table to the step summary.
 package main
@@ -228,12 +230,13 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 		cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 5*time.Second
 		return world{api: api, registry: reg, fake: fake}, nil
 	}
-	key := getenv("RUNPOD_API_KEY")
-	switch {
-	case key == "":
+	if getenv("RUNPOD_API_KEY") == "" {
 		return world{}, errors.New("provision: RUNPOD_API_KEY is not set (or use -simulate)")
-	case getenv("GITHUB_TOKEN") == "":
-		return world{}, errors.New("provision: GITHUB_TOKEN is not set: minting JIT runner configs needs it")
+	}
+	if err := ghaction.RequireCredentials(getenv); err != nil {
+		return world{}, fmt.Errorf("provision: minting JIT runner configs needs GitHub: %w", err)
+	}
+	switch {
 	case o.repo == "" || o.runID == 0:
 		return world{}, errors.New("provision: -repo and -run-id are required: the reaper relies on those ownership tags")
 	}

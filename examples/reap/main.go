@@ -7,7 +7,9 @@
 //	reap -repo owner/name -workflow .github/workflows/runpod-gpu-test.yml [-execute] [-out decisions.json]
 //	reap -simulate [-execute]
 //
-// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN.
+// Real runs read RUNPOD_API_KEY and GitHub credentials: GITHUB_TOKEN, or
+// a GitHub App (GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID,
+// GITHUB_APP_PRIVATE_KEY_FILE).
 package main
 
 import (
@@ -86,13 +88,14 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 			return err
 		}
 	} else {
-		key, token := getenv("RUNPOD_API_KEY"), getenv("GITHUB_TOKEN")
 		owner, name, ok := strings.Cut(o.repo, "/")
-		switch {
-		case key == "":
+		if getenv("RUNPOD_API_KEY") == "" {
 			return errors.New("reap: RUNPOD_API_KEY is not set (or use -simulate)")
-		case token == "":
-			return errors.New("reap: GITHUB_TOKEN is not set: run lookups need it")
+		}
+		if err := ghaction.RequireCredentials(getenv); err != nil {
+			return fmt.Errorf("reap: run lookups need GitHub: %w", err)
+		}
+		switch {
 		case !ok:
 			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
 		}

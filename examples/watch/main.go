@@ -8,7 +8,9 @@
 //	    -test-step "Run CUDA tests from archive" [-pr N -head SHA]
 //	watch -simulate
 //
-// Real runs read RUNPOD_API_KEY and GITHUB_TOKEN.
+// Real runs read RUNPOD_API_KEY and GitHub credentials: GITHUB_TOKEN, or
+// a GitHub App (GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID,
+// GITHUB_APP_PRIVATE_KEY_FILE).
 package main
 
 import (
@@ -97,13 +99,14 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	if o.simulate {
 		return simulate(ctx, opts, log, stdout)
 	}
-	key, token := getenv("RUNPOD_API_KEY"), getenv("GITHUB_TOKEN")
 	owner, name, ok := strings.Cut(o.repo, "/")
-	switch {
-	case key == "":
+	if getenv("RUNPOD_API_KEY") == "" {
 		return runpod.WatchResult{}, errors.New("watch: RUNPOD_API_KEY is not set (or use -simulate)")
-	case token == "":
-		return runpod.WatchResult{}, errors.New("watch: GITHUB_TOKEN is not set: job progress needs it")
+	}
+	if err := ghaction.RequireCredentials(getenv); err != nil {
+		return runpod.WatchResult{}, fmt.Errorf("watch: job progress needs GitHub: %w", err)
+	}
+	switch {
 	case o.pod == "" || o.runID == 0 || !ok:
 		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
 	}

@@ -38,6 +38,22 @@ func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Clie
 	return withAPI(github.NewClient(oauth2.NewClient(ctx, ts)))
 }
 
+// RequireCredentials checks, without calling GitHub, that getenv holds a
+// GitHub credential GitHubClient can use: a GitHub App's settings (its
+// key file readable) or GITHUB_TOKEN. It is the one credential check of
+// every command that calls GitHub: none asks for GITHUB_TOKEN by name
+// when an App is configured.
+func RequireCredentials(getenv func(string) string) error {
+	_, a, err := settings(getenv)
+	switch {
+	case err != nil:
+		return err
+	case a == nil && getenv("GITHUB_TOKEN") == "":
+		return ErrNoToken
+	}
+	return nil
+}
+
 // settings reads GITHUB_API_URL, as withAPI that points a client at it
 // when it names another server than github.com's, and the App's settings
 // (nil when none is set).

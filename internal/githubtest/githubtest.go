@@ -3,9 +3,15 @@
 package githubtest
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-github/v66/github"
@@ -26,4 +32,22 @@ func New(t testing.TB, h http.Handler) (*github.Client, *httptest.Server) {
 	}
 	c.BaseURL = base
 	return c, srv
+}
+
+// AppEnv writes a fresh GitHub App private key (PKCS #1 PEM, as GitHub
+// issues them) to a temporary file and returns the environment that
+// configures the App: GITHUB_APP_ID 12, GITHUB_APP_INSTALLATION_ID 77 and
+// GITHUB_APP_PRIVATE_KEY_FILE, and no GITHUB_TOKEN.
+func AppEnv(t testing.TB) map[string]string {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "app.pem")
+	data := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"GITHUB_APP_ID": "12", "GITHUB_APP_INSTALLATION_ID": "77", "GITHUB_APP_PRIVATE_KEY_FILE": path}
 }
