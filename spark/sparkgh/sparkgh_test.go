@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	sha1hash "crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -1004,6 +1005,42 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 			t.Errorf("oversized: %d, queued %d", code, len(wh.queue))
 		}
 	})
+}
+
+// Webhooks are SHA-256 only: a delivery signed only with the legacy SHA-1
+// X-Hub-Signature, or whose X-Hub-Signature-256 carries a sha1= value, is
+// refused and queues nothing, however valid the SHA-1 HMAC.
+func TestWebhook_OnlyASHA256SignatureIsAccepted(t *testing.T) {
+	const key = "webhook-secret-123"
+	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := in.NewWebhook(4)
+	body := []byte(`{"zen":"Keep it logically awesome."}`)
+	m := hmac.New(sha1hash.New, []byte(key))
+	m.Write(body)
+	sha1Sig := "sha1=" + hex.EncodeToString(m.Sum(nil))
+	for name, headers := range map[string]map[string]string{
+		"X-Hub-Signature alone":              {"X-Hub-Signature": sha1Sig},
+		"a sha1 value in the SHA-256 header": {"X-Hub-Signature-256": sha1Sig},
+	} {
+		r := httptest.NewRequest("POST", "/webhook", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-GitHub-Event", "ping")
+		r.Header.Set("X-GitHub-Delivery", "sha1-"+name)
+		for k, v := range headers {
+			r.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		wh.ServeHTTP(rec, r)
+		if rec.Code != http.StatusUnauthorized || len(wh.queue) != 0 {
+			t.Errorf("%s: %d, queued %d; want 401 and nothing queued", name, rec.Code, len(wh.queue))
+		}
+	}
+	if code := post(wh, key, "sha256", "ping", body); code != http.StatusAccepted {
+		t.Errorf("the same delivery signed with SHA-256: %d, want 202", code)
+	}
 }
 
 // fmt prints unexported fields raw: the integration, which holds the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -97,7 +98,7 @@ func (in *Integration) NewWebhook(queue int) *Webhook {
 // its delivery ID, for an operator to redeliver.
 func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, wh.MaxBody)
-	payload, err := github.ValidatePayload(r, []byte(wh.in.cfg.WebhookSecret.Reveal()))
+	payload, err := validate(r, wh.in.cfg.WebhookSecret.Reveal())
 	if tooLarge := new(http.MaxBytesError); errors.As(err, &tooLarge) {
 		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
 		return
@@ -145,6 +146,21 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wh.in.log.Error("sparkgh.webhook_refused", "delivery", id, "event", d.event, "why", "the queue stayed full", "hint", redeliverHint)
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 	}
+}
+
+// validate reads the body and checks its X-Hub-Signature-256, the HMAC
+// SHA-256 of the body under the webhook secret. Only that header counts: a
+// delivery signed only with the legacy SHA-1 X-Hub-Signature is refused,
+// and so is a SHA-256 header whose value names another algorithm.
+func validate(r *http.Request, key string) ([]byte, error) {
+	sig := r.Header.Get(github.SHA256SignatureHeader)
+	if !strings.HasPrefix(sig, "sha256=") {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return nil, err // a body over MaxBody still answers 413
+		}
+		return nil, fmt.Errorf("sparkgh: the delivery has no %s sha256= signature (SHA-1 alone is not accepted)", github.SHA256SignatureHeader)
+	}
+	return github.ValidatePayloadFromBody(r.Header.Get("Content-Type"), r.Body, sig, []byte(key))
 }
 
 // Run processes deliveries until ctx ends. A delivery whose processing
