@@ -400,6 +400,9 @@ func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
 	}
 	mux.HandleFunc("GET /blob/{name}", func(w http.ResponseWriter, r *http.Request) {
 		hits[r.PathValue("name")]++
+		if r.Header.Get("Authorization") != "" {
+			hits["authorized blob"]++
+		}
 		switch r.PathValue("name") {
 		case "cost":
 			w.Write(zipOf("cost-report.json", `{"version":1,"pod_id":"p","window":{"known":false},"stages":[],"rejected_attempts":[],"notes":[]}`))
@@ -430,7 +433,28 @@ func fakeGitHub(t *testing.T) (*github.Client, map[string]int) {
 	})
 	c, srv := githubtest.New(t, mux)
 	base = srv.URL
-	return c, hits
+	return c.WithAuthToken("ghs_TOKEN-FOR-GITHUB-ONLY"), hits
+}
+
+// Signed URLs get no GitHub token: the log and artifact downloads GitHub
+// redirects to blob storage are fetched with a plain client, so the token
+// never leaves GitHub (and blob storage, which refuses such requests,
+// serves them).
+func TestCollect_SignedURLsGetNoGitHubToken(t *testing.T) {
+	c, hits := fakeGitHub(t)
+	since, until := *ts("2026-10-06T00:00:00Z"), *ts("2026-10-09T00:00:00Z")
+	if err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := CollectReaper(context.Background(), c, "o/r", "reap.yml", since, until, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if hits["logs1"] == 0 || hits["cost"] == 0 || hits["reap"] == 0 {
+		t.Fatalf("downloads %v: the signed URLs were not fetched", hits)
+	}
+	if n := hits["authorized blob"]; n != 0 {
+		t.Errorf("%d downloads from signed URLs carried the GitHub token", n)
+	}
 }
 
 // Seed 001: "Independent reaper decision artifacts provide the separate

@@ -153,7 +153,7 @@ func saveAttempt(ctx context.Context, client *github.Client, owner, repo string,
 	if err != nil {
 		return fmt.Errorf("cost: logs of run %d attempt %d: %w", run.GetID(), a, err)
 	}
-	data, err := fetch(ctx, client, u.String(), 256<<20)
+	data, err := fetch(ctx, u.String(), 256<<20)
 	if err != nil {
 		return fmt.Errorf("cost: logs of run %d attempt %d: %w", run.GetID(), a, err)
 	}
@@ -195,7 +195,7 @@ func saveSmallArtifacts(ctx context.Context, client *github.Client, owner, repo 
 			errs = append(errs, fmt.Errorf("cost: artifact %s of run %d: %w", a.GetName(), run.GetID(), err))
 			continue
 		}
-		data, err := fetch(ctx, client, u.String(), MaxArtifactBytes*4)
+		data, err := fetch(ctx, u.String(), MaxArtifactBytes*4)
 		if err == nil {
 			err = extractJSON(data, d)
 		}
@@ -209,12 +209,23 @@ func saveSmallArtifacts(ctx context.Context, client *github.Client, owner, repo 
 	return errors.Join(errs...)
 }
 
-func fetch(ctx context.Context, client *github.Client, u string, limit int64) ([]byte, error) {
+// signedURLTimeout bounds one download from a signed URL.
+const signedURLTimeout = 5 * time.Minute
+
+// signedURLs fetches the signed URLs GitHub redirects log and artifact
+// downloads to (blob storage): a plain client that carries no GitHub
+// token (the token has no business there, and blob storage refuses
+// requests that carry one), bounded in time.
+var signedURLs = &http.Client{Timeout: signedURLTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+// fetch downloads a signed URL GitHub handed out, at most limit bytes,
+// without GitHub credentials.
+func fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := client.Client().Do(req)
+	resp, err := signedURLs.Do(req)
 	if err != nil {
 		return nil, err
 	}
