@@ -27,7 +27,9 @@
 //     (Rules.RerunUploads), and runner images named by version, never a
 //     moving -latest alias (Rules.PinnedRunners), and the owned fleet's
 //     runner labels only in the workflows its controller dispatches
-//     (Rules.FleetRunners).
+//     (Rules.FleetRunners), and no provider secret (nor any secret
+//     outside Rules.SelfHostedSecrets) in a job that may run on a
+//     self-hosted runner, the pod that runs the pull request's code.
 //   - CheckRuleReferences: a repository's own rules name only workflows it
 //     has (a rule about a renamed file checks nothing).
 //   - CheckTree: a restored (or freshly installed) runtime tree is complete

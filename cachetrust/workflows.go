@@ -33,6 +33,7 @@ const (
 	RuleFleetRunner         = "fleet-runner"                 // a job targets the owned fleet's runners outside a controller-dispatched workflow
 	RuleUnknownWorkflow     = "unknown-workflow"             // the rules name a workflow that is not among the checked files
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
+	RuleSelfHostedSecret    = "secret-on-self-hosted"        // a job that may run on a self-hosted runner (the pod) references a secret outside the allowlist
 )
 
 // Finding is one contract violation.
@@ -101,6 +102,13 @@ type Rules struct {
 	// FleetRunners keeps the owned fleet's runner labels to the workflows
 	// its controller dispatches after granting a lease.
 	FleetRunners FleetRunners `yaml:"fleet_runners"`
+	// SelfHostedSecrets are the secrets a job that may run on a
+	// self-hosted runner (the paid pod, a fleet host) may reference;
+	// GITHUB_TOKEN is always allowed, and a provider secret never is. A
+	// job counts as self-hosted unless every label its runs-on can name
+	// is a GitHub-hosted image (ubuntu-24.04, windows-2022, macos-15,
+	// ...): an expression such as the provisioned pod's label counts.
+	SelfHostedSecrets []string `yaml:"self_hosted_secrets"`
 }
 
 // FleetRunners are the owned fleet's runner labels and the workflows that
@@ -508,6 +516,7 @@ func (c *checker) workflow(root *yaml.Node) {
 			}
 		}
 		c.credentials(name, job, stepList)
+		c.selfHostedSecrets(name, job)
 		if c.rules.PinnedRunners {
 			c.movingRunners(name, job)
 		}
@@ -680,6 +689,57 @@ func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
 			c.add(get(s, "uses"), RulePersistCredentials, "job %s holds provider secrets; actions/checkout must set persist-credentials: false", name)
 		}
 	}
+}
+
+// hostedImage matches the label of a GitHub-hosted runner image.
+var hostedImage = regexp.MustCompile(`^(?:ubuntu|windows|macos)-(?:latest|[0-9][0-9.]*)(?:-[A-Za-z0-9-]+)?$`)
+
+// secretUse matches a reference to a secret by name, or to all of them at
+// once (toJSON(secrets), secrets[...]).
+var secretUse = regexp.MustCompile(`\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[|\))`)
+
+// mayBeSelfHosted reports whether a job's runner can be anything but a
+// GitHub-hosted image. A job that calls a reusable workflow has no runner
+// of its own (the callee is checked by itself).
+func mayBeSelfHosted(job *yaml.Node) bool {
+	if get(job, "runs-on") == nil {
+		return false
+	}
+	for _, s := range runnerScalars(job) {
+		if strings.Contains(s.Value, "${{") {
+			return true
+		}
+		for _, w := range labelWords(s.Value) {
+			if !hostedImage.MatchString(w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// selfHostedSecrets reports each secret a job that may run on a
+// self-hosted runner references outside the allowlist: the pod runs the
+// pull request's code, so whatever secret reaches it is the pull
+// request's. Provider secrets are never allowed there.
+func (c *checker) selfHostedSecrets(name string, job *yaml.Node) {
+	if !mayBeSelfHosted(job) {
+		return
+	}
+	eachScalar(job, func(s *yaml.Node) bool {
+		for _, m := range secretUse.FindAllStringSubmatch(s.Value, -1) {
+			secret := m[1]
+			switch {
+			case secret == "":
+				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and hands it every secret at once; pass the few it needs by name", name)
+			case slices.Contains(c.rules.ProviderSecrets, secret):
+				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and references the provider secret %s; only trusted GitHub-hosted jobs may hold it", name, secret)
+			case secret != "GITHUB_TOKEN" && !slices.Contains(c.rules.SelfHostedSecrets, secret):
+				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and references secrets.%s, which self_hosted_secrets does not allow", name, secret)
+			}
+		}
+		return false
+	})
 }
 
 // keyPair compares a declared publisher/consumer pair of key expressions.

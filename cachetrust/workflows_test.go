@@ -318,6 +318,51 @@ func TestCheckWorkflows_CheckoutDoesNotPersistCredentialsWithProviderSecrets(t *
 	}
 }
 
+// The workflow contract keeps provider secrets off the pod: a job that may
+// run on a self-hosted runner (the provisioned pod's label is an
+// expression) references no provider secret, and no other secret outside
+// self_hosted_secrets; GitHub-hosted jobs may hold them.
+func TestCheckWorkflows_ProviderSecretsStayOffSelfHostedRunners(t *testing.T) {
+	wf := func(runsOn, ref string) string {
+		return "on: workflow_dispatch\npermissions: {contents: read}\njobs:\n  gpu:\n    runs-on: " + runsOn +
+			"\n    steps:\n      - run: cargo nextest run\n        env: {X: '${{ " + ref + " }}'}\n"
+	}
+	tests := map[string]struct {
+		runsOn, ref string
+		allow       []string
+		want        int // findings of the rule, at line 8
+	}{
+		"the provider key on the pod":                {"${{ needs.provision.outputs.runner_label }}", "secrets.RUNPOD_API_KEY", nil, 1},
+		"the provider key on self-hosted":            {"[self-hosted, gpu]", "secrets.RUNPOD_API_KEY", nil, 1},
+		"a provider key even when allowlisted":       {"[self-hosted]", "secrets.GPU_GATE_APP_PRIVATE_KEY", []string{"GPU_GATE_APP_PRIVATE_KEY"}, 1},
+		"another secret outside the allowlist":       {"[self-hosted]", "secrets.HF_TOKEN", nil, 1},
+		"another secret in the allowlist":            {"[self-hosted]", "secrets.HF_TOKEN", []string{"HF_TOKEN"}, 0},
+		"every secret at once":                       {"[self-hosted]", "toJSON(secrets)", nil, 1},
+		"the workflow token":                         {"[self-hosted]", "secrets.GITHUB_TOKEN", nil, 0},
+		"the provider key on a GitHub-hosted runner": {"ubuntu-24.04", "secrets.RUNPOD_API_KEY", nil, 0},
+		"a custom label is not provably hosted":      {"gpu-box", "secrets.RUNPOD_API_KEY", nil, 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := rules(t)
+			r.KeyPairs, r.SelfHostedSecrets, r.PinnedRunners = nil, tc.allow, false
+			fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(wf(tc.runsOn, tc.ref))}, r)
+			got := 0
+			for _, f := range fs {
+				if f.Rule == RuleSelfHostedSecret {
+					got++
+					if f.Line != 8 {
+						t.Errorf("finding at line %d, want the env line 8: %v", f.Line, f)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("%d %s findings, want %d: %v", got, RuleSelfHostedSecret, tc.want, fs)
+			}
+		})
+	}
+}
+
 func TestCheckWorkflows_KeyPairsAreByteIdentical(t *testing.T) {
 	r := rules(t)
 	files := exampleWorkflows(t)
