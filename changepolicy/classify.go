@@ -102,6 +102,11 @@ type Decision struct {
 	Reason string         `json:"reason"`
 	Files  []FileDecision `json:"files"`
 	Jobs   []Job          `json:"jobs"`
+	// HeadSHA and BaseSHA are the commits the classified changes were
+	// listed at (Listing.Classify); empty for a change list of no known
+	// head. A decision is evidence only for its HeadSHA.
+	HeadSHA string `json:"head_sha,omitempty"`
+	BaseSHA string `json:"base_sha,omitempty"`
 }
 
 // ErrInvalidChange is matched by every error Classify returns for a change

@@ -15,12 +15,19 @@ import (
 	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
+const (
+	headA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	headB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	baseA = "cccccccccccccccccccccccccccccccccccccccc"
+)
+
 // fakePR serves one pull request with n files, reporting changedFiles.
 func fakePR(t *testing.T, n, changedFiles int) *github.Client {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/o/r/pulls/7", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"number": 7, "changed_files": changedFiles})
+		json.NewEncoder(w).Encode(map[string]any{"number": 7, "changed_files": changedFiles,
+			"head": map[string]any{"sha": headA}, "base": map[string]any{"sha": baseA}})
 	})
 	var base string
 	mux.HandleFunc("GET /repos/o/r/pulls/7/files", func(w http.ResponseWriter, r *http.Request) {
@@ -99,5 +106,40 @@ func TestFromPullRequest_APIError(t *testing.T) {
 	}
 	if _, err := FromPullRequest(context.Background(), nil, "o", "r", 7); err == nil {
 		t.Error("nil client: want an error")
+	}
+}
+
+// Classification is bound to the head it classified: the listing carries
+// the head (and base) it was read at, the decision carries them on, and a
+// push while the files are listed withholds the listing.
+func TestListPullRequest_TheListingIsBoundToTheHeadItWasReadAt(t *testing.T) {
+	l, err := ListPullRequest(context.Background(), fakePR(t, 3, 3), "o", "r", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Classify(examplePolicy(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.HeadSHA != headA || l.BaseSHA != baseA || d.HeadSHA != headA || d.BaseSHA != baseA {
+		t.Errorf("listing at %s/%s, decision at %s/%s; want head %s, base %s", l.HeadSHA, l.BaseSHA, d.HeadSHA, d.BaseSHA, headA, baseA)
+	}
+
+	reads := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/r/pulls/7", func(w http.ResponseWriter, r *http.Request) {
+		reads++
+		head := headA
+		if reads > 1 {
+			head = headB // a push while the files were listed
+		}
+		json.NewEncoder(w).Encode(map[string]any{"number": 7, "changed_files": 1, "head": map[string]any{"sha": head}, "base": map[string]any{"sha": baseA}})
+	})
+	mux.HandleFunc("GET /repos/o/r/pulls/7/files", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode([]map[string]any{{"filename": "README.md", "status": "modified"}})
+	})
+	c, _ := githubtest.New(t, mux)
+	if l, err := ListPullRequest(context.Background(), c, "o", "r", 7); !errors.Is(err, ErrHeadMoved) || l.Changes != nil {
+		t.Errorf("listing %+v, err %v; want ErrHeadMoved and no changes", l, err)
 	}
 }

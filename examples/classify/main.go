@@ -134,14 +134,32 @@ func classify(ctx context.Context, o options, getenv func(string) string, stdin 
 	if err != nil {
 		return changepolicy.Decision{}, err
 	}
-	changes, err := changesFor(ctx, o, getenv, stdin)
+	listing, err := changesFor(ctx, o, getenv, stdin)
 	if err != nil {
 		return changepolicy.Decision{}, err
 	}
-	return changepolicy.Classify(p, changes)
+	return listing.Classify(p)
 }
 
-func changesFor(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) ([]changepolicy.Change, error) {
+// changesFor lists the changes to classify; from a pull request, bound to
+// the head they were listed at.
+func changesFor(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) (changepolicy.Listing, error) {
+	if o.pr != 0 && o.base == "" && o.changes == "" {
+		owner, name, err := cli.SplitRepo("classify", o.repo)
+		if err != nil {
+			return changepolicy.Listing{}, err
+		}
+		client, err := ghaction.GitHubClient(ctx, getenv)
+		if err != nil {
+			return changepolicy.Listing{}, fmt.Errorf("classify: -pr: %w", err)
+		}
+		return changepolicy.ListPullRequest(ctx, client, owner, name, o.pr)
+	}
+	changes, err := changeFiles(ctx, o, stdin)
+	return changepolicy.Listing{Changes: changes}, err
+}
+
+func changeFiles(ctx context.Context, o options, stdin io.Reader) ([]changepolicy.Change, error) {
 	sources := 0
 	for _, set := range []bool{o.base != "", o.pr != 0, o.changes != ""} {
 		if set {
@@ -153,16 +171,6 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 		return nil, errors.New("classify: use one of -base, -pr and -changes")
 	case o.base != "":
 		return changepolicy.FromGitDiff(ctx, o.dir, o.base, o.head)
-	case o.pr != 0:
-		owner, name, err := cli.SplitRepo("classify", o.repo)
-		if err != nil {
-			return nil, err
-		}
-		client, err := ghaction.GitHubClient(ctx, getenv)
-		if err != nil {
-			return nil, fmt.Errorf("classify: -pr: %w", err)
-		}
-		return changepolicy.FromPullRequest(ctx, client, owner, name, o.pr)
 	case o.changes == "-":
 		data, err := io.ReadAll(stdin)
 		if err != nil {
@@ -196,6 +204,7 @@ func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writ
 		[2]string{"lanes", string(lanes)},
 		[2]string{"jobs", string(jobs)},
 		[2]string{"reason", d.Reason},
+		[2]string{"head_sha", d.HeadSHA},
 	); err != nil {
 		return err
 	}
