@@ -69,6 +69,11 @@ type AuthRequest struct {
 	// LocalLabel marks a pull request validated on a maintainer's GPU
 	// (default DefaultLocalLabel).
 	LocalLabel string
+	// ClassifiedHead is the head the classifier listed the changed files
+	// at (changepolicy's Decision.HeadSHA). When set, a head that differs
+	// is refused with ErrHeadMoved: the classification describes other
+	// files, so classify again.
+	ClassifiedHead string
 }
 
 // Authorization is what may be spent on: immutable SHAs, derived here,
@@ -118,6 +123,9 @@ func Authorize(ctx context.Context, repo Repo, req AuthRequest) (Authorization, 
 		if !IsSHA(sha) {
 			return Authorization{}, fmt.Errorf("%w: %q resolved to %q, not a commit SHA", ErrBadRequest, req.Ref, sha)
 		}
+		if err := classifiedAt(req.ClassifiedHead, sha); err != nil {
+			return Authorization{}, err
+		}
 		a.HeadSHA, a.TestedRef = sha, sha
 		return a, nil
 	}
@@ -128,9 +136,20 @@ func Authorize(ctx context.Context, repo Repo, req AuthRequest) (Authorization, 
 	if err := checkPR(pr); err != nil {
 		return Authorization{}, err
 	}
+	if err := classifiedAt(req.ClassifiedHead, pr.HeadSHA); err != nil {
+		return Authorization{}, fmt.Errorf("%w (PR #%d)", err, req.PR)
+	}
 	a.HeadSHA, a.TestedRef = pr.HeadSHA, pr.MergeSHA
 	a.LocalValidation = !PaidPathAllowed(pr, req.LocalLabel)
 	return a, nil
+}
+
+// classifiedAt refuses a head other than the one that was classified.
+func classifiedAt(classified, head string) error {
+	if classified != "" && classified != head {
+		return fmt.Errorf("%w: the changed files were classified at %s, the head is now %s: classify again", ErrHeadMoved, short(classified), short(head))
+	}
+	return nil
 }
 
 func checkPR(pr PullRequest) error {

@@ -16,10 +16,16 @@
 //     validation.
 //   - Publish: creates or completes the gate with a title a person
 //     understands and a summary that lists what did NOT run separately.
-//     "Not required" needs the trusted classifier's decision.
+//     Branch protection counts success, neutral and skipped as passing, so
+//     every kind but failed carries its evidence or is refused
+//     (ErrNoEvidence; Evidence names it): paid the run's passed tests,
+//     reused the check it reuses, not-required the trusted classifier's
+//     decision for exactly this head, local the relay's verified evidence,
+//     skipped either of the last two.
 //   - Authorize and Recheck: the actor's role, fork rejection (by repository
 //     ID), an open PR, and immutable head and merge SHAs, rechecked just
-//     before spending.
+//     before spending. With AuthRequest.ClassifiedHead, a head that moved
+//     since the classifier listed its files is refused (ErrHeadMoved).
 //   - VerifyLocalEvidence and WaitLocal: the local GPU relay, bound to one
 //     commit by a first-line marker in the dispatcher's comment.
 //   - Recover: re-runs the GPU workflow at the default branch for a PR

@@ -152,10 +152,60 @@ func TestPublish_NotRequiredOnlyWhenTheClassifierSaidSo(t *testing.T) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	p, err := gate.Build(gate.Report{HeadSHA: head, ID: id, GPU: &gate.Classification{Reason: "docs-only change"}}, t0)
+	p, err := gate.Build(gate.Report{HeadSHA: head, ID: id, GPU: &gate.Classification{Reason: "docs-only change", HeadSHA: head}}, t0)
 	if err != nil || p.Conclusion != "success" || !strings.Contains(p.Summary, "docs-only change") {
 		t.Errorf("%+v %v", p, err)
 	}
+}
+
+// No conclusion that satisfies a required check without evidence: branch
+// protection counts success, neutral and skipped as passing, so every kind
+// but failed needs the evidence Evidence names, and "not required" (or a
+// classifier-backed "skipped") goes only to the exact head classified.
+func TestPublish_NoPassingConclusionWithoutItsEvidence(t *testing.T) {
+	local := localEvidence(t)
+	other := strings.Repeat("b", 40)
+	id := func(k gate.Kind) gate.ExternalID { return gate.ExternalID{Ref: merge, Kind: k} }
+	tests := map[string]struct {
+		r  gate.Report
+		ok bool
+	}{
+		"skipped with nothing behind it":           {gate.Report{ID: id(gate.KindSkipped)}, false},
+		"skipped on the classifier's word":         {gate.Report{ID: id(gate.KindSkipped), GPU: &gate.Classification{HeadSHA: head}}, true},
+		"skipped on the relay's evidence":          {gate.Report{ID: id(gate.KindSkipped), Local: &local}, true},
+		"skipped on a forged relay evidence":       {gate.Report{ID: id(gate.KindSkipped), Local: &gate.LocalEvidence{PR: 7, SHA: head, Dispatcher: "maint"}}, false},
+		"paid without a result":                    {gate.Report{ID: id(gate.KindPaid)}, false},
+		"paid whose tests failed":                  {gate.Report{ID: id(gate.KindPaid), Paid: &gate.PaidEvidence{}}, false},
+		"paid whose tests passed":                  {gate.Report{ID: id(gate.KindPaid), Paid: &gate.PaidEvidence{TestsPassed: true}}, true},
+		"reused naming no check":                   {gate.Report{ID: id(gate.KindReused), ReusedFrom: &gate.Gate{}}, false},
+		"not required for an older head":           {gate.Report{ID: id(gate.KindNotRequired), GPU: &gate.Classification{HeadSHA: other}}, false},
+		"not required for no known head":           {gate.Report{ID: id(gate.KindNotRequired), GPU: &gate.Classification{}}, false},
+		"not required for this head":               {gate.Report{ID: id(gate.KindNotRequired), GPU: &gate.Classification{HeadSHA: head}}, true},
+		"local without the relay's evidence":       {gate.Report{ID: gate.ExternalID{Ref: head, Kind: gate.KindLocal}}, false},
+		"local with the relay's evidence":          {gate.Report{ID: gate.ExternalID{Ref: head, Kind: gate.KindLocal}, Local: &local}, true},
+		"failed needs nothing":                     {gate.Report{ID: id(gate.KindFailed)}, true},
+		"paid with a classification of older head": {gate.Report{ID: id(gate.KindPaid), Paid: &gate.PaidEvidence{TestsPassed: true}, GPU: &gate.Classification{GPURequired: true, HeadSHA: other}}, false},
+	}
+	for name, tc := range tests {
+		tc.r.HeadSHA = head
+		_, err := gate.Build(tc.r, t0)
+		if tc.ok && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if !tc.ok && (!errors.Is(err, gate.ErrPublish) || !errors.Is(err, gate.ErrNoEvidence)) {
+			t.Errorf("%s: err = %v, want ErrPublish and ErrNoEvidence", name, err)
+		}
+	}
+}
+
+// localEvidence is the relay's verified evidence for head on PR 7.
+func localEvidence(t *testing.T) gate.LocalEvidence {
+	t.Helper()
+	ev, err := gate.VerifyLocalEvidence(context.Background(), localRepo(), gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 func TestPublish_RefusesBadInput(t *testing.T) {
@@ -176,7 +226,7 @@ func TestPublish_SummaryTruncatedUnderGitHubsLimit(t *testing.T) {
 	for range 20000 {
 		many = append(many, "tests::a_rather_long_test_name_é")
 	}
-	p, err := gate.Build(gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Ran: many}, t0)
+	p, err := gate.Build(gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Paid: &gate.PaidEvidence{TestsPassed: true}, Ran: many}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +265,23 @@ func TestAuthorize_DerivesImmutableSHAs(t *testing.T) {
 	a, err = gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "boss", Ref: "main", MinRole: "admin"})
 	if err != nil || a.TestedRef != merge2 || a.HeadSHA != merge2 {
 		t.Errorf("manual ref: %+v %v", a, err)
+	}
+}
+
+// Classification is bound to the head it classified: a push between the
+// classifier's listing and authorization is refused, so a code head never
+// gets a gate built from an older docs-only listing.
+func TestAuthorize_ARunClassifiedAtAnotherHeadIsRefused(t *testing.T) {
+	r := repoWithPR()
+	older := strings.Repeat("d", 40)
+	if _, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7, ClassifiedHead: older}); !errors.Is(err, gate.ErrHeadMoved) {
+		t.Errorf("PR classified at an older head: err = %v, want ErrHeadMoved", err)
+	}
+	if _, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "boss", Ref: "main", MinRole: "admin", ClassifiedHead: older}); !errors.Is(err, gate.ErrHeadMoved) {
+		t.Errorf("manual ref classified at another commit: err = %v, want ErrHeadMoved", err)
+	}
+	if a, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7, ClassifiedHead: head}); err != nil || a.HeadSHA != head {
+		t.Errorf("classified at the head: %+v, %v", a, err)
 	}
 }
 
@@ -284,7 +351,7 @@ func localRepo() *gatetest.Repo {
 }
 
 func TestVerifyLocalEvidence_AcceptsTheDispatchersSHABoundComment(t *testing.T) {
-	if err := gate.VerifyLocalEvidence(context.Background(), localRepo(), gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}); err != nil {
+	if _, err := gate.VerifyLocalEvidence(context.Background(), localRepo(), gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -326,7 +393,7 @@ func TestVerifyLocalEvidence_Refusals(t *testing.T) {
 			if tt.req.SHA != "" {
 				req.SHA = tt.req.SHA
 			}
-			if err := gate.VerifyLocalEvidence(context.Background(), r, req); !errors.Is(err, tt.want) {
+			if _, err := gate.VerifyLocalEvidence(context.Background(), r, req); !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
 		})

@@ -58,7 +58,7 @@ func TestGitHub_CreateAndUpdateGate(t *testing.T) {
 	})
 	gh, _ := setup(t, mux)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	if _, err := gate.Publish(context.Background(), gh, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, DetailsURL: "https://x/run/1"}, now); err != nil {
+	if _, err := gate.Publish(context.Background(), gh, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Paid: &gate.PaidEvidence{TestsPassed: true}, DetailsURL: "https://x/run/1"}, now); err != nil {
 		t.Fatal(err)
 	}
 	if created["name"] != "CI GPU gate" || created["head_sha"] != head || created["external_id"] != "runpod-gpu-gate:v1:"+merge+":paid" ||

@@ -28,12 +28,22 @@ type LocalRequest struct {
 	MinRole    string // default maintain
 }
 
+// LocalEvidence is the local relay's verified evidence for one head: only
+// VerifyLocalEvidence makes one that a KindLocal (or KindSkipped) report
+// can carry.
+type LocalEvidence struct {
+	PR         int
+	SHA        string // the head it is evidence for
+	Dispatcher string
+	verified   bool
+}
+
 // VerifyLocalEvidence checks everything the relay must before publishing
 // local-gpu-gate:v1:<sha>: the dispatcher is a maintainer or admin; the PR
 // is open, from this repository, labelled, and at exactly SHA; an evidence
 // comment by the dispatcher has the marker for exactly SHA as its first
 // line; and a second read of the PR shows nothing changed.
-func VerifyLocalEvidence(ctx context.Context, repo Repo, req LocalRequest) error {
+func VerifyLocalEvidence(ctx context.Context, repo Repo, req LocalRequest) (LocalEvidence, error) {
 	label, min := req.Label, req.MinRole
 	if label == "" {
 		label = DefaultLocalLabel
@@ -42,25 +52,25 @@ func VerifyLocalEvidence(ctx context.Context, repo Repo, req LocalRequest) error
 		min = "maintain"
 	}
 	if !IsSHA(req.SHA) || req.PR == 0 || req.Dispatcher == "" {
-		return fmt.Errorf("%w: the relay needs a dispatcher, a PR number and a full head SHA", ErrBadRequest)
+		return LocalEvidence{}, fmt.Errorf("%w: the relay needs a dispatcher, a PR number and a full head SHA", ErrBadRequest)
 	}
 	role, err := repo.Permission(ctx, req.Dispatcher)
 	if err != nil {
-		return fmt.Errorf("gate: read %s's permission: %w", req.Dispatcher, err)
+		return LocalEvidence{}, fmt.Errorf("gate: read %s's permission: %w", req.Dispatcher, err)
 	}
 	if !RoleAtLeast(role, min) {
-		return fmt.Errorf("%w: dispatcher %s has role %q; %s or higher is required", ErrUnauthorized, req.Dispatcher, role, min)
+		return LocalEvidence{}, fmt.Errorf("%w: dispatcher %s has role %q; %s or higher is required", ErrUnauthorized, req.Dispatcher, role, min)
 	}
 	first, err := repo.PullRequest(ctx, req.PR)
 	if err != nil {
-		return fmt.Errorf("gate: read PR #%d: %w", req.PR, err)
+		return LocalEvidence{}, fmt.Errorf("gate: read PR #%d: %w", req.PR, err)
 	}
 	if err := checkLabelled(first, req.SHA, label); err != nil {
-		return err
+		return LocalEvidence{}, err
 	}
 	comments, err := repo.Comments(ctx, req.PR)
 	if err != nil {
-		return fmt.Errorf("gate: read comments of PR #%d: %w", req.PR, err)
+		return LocalEvidence{}, fmt.Errorf("gate: read comments of PR #%d: %w", req.PR, err)
 	}
 	marker := EvidenceMarker(req.SHA)
 	found := slices.ContainsFunc(comments, func(c Comment) bool {
@@ -68,16 +78,16 @@ func VerifyLocalEvidence(ctx context.Context, repo Repo, req LocalRequest) error
 		return c.Author == req.Dispatcher && strings.TrimSpace(line) == marker
 	})
 	if !found {
-		return fmt.Errorf("%w: no comment on #%d by %s whose first line is %q", ErrEvidence, req.PR, req.Dispatcher, marker)
+		return LocalEvidence{}, fmt.Errorf("%w: no comment on #%d by %s whose first line is %q", ErrEvidence, req.PR, req.Dispatcher, marker)
 	}
 	second, err := repo.PullRequest(ctx, req.PR)
 	if err != nil {
-		return fmt.Errorf("gate: re-read PR #%d: %w", req.PR, err)
+		return LocalEvidence{}, fmt.Errorf("gate: re-read PR #%d: %w", req.PR, err)
 	}
 	if err := checkLabelled(second, req.SHA, label); err != nil {
-		return fmt.Errorf("%w (changed while verifying)", err)
+		return LocalEvidence{}, fmt.Errorf("%w (changed while verifying)", err)
 	}
-	return nil
+	return LocalEvidence{PR: req.PR, SHA: req.SHA, Dispatcher: req.Dispatcher, verified: true}, nil
 }
 
 func checkLabelled(pr PullRequest, sha, label string) error {

@@ -32,7 +32,9 @@ type Report struct {
 	CheckName  string // default DefaultCheckName
 	ID         ExternalID
 	ReusedFrom *Gate           // for KindReused: the check reused
-	GPU        *Classification // for KindNotRequired: the classifier's decision
+	GPU        *Classification // for KindNotRequired (and KindSkipped): the classifier's decision for HeadSHA
+	Paid       *PaidEvidence   // for KindPaid: the paid run's own result
+	Local      *LocalEvidence  // for KindLocal (and KindSkipped): the relay's verified evidence, from VerifyLocalEvidence
 	Ran        []string        // what ran
 	NotRun     []string        // what did NOT run, listed separately, never as passed
 	Details    string          // further Markdown
@@ -40,14 +42,69 @@ type Report struct {
 	ExistingID int64 // an in-progress gate to complete instead of creating one
 }
 
-// Classification is the trusted classifier's decision about the GPU lane.
+// Classification is the trusted classifier's decision about the GPU lane,
+// for the head whose changed files it classified (changepolicy's
+// Decision.HeadSHA). It is evidence for that head only.
 type Classification struct {
 	GPURequired bool
 	Reason      string
+	HeadSHA     string // the head the classified files were listed at
+}
+
+// PaidEvidence is a paid run's own result.
+type PaidEvidence struct {
+	TestsPassed bool   // the GPU test job concluded success
+	PodID       string // the accepted pod (optional, for the record)
 }
 
 // ErrPublish is matched by Publish's refusals.
 var ErrPublish = errors.New("gate: refusing to publish")
+
+// ErrNoEvidence is matched (with ErrPublish) when a report's kind would
+// publish a conclusion that satisfies a required check (success, neutral
+// and skipped all do) without the evidence that kind needs (Evidence).
+var ErrNoEvidence = errors.New("gate: no evidence for the conclusion")
+
+// Evidence says what a publication of kind k must carry: every kind but
+// KindFailed publishes a conclusion that satisfies a required check.
+func Evidence(k Kind) string {
+	switch k {
+	case KindPaid:
+		return "the paid run's result with its tests passed (Report.Paid)"
+	case KindReused:
+		return "the check it reuses (Report.ReusedFrom)"
+	case KindNotRequired:
+		return "the trusted classifier's decision that GPU validation is unnecessary, for this head (Report.GPU)"
+	case KindSkipped:
+		return "the trusted classifier's decision for this head (Report.GPU) or the local relay's verified evidence (Report.Local)"
+	case KindLocal:
+		return "the local relay's verified evidence for this head (Report.Local, from VerifyLocalEvidence)"
+	case KindFailed:
+		return "nothing: a failure satisfies no required check"
+	}
+	return "an unknown kind is never published"
+}
+
+// hasEvidence reports whether r carries what its kind needs.
+func hasEvidence(r Report) bool {
+	notRequired := r.GPU != nil && !r.GPU.GPURequired && r.GPU.HeadSHA == r.HeadSHA
+	local := r.Local != nil && r.Local.verified && r.Local.SHA == r.HeadSHA
+	switch r.ID.Kind {
+	case KindPaid:
+		return r.Paid != nil && r.Paid.TestsPassed
+	case KindReused:
+		return r.ReusedFrom != nil && r.ReusedFrom.ID != 0
+	case KindNotRequired:
+		return notRequired
+	case KindSkipped:
+		return notRequired || local
+	case KindLocal:
+		return local
+	case KindFailed:
+		return true
+	}
+	return false
+}
 
 // Title is the title a person sees for a kind.
 func Title(k Kind) string {
@@ -79,8 +136,10 @@ func conclusion(k Kind) string {
 }
 
 // Build turns a report into a publication, checking it: the head is a full
-// SHA, a reused gate names its source, and "not required" is published only
-// when the classifier said GPU validation is unnecessary.
+// SHA, and the report carries the evidence its kind needs (Evidence): a
+// reused gate names its source, "paid" carries passed tests, "not
+// required" only the classifier's decision for this exact head, "local"
+// the relay's verified evidence for it.
 func Build(r Report, now time.Time) (Publication, error) {
 	_, validID := ParseExternalID(r.ID.String())
 	switch {
@@ -88,12 +147,12 @@ func Build(r Report, now time.Time) (Publication, error) {
 		return Publication{}, fmt.Errorf("%w: head %q is not a full commit SHA", ErrPublish, r.HeadSHA)
 	case !validID:
 		return Publication{}, fmt.Errorf("%w: external ID %q is not a gate ID (tested ref must be a full commit SHA)", ErrPublish, r.ID.String())
-	case r.ID.Kind == KindReused && r.ReusedFrom == nil:
-		return Publication{}, fmt.Errorf("%w: a reused gate must name the check it reuses", ErrPublish)
-	case r.ID.Kind == KindNotRequired && (r.GPU == nil || r.GPU.GPURequired):
-		return Publication{}, fmt.Errorf("%w: \"not required\" needs the trusted classifier's decision that GPU validation is unnecessary", ErrPublish)
 	case r.ID.Kind == KindLocal && r.ID.Ref != r.HeadSHA:
 		return Publication{}, fmt.Errorf("%w: a local gate must be for the head it is published on", ErrPublish)
+	case r.GPU != nil && r.GPU.HeadSHA != "" && r.GPU.HeadSHA != r.HeadSHA:
+		return Publication{}, fmt.Errorf("%w: %w: the classification is for head %s, not %s: the head moved after it was classified; classify again", ErrPublish, ErrNoEvidence, short(r.GPU.HeadSHA), short(r.HeadSHA))
+	case !hasEvidence(r):
+		return Publication{}, fmt.Errorf("%w: %w: a %s gate on %s needs %s", ErrPublish, ErrNoEvidence, r.ID.Kind, short(r.HeadSHA), Evidence(r.ID.Kind))
 	}
 	name := r.CheckName
 	if name == "" {

@@ -35,6 +35,7 @@ authorize)
 	prog=gate
 	need "${GPUGATE_PR:-}" "step authorize needs the pr input"
 	args=(authorize -actor "${GPUGATE_ACTOR:-}" -pr "$GPUGATE_PR")
+	[ -z "${GPUGATE_CLASSIFIED_HEAD:-}" ] || args+=(-classified-head "$GPUGATE_CLASSIFIED_HEAD")
 	;;
 reuse)
 	prog=gate
@@ -48,6 +49,8 @@ publish)
 	args=(publish -head "${GPUGATE_HEAD_SHA:-}" -tested-ref "${GPUGATE_TESTED_REF:-}" -kind "$GPUGATE_KIND")
 	[ -z "${GPUGATE_GPU_REQUIRED:-}" ] || args+=(-gpu-required "$GPUGATE_GPU_REQUIRED")
 	[ -z "${GPUGATE_REASON:-}" ] || args+=(-reason "$GPUGATE_REASON")
+	[ -z "${GPUGATE_CLASSIFIED_HEAD:-}" ] || args+=(-classified-head "$GPUGATE_CLASSIFIED_HEAD")
+	[ -z "${GPUGATE_TESTS_PASSED:-}" ] || args+=(-tests-passed "$GPUGATE_TESTS_PASSED")
 	[ -z "${GPUGATE_REUSED_FROM_ID:-}" ] || args+=(-reused-from-id "$GPUGATE_REUSED_FROM_ID")
 	[ -z "${GPUGATE_NOT_RUN:-}" ] || args+=(-not-run "$GPUGATE_NOT_RUN")
 	# With the PR, publish re-reads its local-validation label first.

@@ -101,8 +101,9 @@ var commands = map[string]command{
 		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
 		role := fs.String("min-role", "maintain", "maintain or admin")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it")
+		classified := fs.String("classified-head", "", "the head the classifier listed the changed files at (classify's head_sha); a head that moved since is refused")
 		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
-			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label})
+			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label, ClassifiedHead: *classified})
 			if err != nil {
 				return nil, err
 			}
@@ -118,6 +119,8 @@ var commands = map[string]command{
 		fromURL := fs.String("reused-from-url", "", "with -kind reused: its link")
 		gpu := fs.String("gpu-required", "", "with -kind not-required: the classifier's gpu output (must be false)")
 		reason := fs.String("reason", "", "with -kind not-required: the classifier's reason")
+		classified := fs.String("classified-head", "", "with -gpu-required: the head the classifier listed the files at (classify's head_sha); not-required is published only on that head")
+		testsPassed := fs.String("tests-passed", "", "with -kind paid: the GPU test job's result (must be true)")
 		ran := fs.String("ran", "", "comma-separated list of what ran")
 		notRun := fs.String("not-run", "", "comma-separated list of what did NOT run")
 		details := fs.String("details-file", "", "Markdown file appended to the summary")
@@ -147,7 +150,14 @@ var commands = map[string]command{
 				if err != nil {
 					return nil, fmt.Errorf("gate: -gpu-required %q: want true or false", *gpu)
 				}
-				r.GPU = &gate.Classification{GPURequired: req, Reason: *reason}
+				r.GPU = &gate.Classification{GPURequired: req, Reason: *reason, HeadSHA: *classified}
+			}
+			if *testsPassed != "" {
+				passed, err := strconv.ParseBool(*testsPassed)
+				if err != nil {
+					return nil, fmt.Errorf("gate: -tests-passed %q: want true or false", *testsPassed)
+				}
+				r.Paid = &gate.PaidEvidence{TestsPassed: passed}
 			}
 			if *details != "" {
 				data, err := os.ReadFile(*details)
@@ -169,10 +179,11 @@ var commands = map[string]command{
 		sha := fs.String("sha", "", "the head SHA to publish for")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label")
 		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
-			if err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label}); err != nil {
+			ev, err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label})
+			if err != nil {
 				return nil, err
 			}
-			g, err := gate.Publish(ctx, gh, gate.Report{HeadSHA: *sha, CheckName: check, ID: gate.ExternalID{Ref: *sha, Kind: gate.KindLocal},
+			g, err := gate.Publish(ctx, gh, gate.Report{HeadSHA: *sha, CheckName: check, ID: gate.ExternalID{Ref: *sha, Kind: gate.KindLocal}, Local: &ev,
 				Details: fmt.Sprintf("Validated on a maintainer's GPU; evidence posted on #%d by %s.", *pr, *dispatcher)}, time.Now())
 			if err != nil {
 				return nil, err

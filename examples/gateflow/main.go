@@ -193,24 +193,25 @@ type outcome struct {
 
 // lifecycle runs the gate for one change. out receives what a maintainer
 // needs to see as it goes.
-func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, actor string, pr int, out io.Writer) (outcome, error) {
+func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor string, pr int, out io.Writer) (outcome, error) {
 	step := func(n int, name, format string, a ...any) {
 		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
 	}
-	dec, err := changepolicy.Classify(w.policy, changes)
+	dec, err := listing.Classify(w.policy)
 	if err != nil {
 		return outcome{PR: pr}, err
 	}
 	oc := outcome{PR: pr, Class: dec.Class, GPURequired: dec.GPU}
 	step(1, "classify", "%s; GPU gate required: %v (%s)", dec.Class, dec.GPU, dec.Reason)
-	a, err := gate.Authorize(ctx, w.repo, gate.AuthRequest{Actor: actor, PR: pr})
+	// Authorized for the head the files were listed at, or not at all.
+	a, err := gate.Authorize(ctx, w.repo, gate.AuthRequest{Actor: actor, PR: pr, ClassifiedHead: dec.HeadSHA})
 	if err != nil {
 		return oc, err
 	}
 	step(2, "authorize", "%s (%s) may spend on PR #%d: head %.7s, tested merge ref %.7s", a.Actor, a.Role, pr, a.HeadSHA, a.TestedRef)
 	if !dec.GPU {
 		g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindNotRequired},
-			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason}}, time.Now())
+			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason, HeadSHA: dec.HeadSHA}}, time.Now())
 		if err != nil {
 			return oc, err
 		}
@@ -298,7 +299,8 @@ func lifecycle(ctx context.Context, w world, changes []changepolicy.Change, acto
 		kind = gate.KindFailed
 	}
 	g, err := gate.Publish(ctx, w.checks, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: kind},
-		Ran: []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}}, time.Now())
+		Paid: &gate.PaidEvidence{TestsPassed: passed, PodID: res.PodID},
+		Ran:  []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}}, time.Now())
 	if err != nil {
 		return oc, err
 	}
@@ -406,14 +408,14 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 	}
 	fmt.Fprintln(out, "== PR #42: a CUDA kernel change (first run of its tested merge ref)")
 	doc := &demoDoc{}
-	first, err := lifecycle(ctx, w, code, "maintainer", 42, out)
+	first, err := lifecycle(ctx, w, changepolicy.Listing{Changes: code, HeadSHA: head1}, "maintainer", 42, out)
 	doc.Runs = append(doc.Runs, first)
 	if err != nil {
 		return doc, err
 	}
 	created := fake.Count("POST", "/v2/pods")
 	fmt.Fprintln(out, "\n== PR #42 again: a duplicate delivery for the same tested merge ref")
-	second, err := lifecycle(ctx, w, code, "maintainer", 42, out)
+	second, err := lifecycle(ctx, w, changepolicy.Listing{Changes: code, HeadSHA: head1}, "maintainer", 42, out)
 	doc.Runs = append(doc.Runs, second)
 	if err != nil {
 		return doc, err
@@ -421,7 +423,7 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 	again := fake.Count("POST", "/v2/pods") - created
 	fmt.Fprintln(out, "\n== PR #43: a docs-only change")
 	w.pr = runpodtest.NewPR(head2)
-	third, err := lifecycle(ctx, w, docs, "maintainer", 43, out)
+	third, err := lifecycle(ctx, w, changepolicy.Listing{Changes: docs, HeadSHA: head2}, "maintainer", 43, out)
 	doc.Runs = append(doc.Runs, third)
 	if err != nil {
 		return doc, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -239,4 +243,27 @@ func FuzzParseModel(f *testing.F) {
 			t.Fatalf("accepted an invalid model %+v", m)
 		}
 	})
+}
+
+// The lifecycle authorizes only the head its classification listed: a push
+// between classification and authorization stops the run before anything
+// is published or bought.
+func TestLifecycle_AHeadThatMovedSinceClassificationPublishesNothing(t *testing.T) {
+	const listed, pushed = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	repo := gatetest.NewRepo()
+	repo.Roles = map[string]string{"maintainer": "maintain"}
+	repo.PRs = map[int]gate.PullRequest{9: {Number: 9, Open: true, HeadSHA: pushed, MergeSHA: strings.Repeat("3", 40), HeadRepoID: 1, BaseRepoID: 1}}
+	checks := gatetest.NewChecks()
+	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := changepolicy.Listing{Changes: []changepolicy.Change{{Path: "README.md", Status: changepolicy.Modified}}, HeadSHA: listed}
+	_, err = lifecycle(context.Background(), world{policy: policy, repo: repo, checks: checks}, docs, "maintainer", 9, io.Discard)
+	if !errors.Is(err, gate.ErrHeadMoved) {
+		t.Fatalf("err = %v, want ErrHeadMoved", err)
+	}
+	if gates := checks.Published(pushed); len(gates) != 0 {
+		t.Errorf("published %v on a head that was never classified", gates)
+	}
 }

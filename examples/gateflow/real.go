@@ -62,7 +62,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	changes, err := changepolicy.FromPullRequest(ctx, gh, owner, name, o.pr)
+	listing, err := changepolicy.ListPullRequest(ctx, gh, owner, name, o.pr)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 			return ch
 		},
 	}
-	oc, err := lifecycle(ctx, w, changes, o.actor, o.pr, out)
+	oc, err := lifecycle(ctx, w, listing, o.actor, o.pr, out)
 	if err != nil {
 		return &oc, err
 	}

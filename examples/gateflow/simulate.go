@@ -272,7 +272,7 @@ func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failur
 			if ok {
 				kind, validated = gate.KindPaid, true
 			}
-			if _, err := gate.Publish(ctx, checks, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: kind}}, time.Unix(int64(ref), 0)); err != nil {
+			if _, err := gate.Publish(ctx, checks, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: kind}, Paid: &gate.PaidEvidence{TestsPassed: ok}}, time.Unix(int64(ref), 0)); err != nil {
 				return t, err
 			}
 		}

@@ -240,7 +240,7 @@ env >"$1/install-env"
 		{"authorize", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_LOCAL_LABEL": "validated-on-own-gpu"}, nil, map[string]string{"local_gpu_validation": "false"}},
 		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed", "GPUGATE_LOCAL_LABEL": "validated-on-own-gpu"}, nil, map[string]string{"published": "true"}},
 		{"reuse", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40)}, []string{"reuse", "reason"}, nil},
-		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid"}, []string{"check_id", "published"}, nil},
+		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid", "GPUGATE_TESTS_PASSED": "true"}, []string{"check_id", "published"}, nil},
 		// PR 5 carries the local-validation label: publish re-reads it and
 		// publishes nothing, and a real provision buys nothing.
 		{"publish", map[string]string{"GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "failed"}, []string{"published"}, map[string]string{"published": "false"}},
@@ -255,7 +255,7 @@ env >"$1/install-env"
 		{"partition-check", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_INVENTORY": "examples/partition/example/nextest-list.json"}, nil, nil},
 		{"partition-select", map[string]string{"GPUGATE_PARTITION_FILES": fixed, "GPUGATE_CATEGORY": "two-device"}, []string{"filter", "not_run", "tests"},
 			map[string]string{"filter": "(binary_id(=tenferro-cuda::capability) & (test(=two_device_registration)))", "not_run": "tenferro-cuda::capability two_device_registration (two-device)", "tests": "1"}},
-		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid",
+		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid", "GPUGATE_TESTS_PASSED": "true",
 			"GPUGATE_NOT_RUN": "tenferro-cuda::capability two_device_registration (two-device)"}, []string{"published"}, nil},
 		{"cache-check", nil, nil, nil},
 		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}, nil},
