@@ -961,13 +961,14 @@ func TestWebhook_ADeliveryItAcceptedButCouldNotProcessIsRedelivered(t *testing.T
 }
 
 func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
-	in, err := New(SeedConfig("It's a Secret to Everybody"), nil, newFakeGH(), nil)
+	const key = "It's a Secret to Everybody"
+	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wh := in.NewWebhook(4)
-	post := func(sig, delivery string) int {
-		r := httptest.NewRequest("POST", "/webhook", strings.NewReader("Hello, World!"))
+	post := func(body, sig, delivery string) int {
+		r := httptest.NewRequest("POST", "/webhook", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("X-GitHub-Event", "ping")
 		r.Header.Set("X-GitHub-Delivery", delivery)
@@ -977,34 +978,57 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 		return rec.Code
 	}
 	const published = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+	const ping = `{"zen":"Design for failure."}`
 	// The subtests run in order on one receiver that nothing drains: a
 	// queued delivery stays queued, so ServeHTTP itself processes nothing.
-	t.Run("the published example is verified and queued, not processed", func(t *testing.T) {
-		if code := post(published, "d1"); code != http.StatusAccepted || len(wh.queue) != 1 {
-			t.Errorf("published example: %d, queued %d", code, len(wh.queue))
+	t.Run("the published example verifies, and its body is no JSON object", func(t *testing.T) {
+		if code := post("Hello, World!", published, "d0"); code != http.StatusBadRequest || len(wh.queue) != 0 {
+			t.Errorf("published example: %d, queued %d; want 400 (verified, not 401)", code, len(wh.queue))
+		}
+	})
+	t.Run("a signed delivery is queued, not processed", func(t *testing.T) {
+		if code := post(ping, sign([]byte(ping), key), "d1"); code != http.StatusAccepted || len(wh.queue) != 1 {
+			t.Errorf("signed: %d, queued %d", code, len(wh.queue))
 		}
 	})
 	t.Run("a duplicate delivery ID is queued once", func(t *testing.T) {
-		if code := post(published, "d1"); code != http.StatusOK || len(wh.queue) != 1 {
+		if code := post(ping, sign([]byte(ping), key), "d1"); code != http.StatusOK || len(wh.queue) != 1 {
 			t.Errorf("duplicate: %d, queued %d", code, len(wh.queue))
 		}
 	})
 	t.Run("a bad signature queues nothing", func(t *testing.T) {
-		if code := post("sha256="+strings.Repeat("0", 64), "d2"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
+		if code := post(ping, "sha256="+strings.Repeat("0", 64), "d2"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
 			t.Errorf("bad signature: %d, queued %d", code, len(wh.queue))
 		}
 	})
 	t.Run("an unsigned payload is refused", func(t *testing.T) {
-		if code := post("", "d3"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
+		if code := post(ping, "", "d3"); code != http.StatusUnauthorized || len(wh.queue) != 1 {
 			t.Errorf("unsigned: %d, queued %d", code, len(wh.queue))
 		}
 	})
 	t.Run("an oversized body is refused unread", func(t *testing.T) {
 		wh.MaxBody = 8
-		if code := post(published, "d4"); code != http.StatusRequestEntityTooLarge || len(wh.queue) != 1 {
+		if code := post(ping, sign([]byte(ping), key), "d4"); code != http.StatusRequestEntityTooLarge || len(wh.queue) != 1 {
 			t.Errorf("oversized: %d, queued %d", code, len(wh.queue))
 		}
 	})
+}
+
+// A signed body that is empty or not a JSON object is answered 400 and
+// queued nothing: GitHub logs the delivery as failed, where a 202 would
+// have logged it delivered while nothing could ever process it.
+func TestWebhook_ASignedBodyThatIsNoJSONObjectIs400(t *testing.T) {
+	const key = "webhook-secret-123"
+	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh := in.NewWebhook(4)
+	for _, body := range []string{"", "   ", "not json", "[1,2]", `"a string"`, "null", `{"truncated": `} {
+		if code := post(wh, key, "d-"+body, "pull_request", []byte(body)); code != http.StatusBadRequest || len(wh.queue) != 0 {
+			t.Errorf("body %q: %d, queued %d; want 400 and nothing queued", body, code, len(wh.queue))
+		}
+	}
 }
 
 // Webhooks are SHA-256 only: a delivery signed only with the legacy SHA-1

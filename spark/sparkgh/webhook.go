@@ -1,7 +1,9 @@
 package sparkgh
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,6 +107,12 @@ func (wh *Webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return
+	}
+	if !json.Valid(payload) || len(bytes.TrimSpace(payload)) == 0 || bytes.TrimSpace(payload)[0] != '{' {
+		// Signed, but nothing GitHub sends: answered now, never queued.
+		wh.in.log.Error("sparkgh.webhook_refused", "delivery", github.DeliveryID(r), "event", github.WebHookType(r), "why", "the signed body is not a JSON object")
+		http.Error(w, "the body is not a JSON object", http.StatusBadRequest)
 		return
 	}
 	id := github.DeliveryID(r)
@@ -291,7 +299,11 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 	if !slices.Contains(in.Events(), event) {
 		return nil // not ours (ping and others)
 	}
-	ev, err := github.ParseWebHook(event, payload)
+	acted, err := actedOn(event, payload)
+	if err != nil {
+		return err
+	}
+	ev, err := github.ParseWebHook(event, acted)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrPayload, event, err)
 	}
@@ -325,6 +337,85 @@ func (in *Integration) Process(ctx context.Context, event string, payload []byte
 		return in.mergeGroup(ctx, e)
 	}
 	return nil
+}
+
+// actedFields are the payload fields the integration acts on, per event
+// (a path per line; [] descends into every element of a list). Only these
+// are decoded: a field the integration does not use, in a form go-github
+// does not expect (an old-style timestamp inside app, a new enum), never
+// drops a delivery.
+var actedFields = map[string][]string{
+	"*":             {"action", "repository.full_name", "sender.login"},
+	"pull_request":  {"label.name", "pull_request.number", "pull_request.state", "pull_request.updated_at", "pull_request.head.sha", "pull_request.head.repo.id", "pull_request.base.repo.id", "pull_request.labels[].name"},
+	"issue_comment": {"issue.number", "issue.pull_request.url", "comment.body", "comment.created_at"},
+	"workflow_job":  {"workflow_job.runner_name", "workflow_job.conclusion"},
+	"check_run":     {"check_run.name", "check_run.external_id", "check_run.head_sha"},
+	"check_suite":   {"check_suite.id"},
+	"merge_group":   {"merge_group.head_sha", "merge_group.head_ref", "merge_group.base_ref"},
+}
+
+// actedOn keeps only the fields of payload the integration acts on for
+// event (actedFields), re-encoded. A payload that is not a JSON object is
+// ErrPayload.
+func actedOn(event string, payload []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(payload, &doc); err != nil || doc == nil {
+		return nil, fmt.Errorf("%w: %s: the body is not a JSON object", ErrPayload, event)
+	}
+	keep := map[string]any{}
+	for _, path := range append(actedFields["*"], actedFields[event]...) {
+		copyPath(doc, keep, strings.Split(path, "."))
+	}
+	return json.Marshal(keep)
+}
+
+// copyPath copies the value at path from src into dst, creating the
+// objects (and lists, for a [] step) on the way; a missing step copies
+// nothing.
+func copyPath(src, dst map[string]any, path []string) {
+	key, list := strings.CutSuffix(path[0], "[]")
+	v, ok := src[key]
+	if !ok {
+		return
+	}
+	if len(path) == 1 {
+		dst[key] = v
+		return
+	}
+	if list {
+		items, ok := v.([]any)
+		if !ok {
+			return
+		}
+		out, _ := dst[key].([]any)
+		if out == nil {
+			out = make([]any, len(items))
+		}
+		for i, item := range items {
+			obj, ok := item.(map[string]any)
+			if !ok {
+				continue
+			}
+			o, _ := out[i].(map[string]any)
+			if o == nil {
+				o = map[string]any{}
+				out[i] = o
+			}
+			copyPath(obj, o, path[1:])
+		}
+		dst[key] = out
+		return
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	o, _ := dst[key].(map[string]any)
+	if o == nil {
+		o = map[string]any{}
+		dst[key] = o
+	}
+	copyPath(obj, o, path[1:])
 }
 
 func prOf(repo string, p *github.PullRequest) PR {
