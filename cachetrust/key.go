@@ -2,6 +2,7 @@ package cachetrust
 
 import (
 	"crypto/sha256"
+	"hash"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -136,38 +137,12 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	if err := spec.validate(); err != nil {
 		return ArchiveKey{}, err
 	}
-	var paths []string
-	var modes []fs.FileMode
-	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path == "." || d.IsDir() {
-			if d.IsDir() && path != "." && d.Name() == ".git" {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !spec.Covers(path) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		paths = append(paths, path)
-		modes = append(modes, info.Mode())
-		return nil
-	})
+	paths, records, err := walkAndHash(fsys, spec)
 	if err != nil {
-		return ArchiveKey{}, fmt.Errorf("cachetrust: walk: %w", err)
+		return ArchiveKey{}, err
 	}
 	if len(paths) == 0 {
 		return ArchiveKey{}, fmt.Errorf("%w: no file under the root matches the include globs %q: compute it at the checkout's root, or fix the globs", ErrNoInputs, spec.Include)
-	}
-	records := make([]Record, len(paths))
-	if err := hashAll(fsys, paths, modes, records); err != nil {
-		return ArchiveKey{}, err
 	}
 	var unmatched []string
 	for _, g := range spec.Include {
@@ -189,45 +164,102 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	return ArchiveKey{Key: name, Digest: digest, Spec: spec, Records: records, Unmatched: unmatched}, nil
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
-
-// hashAll hashes paths with one worker per CPU.
-func hashAll(fsys fs.FS, paths []string, modes []fs.FileMode, out []Record) error {
+// walkAndHash walks fsys and hashes every file spec covers as the walk
+// finds it: the walk feeds one hashing worker per CPU, so reading
+// directories and hashing overlap. It returns the covered paths in walk
+// order and their records (in no particular order).
+func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
+	type job struct {
+		path string
+		mode fs.FileMode
+	}
 	var (
 		wg       sync.WaitGroup
-		next     = make(chan int)
+		jobs     = make(chan job, 256)
 		mu       sync.Mutex
+		records  []Record
 		firstErr error
+		paths    []string
 	)
-	workers := min(runtime.GOMAXPROCS(0), max(len(paths), 1))
-	for range workers {
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				r, err := hashOne(fsys, paths[i], modes[i])
+			hr := newHasher()
+			var mine []Record
+			for j := range jobs {
+				r, err := hr.hash(fsys, j.path, j.mode)
 				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
+					fail(err)
 					continue
 				}
-				out[i] = r
+				mine = append(mine, r)
 			}
+			mu.Lock()
+			records = append(records, mine...)
+			mu.Unlock()
 		}()
 	}
-	for i := range paths {
-		next <- i
-	}
-	close(next)
+	walkErr := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == "." || d.IsDir() {
+			if d.IsDir() && path != "." && d.Name() == ".git" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !spec.Covers(path) {
+			return nil
+		}
+		mode := d.Type()
+		if mode.IsRegular() {
+			// Only the executable bits are read beyond the type: one
+			// lstat, and only for regular files.
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			mode = info.Mode()
+		}
+		paths = append(paths, path)
+		jobs <- job{path, mode}
+		return nil
+	})
+	close(jobs)
 	wg.Wait()
-	return firstErr
+	if walkErr != nil {
+		return nil, nil, fmt.Errorf("cachetrust: walk: %w", walkErr)
+	}
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	return paths, records, nil
 }
 
-func hashOne(fsys fs.FS, path string, mode fs.FileMode) (Record, error) {
-	h := sha256.New()
+// hasher hashes one file at a time with its own SHA-256 state and buffer.
+type hasher struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func newHasher() *hasher { return &hasher{h: sha256.New(), buf: make([]byte, 256<<10)} }
+
+// onlyReader hides a file's WriteTo, which io.CopyBuffer would take
+// instead of the buffer it is given (allocating a fresh one per file).
+type onlyReader struct{ io.Reader }
+
+func (hr *hasher) hash(fsys fs.FS, path string, mode fs.FileMode) (Record, error) {
+	h := hr.h
+	h.Reset()
 	r := Record{Path: path, Mode: "100644"}
 	switch {
 	case mode&fs.ModeSymlink != 0:
@@ -251,15 +283,14 @@ func hashOne(fsys fs.FS, path string, mode fs.FileMode) (Record, error) {
 		if err != nil {
 			return Record{}, fmt.Errorf("cachetrust: %w", err)
 		}
-		buf := bufPool.Get().(*[]byte)
-		_, err = io.CopyBuffer(h, f, *buf)
-		bufPool.Put(buf)
+		_, err = io.CopyBuffer(h, onlyReader{f}, hr.buf)
 		f.Close()
 		if err != nil {
 			return Record{}, fmt.Errorf("cachetrust: read %s: %w", path, err)
 		}
 	}
-	r.Digest = hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	r.Digest = hex.EncodeToString(h.Sum(sum[:0]))
 	return r, nil
 }
 

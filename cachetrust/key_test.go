@@ -1,6 +1,7 @@
 package cachetrust
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -288,5 +289,33 @@ func TestKey_NamesIncludeGlobsThatCoverNothing(t *testing.T) {
 	want := []string{"**/examples/**", "**/benches/**", ".cargo/**", "script/ci/**", ".github/workflows/**"}
 	if diff := cmp.Diff(want, k.Unmatched); diff != "" {
 		t.Errorf("unmatched include globs (-want +got):\n%s", diff)
+	}
+}
+
+// The key of a fixed tree never changes: a faster hasher must produce the
+// same key for the same files (modes, symlinks and nested paths included).
+func TestKey_TheSameTreeKeepsItsKey(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 300 {
+		p := filepath.Join(dir, fmt.Sprintf("crate%d/src/m%d.rs", i%7, i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		data := bytes.Repeat([]byte{byte(i), byte(i >> 8), '\n'}, 1+i*97)
+		mode := os.FileMode(0o644)
+		if i%11 == 0 {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte("[workspace]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "Cargo.lock"), []byte("version = 4\n"), 0o644)
+	if err := os.Symlink("crate1/src/m1.rs", filepath.Join(dir, "crate0/src/link.rs")); err != nil {
+		t.Fatal(err)
+	}
+	k := key(t, dir, spec())
+	const golden = "7c7e8c3bb5813cfef87f19ef5b6665f752226b6ede2cae6f125b332f882801f5"
+	if k.Digest != golden {
+		t.Errorf("digest %s, want %s: the same tree must keep its key", k.Digest, golden)
 	}
 }
