@@ -17,11 +17,31 @@
 //     trusted workflow, a default-branch definition, and for directly
 //     triggered events the default branch. A miss means a fresh build.
 //   - CheckWorkflows: contract checks over workflow YAML with file, line,
-//     column and rule ID: no cache saves in privileged PR-code contexts,
+//     column and rule ID. Which steps use and save a cache comes from a
+//     catalog (CacheActions: actions/cache and its save/restore halves,
+//     the setup-* actions' cache inputs, rust-cache, setup-rust-toolchain,
+//     sccache with SCCACHE_GHA_ENABLED, docker's type=gha caches,
+//     setup-uv, setup-gradle, mise, magic-nix-cache, setup-bun,
+//     composer-install, maturin's sccache, ...), with the inputs and
+//     defaults that make each write. A job runs in its workflow's trust,
+//     and a local composite action (uses: ./dir, action.yml or
+//     action.yaml) or a local reusable workflow is checked under its
+//     caller's triggers. In a privileged job (PR-controlled code in the
+//     default branch's scope, or a self-hosted runner such as the pod) a
+//     cache save is a finding, and an action the catalog does not know is
+//     an unproven-cache warning (Finding.Warning; Rules.NoCacheActions
+//     allowlists it). A job that publishes artifacts (a release, a tag
+//     push, a push to a release branch, or a publisher action such as
+//     action-gh-release) must use no cache at all (cache-in-release; on
+//     zizmor's own cache-poisoning fixtures it reports every line zizmor
+//     does). Then: no cache saves in privileged PR-code contexts,
 //     only the publisher saves and only from the default branch, read-only
 //     permissions outside an allowlist, no unlisted pull_request_target,
 //     no persisted checkout credentials beside provider secrets,
-//     byte-identical publisher/consumer key expressions, and action inputs
+//     publisher/consumer keys computed from the same steps and inputs
+//     (the expressions' step outputs followed to what computes them),
+//     restore-keys only where the rules allow prefix fallback
+//     (Rules.NoRestoreKeys), and action inputs
 //     that must agree across steps (Rules.ConsistentInputs), and uploads
 //     that survive a re-run in the workflows maintainers re-run
 //     (Rules.RerunUploads), and runner images named by version, never a

@@ -46,7 +46,7 @@ jobs:
 		fmt.Println(f)
 	}
 	// Output:
-	// .github/workflows/gpu.yml:8:15: privileged-cache-save: job cuda-archive runs PR-controlled code in a privileged context (workflow_run) and Swatinem/rust-cache saves a cache by default: set save-if: false
+	// .github/workflows/gpu.yml:8:15: privileged-cache-save: job cuda-archive runs PR-controlled code in a privileged context (workflow_run) and Swatinem/rust-cache uses the cache and saves it: set save-if: false (it still restores)
 }
 
 // A restored CUDA runtime tree whose cuTENSOR soname link dangles (the

@@ -2,11 +2,11 @@ package cachetrust
 
 import (
 	"crypto/sha256"
-	"hash"
 	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"regexp"
@@ -27,7 +27,16 @@ type KeySpec struct {
 	Include    []string `yaml:"include"`    // doublestar globs of hashed inputs
 	Exclude    []string `yaml:"exclude"`    // deliberate exclusions (workflow YAML)
 	Toolchain  string   `yaml:"toolchain"`  // e.g. the output of rustc -V
+	// ToolchainWaived says why a key may name no toolchain (a tree of
+	// data files that no compiler reads). Without it, a key with no
+	// toolchain is refused: the same sources built by another compiler
+	// would reuse this key's artifact.
+	ToolchainWaived string `yaml:"toolchain_waived"`
 }
+
+// ErrNoToolchain is matched by Key's error for a spec that names no
+// toolchain and does not waive it.
+var ErrNoToolchain = errors.New("cachetrust: the key names no toolchain")
 
 // RustWorkspaceSpec is the seed's key for a Rust workspace's CUDA test
 // archive. Set Toolchain (rustc -V) and Components before use.
@@ -143,6 +152,9 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	}
 	if len(paths) == 0 {
 		return ArchiveKey{}, fmt.Errorf("%w: no file under the root matches the include globs %q: compute it at the checkout's root, or fix the globs", ErrNoInputs, spec.Include)
+	}
+	if strings.TrimSpace(spec.Toolchain) == "" && strings.TrimSpace(spec.ToolchainWaived) == "" {
+		return ArchiveKey{}, fmt.Errorf("%w: pass the compiler's version (cachecheck -key -toolchain \"$(rustc -V)\"), or set toolchain_waived in the key spec to the reason none applies", ErrNoToolchain)
 	}
 	var unmatched []string
 	for _, g := range spec.Include {

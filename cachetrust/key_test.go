@@ -201,6 +201,7 @@ func TestLoadKeySpec_ExplicitComponentsAndVersionOverTheDefaults(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tree(t, dir)
+	s.Toolchain = "rustc 1.95.0"
 	if k := key(t, dir, s); !strings.HasPrefix(k.Key, "cuda-archive-cudarc-cuda-12080-ptx-12.8-v1-") {
 		t.Errorf("key %s", k.Key)
 	}
@@ -317,5 +318,25 @@ func TestKey_TheSameTreeKeepsItsKey(t *testing.T) {
 	const golden = "7c7e8c3bb5813cfef87f19ef5b6665f752226b6ede2cae6f125b332f882801f5"
 	if k.Digest != golden {
 		t.Errorf("digest %s, want %s: the same tree must keep its key", k.Digest, golden)
+	}
+}
+
+// A key spec without a toolchain is refused unless explicitly waived: the
+// same sources built by another compiler would reuse this key's archive.
+func TestKey_AKeyWithoutAToolchainIsRefusedUnlessWaived(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	s := spec()
+	s.Toolchain = ""
+	if _, err := Key(os.DirFS(dir), s); !errors.Is(err, ErrNoToolchain) {
+		t.Fatalf("err = %v, want ErrNoToolchain", err)
+	}
+	s.ToolchainWaived = "the tree is data no compiler reads"
+	if _, err := Key(os.DirFS(dir), s); err != nil {
+		t.Errorf("waived: %v", err)
+	}
+	w, err := LoadKeySpec([]byte("toolchain_waived: data only\n"))
+	if err != nil || w.ToolchainWaived != "data only" {
+		t.Errorf("the waiver is read from the spec file: %+v, %v", w, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -34,6 +35,9 @@ const (
 	RuleUnknownWorkflow     = "unknown-workflow"             // the rules name a workflow that is not among the checked files
 	RuleParse               = "parse"                        // the file is not valid workflow YAML
 	RuleSelfHostedSecret    = "secret-on-self-hosted"        // a job that may run on a self-hosted runner (the pod) references a secret outside the allowlist
+	RuleUnprovenCache       = "unproven-cache"               // (warning) a privileged job uses an action the cache catalog does not know
+	RuleReleaseCache        = "cache-in-release"             // a job that publishes artifacts uses the cache
+	RuleRestoreKeys         = "restore-keys"                 // a restore falls back to another key's entry by prefix where the rules forbid it
 )
 
 // Finding is one contract violation.
@@ -43,6 +47,9 @@ type Finding struct {
 	Column  int    `json:"column"`
 	Rule    string `json:"rule"`
 	Message string `json:"message"`
+	// Warning marks what cannot be proven rather than what was found
+	// (RuleUnprovenCache): reported, and failing nothing by itself.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // String formats the finding as file:line:column: rule: message, the
@@ -109,6 +116,15 @@ type Rules struct {
 	// is a GitHub-hosted image (ubuntu-24.04, windows-2022, macos-15,
 	// ...): an expression such as the provisioned pod's label counts.
 	SelfHostedSecrets []string `yaml:"self_hosted_secrets"`
+	// NoCacheActions are third-party actions (owner/repo[/path], no @ref)
+	// reviewed to use no cache: a privileged job may use them without an
+	// unproven-cache warning.
+	NoCacheActions []string `yaml:"no_cache_actions"`
+	// NoRestoreKeys forbids restore-keys (a restore that falls back to
+	// another key's entry by prefix) in these workflows (file paths), or in
+	// every workflow with "*": a prefix hit restores what another key
+	// built, under a key that says otherwise.
+	NoRestoreKeys []string `yaml:"no_restore_keys"`
 }
 
 // FleetRunners are the owned fleet's runner labels and the workflows that
@@ -195,51 +211,15 @@ func LoadRules(data []byte) (Rules, error) {
 	return r, nil
 }
 
-// cacheInput describes an action whose input turns cache saving on.
-type cacheInput struct {
-	input     string
-	defaultOn bool
-}
-
-// cachingActions are actions that save caches, and the inputs that decide
-// it. A finding unless every listed input is off.
-var cachingActions = map[string][]cacheInput{
-	"actions/cache":        {{"", true}},
-	"actions/cache/save":   {{"", true}},
-	"actions/setup-go":     {{"cache", true}},
-	"actions/setup-node":   {{"cache", false}, {"package-manager-cache", true}},
-	"actions/setup-python": {{"cache", false}},
-	"actions/setup-java":   {{"cache", false}},
-	"actions/setup-dotnet": {{"cache", false}},
-	"ruby/setup-ruby":      {{"bundler-cache", false}},
-	"Swatinem/rust-cache":  {{"save-if", true}},
-}
-
-// savesCache reports whether a step saves a cache, and why.
-func savesCache(step *yaml.Node) (bool, string) {
-	action := actionOf(step)
-	inputs, ok := cachingActions[action]
-	if !ok {
+// savesCache reports whether a step saves a cache, and why, from the
+// catalog (CacheActions); env holds the enclosing workflow's and job's env
+// blocks.
+func savesCache(step *yaml.Node, env ...*yaml.Node) (bool, string) {
+	use := stepCache(step, env)
+	if !use.saves {
 		return false, ""
 	}
-	with := get(step, "with")
-	for _, in := range inputs {
-		if in.input == "" {
-			return true, action + " saves a cache (use actions/cache/restore)"
-		}
-		v := get(with, in.input)
-		on := in.defaultOn
-		if v != nil {
-			on = truthy(scalar(v))
-		}
-		if on {
-			if v == nil {
-				return true, fmt.Sprintf("%s saves a cache by default: set %s: false", action, in.input)
-			}
-			return true, fmt.Sprintf("%s has %s: %s: set it to false", action, in.input, scalar(v))
-		}
-	}
-	return false, ""
+	return true, fmt.Sprintf("%s and saves it: %s", use.why, use.fix)
 }
 
 // actionOf is the action a step uses, without its @ref ("" for a run
@@ -347,6 +327,7 @@ func privileged(tr map[string]*yaml.Node) (bool, string) {
 }
 
 type checker struct {
+	docs      map[string]*yaml.Node // every checked file, for following local actions and reusable workflows
 	rules     Rules
 	secretRef *regexp.Regexp // a reference to a provider secret; nil when there are none
 	file      string
@@ -364,6 +345,12 @@ func secretRefs(names []string) *regexp.Regexp {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
 	return regexp.MustCompile(`secrets\.(?:` + strings.Join(quoted, "|") + `)\b`)
+}
+
+// warn adds a warning: what cannot be proven, not what was found.
+func (c *checker) warn(n *yaml.Node, rule, format string, args ...any) {
+	c.add(n, rule, format, args...)
+	c.findings[len(c.findings)-1].Warning = true
 }
 
 func (c *checker) add(n *yaml.Node, rule, format string, args ...any) {
@@ -397,12 +384,16 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 			all = append(all, c.findings...)
 			continue
 		}
-		root := doc.Content[0]
-		docs[name] = root
+		docs[name] = doc.Content[0]
+	}
+	called := calledWorkflows(docs)
+	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		root := docs[name]
+		c := &checker{docs: docs, rules: rules, secretRef: secretRef, file: name}
 		if runs := get(root, "runs"); runs != nil {
 			c.action(runs)
 		} else {
-			c.workflow(root)
+			c.workflow(root, called[name])
 		}
 		all = append(all, c.findings...)
 	}
@@ -454,6 +445,48 @@ func CheckRuleReferences(files map[string][]byte, r Rules) []Finding {
 
 // action checks a composite action: it runs in its caller's context, so it
 // must never save a cache.
+// calledWorkflows names the checked reusable workflows that only
+// workflow_call triggers and that a checked workflow calls.
+func calledWorkflows(docs map[string]*yaml.Node) map[string]bool {
+	out := map[string]bool{}
+	for _, root := range docs {
+		jobs := get(root, "jobs")
+		if jobs == nil || jobs.Kind != yaml.MappingNode {
+			continue
+		}
+		for i := 1; i < len(jobs.Content); i += 2 {
+			uses := scalar(get(jobs.Content[i], "uses"))
+			if !strings.HasPrefix(uses, "./") {
+				continue
+			}
+			file := path.Clean(strings.TrimPrefix(uses, "./"))
+			if callee := docs[file]; callee != nil {
+				tr := triggers(callee)
+				if _, ok := tr["workflow_call"]; ok && len(tr) == 1 {
+					out[file] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// restoreKeys reports each cache restore with restore-keys in a workflow
+// the rules forbid them in.
+func (c *checker) restoreKeys(job string, steps []*yaml.Node) {
+	if !slices.Contains(c.rules.NoRestoreKeys, c.file) && !slices.Contains(c.rules.NoRestoreKeys, "*") {
+		return
+	}
+	for _, s := range steps {
+		if a := actionOf(s); a != "actions/cache" && a != "actions/cache/restore" {
+			continue
+		}
+		if rk := get(get(s, "with"), "restore-keys"); rk != nil {
+			c.add(rk, RuleRestoreKeys, "job %s restores with restore-keys: a prefix hit restores an entry another key built, under a key that says otherwise; restore the exact key only (no_restore_keys)", job)
+		}
+	}
+}
+
 func (c *checker) action(runs *yaml.Node) {
 	steps := get(runs, "steps")
 	if steps == nil || steps.Kind != yaml.SequenceNode {
@@ -466,11 +499,16 @@ func (c *checker) action(runs *yaml.Node) {
 	}
 }
 
-func (c *checker) workflow(root *yaml.Node) {
+// workflow checks one workflow file. calledOnly: a reusable workflow
+// (workflow_call its only trigger) that a checked workflow calls; its
+// cache use is checked under each caller's triggers instead of its own.
+func (c *checker) workflow(root *yaml.Node, calledOnly bool) {
 	tr := triggers(root)
 	priv, why := privileged(tr)
 	publisher := slices.Contains(c.rules.Publishers, c.file)
 	isolated := slices.Contains(c.rules.IsolatedWriters, c.file)
+	release, _ := releaseTriggers(tr)
+	sc := cacheScope{tr: tr, priv: priv, why: why, publisher: publisher, isolated: isolated, release: release}
 	if n, ok := tr["pull_request_target"]; ok && !slices.Contains(c.rules.PullRequestTarget, c.file) {
 		c.add(n, RulePullRequestTarget, "pull_request_target runs with write credentials on PR events; it is not allowlisted for this workflow")
 	}
@@ -497,24 +535,15 @@ func (c *checker) workflow(root *yaml.Node) {
 			stepList = steps.Content
 		}
 		guarded := strings.Contains(scalar(get(job, "if")), "refs/heads/"+c.rules.DefaultBranch)
-		for _, s := range stepList {
-			ok, reason := savesCache(s)
-			if !ok {
-				continue
-			}
-			at := get(s, "uses")
-			switch {
-			case priv:
-				c.add(at, RulePrivilegedCacheSave, "job %s runs PR-controlled code in a privileged context (%s) and %s", name, why, reason)
-			case publisher:
-				stepGuard := strings.Contains(scalar(get(s, "if")), "refs/heads/"+c.rules.DefaultBranch)
-				if !guarded && !stepGuard && !onlyDefaultBranch(tr, c.rules.DefaultBranch) {
-					c.add(at, RulePublisherBranch, "job %s saves a cache without an if: github.ref == 'refs/heads/%s' guard, and the workflow can run on other refs", name, c.rules.DefaultBranch)
-				}
-			case !isolated:
-				c.add(at, RuleNonPublisherSave, "job %s %s; only the declared publisher may save shared caches", name, reason)
-			}
+		jsc := sc
+		jsc.env = []*yaml.Node{get(root, "env"), get(job, "env")}
+		if uses := scalar(get(job, "uses")); strings.HasPrefix(uses, "./") {
+			c.reusableCall(jsc, name, uses, map[string]bool{c.file: true})
+		} else if !calledOnly {
+			c.scopeJob(&jsc, job)
+			c.jobCache(jsc, name, stepList, guarded, map[string]bool{})
 		}
+		c.restoreKeys(name, stepList)
 		c.credentials(name, job, stepList)
 		c.selfHostedSecrets(name, job)
 		if c.rules.PinnedRunners {
@@ -744,14 +773,15 @@ func (c *checker) selfHostedSecrets(name string, job *yaml.Node) {
 
 // keyPair compares a declared publisher/consumer pair of key expressions.
 func keyPair(docs map[string]*yaml.Node, i int, p KeyPair) []Finding {
-	find := func(r StepRef) (*yaml.Node, string) {
+	find := func(r StepRef) (job, v *yaml.Node, problem string) {
 		root := docs[r.File]
 		if root == nil {
-			return nil, fmt.Sprintf("%s is not among the checked files", r.File)
+			return nil, nil, fmt.Sprintf("%s is not among the checked files", r.File)
 		}
-		steps := get(get(get(root, "jobs"), r.Job), "steps")
+		job = get(get(root, "jobs"), r.Job)
+		steps := get(job, "steps")
 		if steps == nil {
-			return nil, fmt.Sprintf("%s has no job %s with steps", r.File, r.Job)
+			return nil, nil, fmt.Sprintf("%s has no job %s with steps", r.File, r.Job)
 		}
 		for _, s := range steps.Content {
 			if scalar(get(s, "id")) == r.Step || scalar(get(s, "name")) == r.Step {
@@ -760,23 +790,83 @@ func keyPair(docs map[string]*yaml.Node, i int, p KeyPair) []Finding {
 					input = "key"
 				}
 				if v := get(get(s, "with"), input); v != nil {
-					return v, ""
+					return job, v, ""
 				}
-				return nil, fmt.Sprintf("%s job %s step %s has no with.%s", r.File, r.Job, r.Step, input)
+				return nil, nil, fmt.Sprintf("%s job %s step %s has no with.%s", r.File, r.Job, r.Step, input)
 			}
 		}
-		return nil, fmt.Sprintf("%s job %s has no step %s", r.File, r.Job, r.Step)
+		return nil, nil, fmt.Sprintf("%s job %s has no step %s", r.File, r.Job, r.Step)
 	}
-	pub, perr := find(p.Publisher)
-	con, cerr := find(p.Consumer)
+	pubJob, pub, perr := find(p.Publisher)
+	conJob, con, cerr := find(p.Consumer)
 	switch {
 	case perr != "":
 		return []Finding{{File: p.Publisher.File, Rule: RuleKeyPair, Message: fmt.Sprintf("key_pairs[%d] publisher: %s", i, perr)}}
 	case cerr != "":
 		return []Finding{{File: p.Consumer.File, Rule: RuleKeyPair, Message: fmt.Sprintf("key_pairs[%d] consumer: %s", i, cerr)}}
-	case pub.Value != con.Value:
-		return []Finding{{File: p.Consumer.File, Line: con.Line, Column: con.Column, Rule: RuleKeyPair,
-			Message: fmt.Sprintf("key expression differs from the publisher's (%s:%d): %q vs %q", p.Publisher.File, pub.Line, con.Value, pub.Value)}}
+	}
+	// Compare what each key is computed from, not the expressions: the
+	// same ${{ steps.key.outputs.key }} on both sides says nothing when
+	// the two key steps read different specs or toolchains.
+	pd, cd := derive(pubJob, pub.Value, 0), derive(conJob, con.Value, 0)
+	if pd == cd {
+		return nil
+	}
+	msg := fmt.Sprintf("key expression differs from the publisher's (%s:%d): %q vs %q", p.Publisher.File, pub.Line, con.Value, pub.Value)
+	if pub.Value == con.Value {
+		msg = fmt.Sprintf("the key reads the same expression as the publisher's (%s:%d), %q, but the steps that compute it differ: %s vs %s", p.Publisher.File, pub.Line, con.Value, cd, pd)
+	}
+	return []Finding{{File: p.Consumer.File, Line: con.Line, Column: con.Column, Rule: RuleKeyPair, Message: msg}}
+}
+
+// stepOutput matches a reference to a step's output in an expression.
+var stepOutput = regexp.MustCompile(`steps\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z0-9_-]+)`)
+
+// derive rewrites value with every steps.<id>.outputs.<name> it reads
+// replaced by what that step of job computes it from (its uses, with, run
+// and env, themselves derived), so that two values compare equal only
+// when they are computed the same way.
+func derive(job *yaml.Node, value string, depth int) string {
+	if depth > 8 {
+		return value
+	}
+	return stepOutput.ReplaceAllStringFunc(value, func(ref string) string {
+		m := stepOutput.FindStringSubmatch(ref)
+		step := stepByID(job, m[1])
+		if step == nil {
+			return ref // an unknown step compares as written
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "{uses %q", scalar(get(step, "uses")))
+		for _, field := range []string{"with", "env"} {
+			n := get(step, field)
+			if n == nil || n.Kind != yaml.MappingNode {
+				continue
+			}
+			keys := make([]string, 0, len(n.Content)/2)
+			vals := map[string]string{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				keys = append(keys, n.Content[i].Value)
+				vals[n.Content[i].Value] = n.Content[i+1].Value
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&b, " %s.%s=%q", field, k, derive(job, vals[k], depth+1))
+			}
+		}
+		if run := scalar(get(step, "run")); run != "" {
+			fmt.Fprintf(&b, " run=%q", derive(job, run, depth+1))
+		}
+		return b.String() + "}.outputs." + m[2]
+	})
+}
+
+// stepByID is the job's step with this id, or nil.
+func stepByID(job *yaml.Node, id string) *yaml.Node {
+	for _, s := range stepsOf(job) {
+		if scalar(get(s, "id")) == id {
+			return s
+		}
 	}
 	return nil
 }

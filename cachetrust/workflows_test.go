@@ -529,9 +529,32 @@ func FuzzCheckWorkflows(f *testing.F) {
 	f.Add([]byte(privilegedHeader + "      - uses: actions/cache@v4\n"))
 	f.Add([]byte("on: [push, pull_request_target]\njobs: {a: {permissions: write-all}}"))
 	f.Add([]byte("runs: {steps: [{uses: actions/setup-go@v5}]}"))
+	zizmor, _ := filepath.Glob("testdata/zizmor-cache-poisoning/*.yml")
+	for _, p := range zizmor {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
 	r, _ := LoadRules(ExampleRules)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, fd := range CheckWorkflows(map[string][]byte{".github/workflows/runpod-gpu-test.yml": data}, r) {
+			if fd.Rule == "" || fd.File == "" {
+				t.Fatalf("malformed finding %+v", fd)
+			}
+		}
+	})
+}
+
+// FuzzCheckWorkflows_FollowsLocalUses feeds one document as a workflow, the
+// local action it may use and the reusable workflow it may call (itself
+// included): following them terminates and yields well-formed findings.
+func FuzzCheckWorkflows_FollowsLocalUses(f *testing.F) {
+	f.Add([]byte("on: workflow_run\njobs:\n  a:\n    uses: ./.github/workflows/x.yml\n  b:\n    runs-on: self-hosted\n    steps:\n      - uses: ./.github/actions/a\n"))
+	f.Add([]byte("runs:\n  using: composite\n  steps:\n    - uses: ./.github/actions/a\n    - uses: Swatinem/rust-cache@v2\n"))
+	f.Add([]byte("on: workflow_call\njobs:\n  a:\n    uses: ./.github/workflows/x.yml\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files := map[string][]byte{".github/workflows/x.yml": data, ".github/actions/a/action.yml": data}
+		for _, fd := range CheckWorkflows(files, Rules{DefaultBranch: "main"}) {
 			if fd.Rule == "" || fd.File == "" {
 				t.Fatalf("malformed finding %+v", fd)
 			}

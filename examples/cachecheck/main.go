@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -173,6 +174,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	files := map[string][]byte{}
 	paths, _ := filepath.Glob(filepath.Join(*dir, ".github", "workflows", "*.y*ml"))
 	paths = append(paths, filepath.Join(*dir, "action.yml"))
+	// Local actions (uses: ./path): a workflow's steps are followed into
+	// them, under the workflow's own triggers.
+	paths = append(paths, localActions(*dir)...)
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -204,15 +208,39 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		fmt.Fprintf(stdout, "%d file(s) checked, %d finding(s)\n", len(files), len(findings))
 	}
-	if len(findings) > 0 {
-		if gha.Actions {
-			for _, f := range findings {
-				fmt.Fprintf(stdout, "::error file=%s,line=%d,col=%d,title=%s::%s\n", f.File, f.Line, f.Column, f.Rule, f.Message)
-			}
+	errs := 0
+	for _, f := range findings {
+		level := "error"
+		if f.Warning {
+			level = "warning"
+		} else {
+			errs++
 		}
-		return 1
+		if gha.Actions {
+			fmt.Fprintf(stdout, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, f.File, f.Line, f.Column, f.Rule, f.Message)
+		}
+	}
+	if errs > 0 {
+		return 1 // warnings (what cannot be proven) alone fail nothing
 	}
 	return 0
+}
+
+// localActions lists the action.yml and action.yaml files under dir's
+// .github (where local actions live), skipping nothing readable.
+func localActions(dir string) []string {
+	var out []string
+	root := filepath.Join(dir, ".github")
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a missing .github has no local actions
+		}
+		if !d.IsDir() && (d.Name() == "action.yml" || d.Name() == "action.yaml") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
 }
 
 // findArtifact reports an earlier trusted run's artifact named key. Reuse is

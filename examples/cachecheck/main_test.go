@@ -131,7 +131,7 @@ func TestKeyExplainNamesWhatChanged(t *testing.T) {
 		t.Errorf("changed: exit %d: %s", code, errOut.String())
 	}
 	errOut.Reset()
-	if code := run([]string{"-dir", dir, "-key", "-explain", filepath.Join(dir, "missing.json")}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "-explain") {
+	if code := run([]string{"-dir", dir, "-key", "-toolchain", "rustc 1.96.0", "-explain", filepath.Join(dir, "missing.json")}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "-explain") {
 		t.Errorf("missing file: exit %d: %s", code, errOut.String())
 	}
 }
