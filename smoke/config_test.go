@@ -71,19 +71,35 @@ func FuzzParseConfigJSON(f *testing.F) {
 	})
 }
 
-// bannerCUDA replaces a regular expression (the proof links no regexp);
-// it must find what the expression found.
-var bannerPattern = regexp.MustCompile(`CUDA Version:\s*([^\s|]+)`)
+// labelValue replaces a regular expression (the proof links no regexp);
+// for every label of both banner layouts it must find what the expression
+// finds.
+var labelPatterns = map[string]*regexp.Regexp{}
 
-func FuzzBannerCUDA_AgreesWithTheRegexp(f *testing.F) {
+func init() {
+	for _, label := range []string{labelCUDA, labelCUDAUMD, labelDriver, labelKMD} {
+		labelPatterns[label] = regexp.MustCompile(regexp.QuoteMeta(label) + `\s*([^\s|]+)`)
+	}
+}
+
+func FuzzLabelValue_AgreesWithTheRegexp(f *testing.F) {
 	f.Add([]byte(banner))
 	f.Add([]byte("CUDA Version: | CUDA Version:12.4|"))
 	f.Add([]byte("CUDA Version:\t\n"))
+	f.Add([]byte("CUDA UMD Version: | KMD Version:\n610.57.04 CUDA UMD Version:13.3|"))
+	for _, c := range corpusBannerData(f) {
+		f.Add(c)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := bannerCUDA(b)
-		m := bannerPattern.FindSubmatch(b)
-		if ok != (m != nil) || (ok && got != string(m[1])) {
-			t.Fatalf("bannerCUDA(%q) = %q, %v; the regexp finds %q", b, got, ok, m)
+		for label, pattern := range labelPatterns {
+			got, line, ok := labelValue(string(b), label)
+			m := pattern.FindSubmatch(b)
+			if ok != (m != nil) || (ok && got != string(m[1])) {
+				t.Fatalf("labelValue(%q, %q) = %q, %v; the regexp finds %q", b, label, got, ok, m)
+			}
+			if ok && !strings.Contains(line, label) {
+				t.Fatalf("labelValue(%q, %q): the line %q does not hold the label", b, label, line)
+			}
 		}
 	})
 }

@@ -260,6 +260,25 @@ func TestOpenCUDA_ALaunchFailureIsNamedAndReleasesEverything(t *testing.T) {
 	}
 }
 
+// The VRAM floor on a unified-memory device asks the driver: through the
+// real symbol and signature (cuDeviceTotalMem_v2, size_t bytes), the
+// device's memory in bytes; a device the driver lacks, or a failing call,
+// comes back by name.
+func TestOpenCUDA_DeviceTotalMemIsTheDriversFigure(t *testing.T) {
+	d := loadFakeDriver(t)
+	d.cudaSet("totalmem", 124546) // a GB10's unified pool, in MiB
+	cuda := d.open(t)
+	n, err := cuda.DeviceTotalMem(0)
+	if err != nil || n != 124546<<20 {
+		t.Errorf("DeviceTotalMem(0) = %d, %v; want %d", n, err, uint64(124546)<<20)
+	}
+	_, err = cuda.DeviceTotalMem(1)
+	cudaError(t, err, "cuDeviceGet", "CUDA_ERROR_INVALID_DEVICE")
+	d.cudaSet("cuDeviceTotalMem_v2", 801)
+	_, err = cuda.DeviceTotalMem(0)
+	cudaError(t, err, "cuDeviceTotalMem", "CUDA_ERROR_NOT_SUPPORTED")
+}
+
 // Seed: the driver must be visible. A host whose driver has no usable
 // device fails at OpenCUDA with the code's name.
 func TestOpenCUDA_NoDeviceIsNamed(t *testing.T) {
@@ -352,7 +371,7 @@ func tarNVRTC(t *testing.T, dir string) string {
 
 // gpuCheck runs scripts/gpu-check.sh on binary with a stand-in nvidia-smi
 // (an H200 whose driver supports CUDA 13.0) and the driver library in
-// driverDir, with env on top.
+// driverDir, which reports the H200's memory, with env on top.
 func gpuCheck(t *testing.T, driverDir, binary string, env ...string) (string, error) {
 	t.Helper()
 	bin := t.TempDir()
@@ -363,7 +382,7 @@ func gpuCheck(t *testing.T, driverDir, binary string, env ...string) (string, er
 	}
 	cmd := exec.Command("bash", filepath.Join("..", "scripts", "gpu-check.sh"), binary)
 	cmd.Env = append(append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "LD_LIBRARY_PATH="+driverDir,
-		"GPUGATE_REAL_GPU_NVRTC_LIBDIR=", "GPUGATE_NVRTC_TARBALL="), env...)
+		"GPUGATE_REAL_GPU_NVRTC_LIBDIR=", "GPUGATE_NVRTC_TARBALL=", "FAKE_CUDA_TOTALMEM=143771"), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -21,6 +21,7 @@ type puregoCUDA struct {
 	cuInit              func(flags uint32) int32
 	cuDriverGetVersion  func(v *int32) int32
 	cuDeviceGet         func(dev *int32, ordinal int32) int32
+	cuDeviceTotalMem    func(bytes *uintptr, dev int32) int32
 	cuCtxCreate         func(ctx *uintptr, flags uint32, dev int32) int32
 	cuCtxDestroy        func(ctx uintptr) int32
 	cuCtxSynchronize    func() int32
@@ -72,7 +73,7 @@ func OpenCUDA(libDir string) (CUDA, error) {
 		return nil, err
 	}
 	if err := bind(cuda, "libcuda", map[string]any{
-		"cuInit": &c.cuInit, "cuDriverGetVersion": &c.cuDriverGetVersion, "cuDeviceGet": &c.cuDeviceGet,
+		"cuInit": &c.cuInit, "cuDriverGetVersion": &c.cuDriverGetVersion, "cuDeviceGet": &c.cuDeviceGet, "cuDeviceTotalMem_v2": &c.cuDeviceTotalMem,
 		"cuCtxCreate_v2": &c.cuCtxCreate, "cuCtxDestroy_v2": &c.cuCtxDestroy, "cuCtxSynchronize": &c.cuCtxSynchronize,
 		"cuModuleLoadData": &c.cuModuleLoadData, "cuModuleUnload": &c.cuModuleUnload, "cuModuleGetFunction": &c.cuModuleGetFunction,
 		"cuMemAlloc_v2": &c.cuMemAlloc, "cuMemFree_v2": &c.cuMemFree, "cuMemcpyHtoD_v2": &c.cuMemcpyHtoD,
@@ -146,6 +147,21 @@ func (c *puregoCUDA) DriverVersion() (Version, error) {
 		return Version{}, err
 	}
 	return VersionFromInt(int(v)), nil
+}
+
+// DeviceTotalMem asks the driver (cuDeviceTotalMem_v2) how much memory
+// the device at ordinal has: its VRAM, or on a unified-memory device the
+// pool it shares with the host.
+func (c *puregoCUDA) DeviceTotalMem(ordinal int) (uint64, error) {
+	var dev int32
+	if err := cuCheck("cuDeviceGet", c.cuDeviceGet(&dev, int32(ordinal))); err != nil {
+		return 0, err
+	}
+	var n uintptr
+	if err := cuCheck("cuDeviceTotalMem", c.cuDeviceTotalMem(&n, dev)); err != nil {
+		return 0, err
+	}
+	return uint64(n), nil
 }
 
 func (c *puregoNVRTC) NVRTCVersion() (Version, error) {

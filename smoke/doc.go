@@ -6,7 +6,14 @@
 // Run performs six timed, logged steps and stops at the first failure with
 // a *StepError naming it:
 //
-//  1. driver visibility and CUDA API version (ParseNvidiaSMI);
+//  1. driver visibility and CUDA API version (ParseNvidiaSMI): the GPUs
+//     from nvidia-smi's query (QueryArgs), the driver's CUDA version from
+//     its banner, which has no query field, in either layout: "Driver
+//     Version: 580.159.04  CUDA Version: 13.0" up to the R595 drivers,
+//     "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610 on. A
+//     banner it cannot read fails with a *BannerError quoting what it
+//     saw (the line with the value, else the banner's first line), and a
+//     failing nvidia-smi with a *CommandError carrying what it printed;
 //  2. tier selection (SelectTier): NVRTC 12.8 for drivers supporting 12.8 or
 //     newer, 12.6 for 12.6 or newer, rejection below; never an NVRTC newer
 //     than the driver;
@@ -16,7 +23,18 @@
 //  4. NVRTC compilation of a tiny kernel for the device's compute capability;
 //  5. loading the PTX through the driver, launching, synchronizing and
 //     verifying the read-back;
-//  6. the VRAM floor.
+//  6. the VRAM floor: every GPU's memory.total is at least min_vram_gb.
+//
+// On a unified-memory device (DGX Spark's GB10) the GPU has no memory of
+// its own: it shares the host's, and nvidia-smi's memory.total reads N/A
+// (in brackets). There the floor means the memory the driver says the device can
+// address, cuDeviceTotalMem, through the driver API the proof already
+// loads: the pool the GPU shares with the host, so a bound on what a test
+// may get, not memory held for it. Once any GPU's memory is unreported,
+// every CUDA device the GPUs occupy is held to the floor that way, since
+// nvidia-smi's GPU order need not be CUDA's. The testdata/nvidia-smi
+// corpus (real output of every driver series from R470 to R610, with its
+// SOURCES.md) is what the parser is tested and fuzzed against.
 //
 // libcuda and libnvrtc are called through purego (dlopen without cgo), and
 // every CUresult and nvrtcResult maps to its name (CUDAError). The CUDA

@@ -45,10 +45,32 @@ func (e RealEnv) output(ctx context.Context, name string, args ...string) ([]byt
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(stderr.String()))
+		said := strings.TrimSpace(stderr.String())
+		if said == "" {
+			// nvidia-smi says why it failed on stdout ("NVIDIA-SMI has
+			// failed because it couldn't communicate with the NVIDIA
+			// driver...").
+			said = clip(firstLine(string(out)))
+		}
+		return nil, &CommandError{Command: name, Err: err, Said: said}
 	}
 	return out, nil
 }
+
+// CommandError is a command of the pod's environment that failed, and
+// what it said: its standard error, or, when that is empty, the first
+// line of its output (at most BannerLineMax bytes).
+type CommandError struct {
+	Command string
+	Err     error
+	Said    string
+}
+
+// Error names the command, how it failed and what it said.
+func (e *CommandError) Error() string { return fmt.Sprintf("%s: %v: %s", e.Command, e.Err, e.Said) }
+
+// Unwrap returns how the command failed (an *exec.ExitError, a timeout).
+func (e *CommandError) Unwrap() error { return e.Err }
 
 // CurlArgs are the arguments Download gives curl: HTTPS only (redirects
 // included), fail on an HTTP error status, a bounded size and two retries

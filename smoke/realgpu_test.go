@@ -83,6 +83,18 @@ func TestRealGPU_PreinstalledNVRTC(t *testing.T) {
 		}
 	}
 	t.Logf("driver CUDA %s, NVRTC %s: %d bytes of PTX, 4096 values verified", drv, nv, len(ptx))
+	// The VRAM floor's figure where nvidia-smi has none: on a card that
+	// reports its memory.total, the driver's cuDeviceTotalMem is the same
+	// memory (within 2%: nvidia-smi may leave out what the driver reserves).
+	total, err := cuda.DeviceTotalMem(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mib := int(total >> 20)
+	t.Logf("cuDeviceTotalMem(0) = %d MiB; nvidia-smi memory.total %d MiB (unreported: %v)", mib, smi.GPUs[0].MemoryMiB, smi.GPUs[0].MemoryUnreported)
+	if g := smi.GPUs[0]; !g.MemoryUnreported && len(smi.GPUs) == 1 && (mib*100 < g.MemoryMiB*98 || mib*100 > g.MemoryMiB*102) {
+		t.Errorf("cuDeviceTotalMem says %d MiB, nvidia-smi %d MiB", mib, g.MemoryMiB)
+	}
 }
 
 // The rule, "map every CUDA and NVRTC error code to its name", on

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,6 +41,10 @@ type Compiler interface {
 type CUDA interface {
 	Compiler
 	DriverVersion() (Version, error)
+	// DeviceTotalMem is cuDeviceTotalMem for the device at a CUDA
+	// ordinal: the bytes the driver says it can address, its own VRAM or,
+	// on a unified-memory device, the pool it shares with the host.
+	DeviceTotalMem(ordinal int) (bytes uint64, err error)
 	// Launch loads the PTX through the driver, runs kernel over a, b into
 	// c (n floats), synchronizes and returns c read back.
 	Launch(ptx []byte, kernel string, a, b []float32) ([]float32, error)
@@ -53,7 +58,7 @@ const (
 	StepInstall = "install" // minimal NVRTC for the tier, verified
 	StepCompile = "compile" // NVRTC compiles a kernel for the device
 	StepLaunch  = "launch"  // the driver loads, launches, syncs, reads back
-	StepVRAM    = "vram"    // at least min_vram_gb
+	StepVRAM    = "vram"    // at least min_vram_gb (the driver's figure where nvidia-smi has none)
 )
 
 // StepError says which step failed.
@@ -146,7 +151,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return "", err
 		}
 		g := res.SMI.GPUs[0]
-		return fmt.Sprintf("%d GPU(s); GPU 0 %s, driver %s, CUDA %s, compute %s, %d MiB", len(res.SMI.GPUs), g.Name, g.DriverVersion, res.SMI.CUDAVersion, g.ComputeCap, g.MemoryMiB), nil
+		mem := fmt.Sprintf("%d MiB", g.MemoryMiB)
+		if g.MemoryUnreported {
+			mem = "memory.total [N/A] (unified memory: the VRAM floor asks the driver)"
+		}
+		return fmt.Sprintf("%d GPU(s); GPU 0 %s, driver %s, CUDA %s, compute %s, %s", len(res.SMI.GPUs), g.Name, g.DriverVersion, res.SMI.CUDAVersion, g.ComputeCap, mem), nil
 	}); err != nil {
 		return res, err
 	}
@@ -218,18 +227,48 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}); err != nil {
 		return res, err
 	}
-	if err := step(StepVRAM, func() (string, error) {
-		need := cfg.MinVRAMGB * 1024
-		for _, g := range res.SMI.GPUs {
-			if g.MemoryMiB < need {
-				return "", fmt.Errorf("%w: GPU %d (%s) has %d MiB, the floor is %d GiB", ErrVRAM, g.Index, g.Name, g.MemoryMiB, cfg.MinVRAMGB)
-			}
-		}
-		return fmt.Sprintf("every GPU has at least %d GiB", cfg.MinVRAMGB), nil
-	}); err != nil {
+	if err := step(StepVRAM, func() (string, error) { return vramFloor(cuda, res.SMI.GPUs, cfg.MinVRAMGB) }); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// vramFloor holds every GPU to the floor: by nvidia-smi's memory.total,
+// and where nvidia-smi reports none (a unified-memory device such as DGX
+// Spark's GB10) by the driver's cuDeviceTotalMem, the pool the device
+// shares with the host. nvidia-smi's GPU order need not be CUDA's, so
+// when any GPU's memory is unreported every CUDA ordinal the GPUs occupy
+// is held to the floor.
+func vramFloor(cuda CUDA, gpus []GPU, floorGB int) (string, error) {
+	need := floorGB * 1024
+	var unreported []string
+	for _, g := range gpus {
+		if g.MemoryUnreported {
+			unreported = append(unreported, fmt.Sprintf("GPU %d (%s)", g.Index, g.Name))
+			continue
+		}
+		if g.MemoryMiB < need {
+			return "", fmt.Errorf("%w: GPU %d (%s) has %d MiB, the floor is %d GiB", ErrVRAM, g.Index, g.Name, g.MemoryMiB, floorGB)
+		}
+	}
+	if len(unreported) == 0 {
+		return fmt.Sprintf("every GPU has at least %d GiB", floorGB), nil
+	}
+	least := -1
+	for i := range gpus {
+		n, err := cuda.DeviceTotalMem(i)
+		if err != nil {
+			return "", fmt.Errorf("nvidia-smi reports no memory.total for %s: %w", strings.Join(unreported, ", "), err)
+		}
+		mib := int(min(n>>20, uint64(math.MaxInt32)))
+		if mib < need {
+			return "", fmt.Errorf("%w: CUDA device %d has %d MiB by cuDeviceTotalMem (nvidia-smi reports no memory.total for %s: unified memory, shared with the host), the floor is %d GiB", ErrVRAM, i, mib, strings.Join(unreported, ", "), floorGB)
+		}
+		if least < 0 || mib < least {
+			least = mib
+		}
+	}
+	return fmt.Sprintf("every GPU has at least %d GiB (%s: unified memory, %d MiB by cuDeviceTotalMem, shared with the host)", floorGB, strings.Join(unreported, ", "), least), nil
 }
 
 // operands are the kernel's inputs: every output value differs, so a

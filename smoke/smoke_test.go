@@ -29,9 +29,9 @@ func TestParseNvidiaSMI_SeveralGPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SMI{CUDAVersion: Version{12, 8}, GPUs: []GPU{
-		{0, "NVIDIA GeForce RTX 4090", "570.124.06", 24564, Version{8, 9}},
-		{1, "NVIDIA GeForce RTX 4090", "570.124.06", 24564, Version{8, 9}},
+	want := SMI{CUDAVersion: Version{12, 8}, KMDVersion: "570.124.06", GPUs: []GPU{
+		{Index: 0, Name: "NVIDIA GeForce RTX 4090", DriverVersion: "570.124.06", MemoryMiB: 24564, ComputeCap: Version{8, 9}},
+		{Index: 1, Name: "NVIDIA GeForce RTX 4090", DriverVersion: "570.124.06", MemoryMiB: 24564, ComputeCap: Version{8, 9}},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -54,20 +54,21 @@ func TestParseNvidiaSMI_ARealH200(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SMI{CUDAVersion: Version{13, 0}, GPUs: []GPU{{0, "NVIDIA H200", "580.159.04", 143771, Version{9, 0}}}}
+	want := SMI{CUDAVersion: Version{13, 0}, KMDVersion: "580.159.04", GPUs: []GPU{{Index: 0, Name: "NVIDIA H200", DriverVersion: "580.159.04", MemoryMiB: 143771, ComputeCap: Version{9, 0}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
 func TestParseNvidiaSMI_MissingOrGarbledOutputIsAClearError(t *testing.T) {
+	// An unreadable banner is a *BannerError:
+	// TestParseNvidiaSMI_UnreadableBannerNamesItsFirstLine.
 	tests := map[string]struct{ query, banner, want string }{
-		"no driver":        {"", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", "CUDA Version"},
 		"no GPUs":          {"", banner, "lists no GPU"},
 		"too few fields":   {"NVIDIA L4, 550.54, 23034\n", banner, "has 3 fields"},
 		"memory with unit": {"NVIDIA L4, 550.54, 23034 MiB, 8.9\n", banner, "nounits"},
+		"memory garbled":   {"NVIDIA L4, 550.54, lots, 8.9\n", banner, "neither a positive MiB count nor [N/A]"},
 		"bad compute cap":  {"NVIDIA L4, 550.54, 23034, [N/A]\n", banner, "compute capability"},
-		"bad CUDA version": {query, "CUDA Version: 12.x", "CUDA Version"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -98,10 +99,16 @@ func TestParseVersion_ComparesNumerically(t *testing.T) {
 func FuzzParseNvidiaSMI(f *testing.F) {
 	f.Add([]byte(query), []byte(banner))
 	f.Add([]byte("a,b,1,9.0"), []byte("CUDA Version: 13.0"))
+	f.Add([]byte("a,b,[N/A],12.1"), []byte("KMD Version: 610.57.04 CUDA UMD Version: 13.3"))
 	if q, err := os.ReadFile(filepath.Join("testdata", "h200", "query.txt")); err == nil {
 		if b, err := os.ReadFile(filepath.Join("testdata", "h200", "banner.txt")); err == nil {
 			f.Add(q, b)
 		}
+	}
+	// Every banner of the corpus, with the query its own host answered
+	// where the capture has one, else a GB10's unified-memory row.
+	for _, c := range corpusSeeds(f) {
+		f.Add(c.query, c.banner)
 	}
 	f.Fuzz(func(t *testing.T, q, b []byte) {
 		s, err := ParseNvidiaSMI(q, b)
@@ -109,13 +116,17 @@ func FuzzParseNvidiaSMI(f *testing.F) {
 			if !errors.Is(err, ErrSMI) {
 				t.Fatal(err)
 			}
+			var be *BannerError
+			if errors.As(err, &be) && (len(be.Line) > BannerLineMax+len("…") || len(be.Value) > BannerLineMax+len("…") || strings.Contains(be.Line, "\n")) {
+				t.Fatalf("the error quotes more than one clipped line: %+v", be)
+			}
 			return
 		}
 		if len(s.GPUs) == 0 {
 			t.Fatal("parsed with no GPU")
 		}
 		for _, g := range s.GPUs {
-			if g.MemoryMiB <= 0 || g.Name == "" {
+			if g.Name == "" || (g.MemoryMiB <= 0) != g.MemoryUnreported {
 				t.Fatalf("%+v", g)
 			}
 		}
@@ -224,10 +235,23 @@ type fakeCUDA struct {
 	wrong         bool
 	compiledArch  string
 	closed        bool
+	totalMem      []uint64 // cuDeviceTotalMem by CUDA ordinal
+	totalMemErr   error
+	totalMemAsked []int
 }
 
 func (c *fakeCUDA) DriverVersion() (Version, error) { return c.driver, nil }
-func (c *fakeCUDA) NVRTCVersion() (Version, error)  { return c.nvrtc, nil }
+func (c *fakeCUDA) DeviceTotalMem(ordinal int) (uint64, error) {
+	c.totalMemAsked = append(c.totalMemAsked, ordinal)
+	if c.totalMemErr != nil {
+		return 0, c.totalMemErr
+	}
+	if ordinal < 0 || ordinal >= len(c.totalMem) {
+		return 0, &CUDAError{Call: "cuDeviceGet", Code: 101}
+	}
+	return c.totalMem[ordinal], nil
+}
+func (c *fakeCUDA) NVRTCVersion() (Version, error) { return c.nvrtc, nil }
 func (c *fakeCUDA) Compile(src, name, arch string) ([]byte, error) {
 	c.compiledArch = arch
 	return []byte(".version 8.7\n.target " + strings.Replace(arch, "compute", "sm", 1)), c.compileErr

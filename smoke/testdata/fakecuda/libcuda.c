@@ -11,6 +11,8 @@
  *   FAKE_CUDA_VERSION  the driver's CUDA version as cuDriverGetVersion
  *                      reports it (default 12080)
  *   FAKE_CUDA_SM       the device's compute capability, e.g. 90 (default)
+ *   FAKE_CUDA_TOTALMEM the device's memory in MiB as cuDeviceTotalMem_v2
+ *                      reports it (default 24564)
  *   FAKE_CUDA_FAIL     name=code: that call returns code
  */
 #include <stdint.h>
@@ -46,7 +48,7 @@ struct ctx { int dev; };
 struct function { char name[64]; };
 struct module { struct function fn; };
 
-static int version, sm, initialized;
+static int version, sm, totalmem, initialized;
 static long contexts, modules, allocations;
 static __thread CUcontext current;
 static CUresult sticky; /* a fault from the last launch, seen at synchronize */
@@ -57,12 +59,14 @@ static struct { CUdeviceptr ptr; size_t size; } allocs[MAX_ALLOCS];
 void fake_cuda_reset(void) {
 	version = 12080;
 	sm = 90;
+	totalmem = 24564;
 	inject_set("", 0);
 }
 
 void fake_cuda_set(const char *name, int value) {
 	if (strcmp(name, "version") == 0) version = value;
 	else if (strcmp(name, "sm") == 0) sm = value;
+	else if (strcmp(name, "totalmem") == 0) totalmem = value;
 	else inject_set(name, value);
 }
 
@@ -75,6 +79,7 @@ __attribute__((constructor)) static void configure(void) {
 	fake_cuda_reset();
 	if ((v = getenv("FAKE_CUDA_VERSION"))) version = atoi(v);
 	if ((v = getenv("FAKE_CUDA_SM"))) sm = atoi(v);
+	if ((v = getenv("FAKE_CUDA_TOTALMEM"))) totalmem = atoi(v);
 	inject_from(getenv("FAKE_CUDA_FAIL"));
 }
 
@@ -106,6 +111,15 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
 	if (!dev) return CUDA_ERROR_INVALID_VALUE;
 	if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
 	*dev = 0;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+	INJECT("cuDeviceTotalMem_v2");
+	if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
+	if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = (size_t)totalmem << 20;
 	return CUDA_SUCCESS;
 }
 
