@@ -76,9 +76,88 @@ func TestParsePodRecord_V2AndSavedV1(t *testing.T) {
 	}
 }
 
+// RunPod's own v1 schema writes costPerHr as a string ("0.74"): a saved v1
+// record's prices may be numeric strings, read as the numbers they hold;
+// any other string is an invalid record, never a zero price.
+func TestParsePodRecord_V1CostPerHrAsString(t *testing.T) {
+	got, err := ParsePodRecord([]byte(`{"id":"p7","lastStartedAt":"2024-07-12T19:14:40.144Z","costPerHr":"0.74","adjustedCostPerHr":"0.69"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PodRecord{APIVersion: 1, ID: "p7", StartedAt: ts("2024-07-12T19:14:40.144Z"), ListPrice: 0.74, AdjustedPrice: 0.69}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{`""`, `"abc"`, `" 0.74"`, `"0.74 "`, `"NaN"`, `"Infinity"`, `"1e400"`, `"0x1p-2"`, `"+0.74"`, `"0,74"`, `"-0.5"`, `true`, `{}`} {
+		for _, field := range []string{"costPerHr", "adjustedCostPerHr"} {
+			in := `{"id":"p8","lastStartedAt":"2024-07-12T19:14:40.144Z","` + field + `":` + bad + `}`
+			if rec, err := ParsePodRecord([]byte(in)); !errors.Is(err, ErrRecord) {
+				t.Errorf("%s %s: %+v, %v; want ErrRecord", field, bad, rec, err)
+			}
+		}
+	}
+}
+
+// recordFixtures is RunPod's published OpenAPI documents' pod examples
+// (testdata/SOURCES.md) and what each reads as.
+var recordFixtures = map[string]PodRecord{
+	"runpod-v1-pod-schema-example.json": {APIVersion: 1, ID: "xedezhzb9la3ye", StartedAt: ts("2024-07-12T19:14:40.144Z"), ListPrice: 0.74, AdjustedPrice: 0.69},
+	"runpod-v2-pod-schema-example.json": {APIVersion: 2, ID: "pod_abc123", Name: "my-training-pod", GPUTypeID: "NVIDIA GeForce RTX 4090",
+		StartedAt: ts("2026-03-13T20:00:00Z"), CreatedAt: ts("2026-03-13T20:00:00Z"), ListPrice: 0.35},
+}
+
+// Records as RunPod writes them: the pod examples of its published v1 and
+// v2 schemas, each file of testdata read and sourced.
+func TestParsePodRecord_TheRunPodSchemaExamples(t *testing.T) {
+	sources, err := os.ReadFile(filepath.Join("testdata", "SOURCES.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "SOURCES.md" {
+			continue
+		}
+		seen++
+		if !strings.Contains(string(sources), "`"+e.Name()+"`") {
+			t.Errorf("%s: SOURCES.md does not say where it came from", e.Name())
+		}
+		want, ok := recordFixtures[e.Name()]
+		if !ok {
+			t.Errorf("%s: no test reads it", e.Name())
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParsePodRecord(data)
+		if err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", e.Name(), diff)
+		}
+	}
+	if seen != len(recordFixtures) {
+		t.Errorf("%d files in testdata, %d in the table", seen, len(recordFixtures))
+	}
+}
+
 func FuzzParsePodRecord(f *testing.F) {
 	f.Add([]byte(`{"id":"p1","startedAt":"2026-10-06T10:05:00Z","cost":0.43,"gpu":{"id":"NVIDIA L4"}}`))
 	f.Add([]byte(`{"id":"p3","lastStartedAt":"2026-10-06 10:05:00.1 +0000 UTC","costPerHr":0.74,"adjustedCostPerHr":0.69}`))
+	f.Add([]byte(`{"id":"p7","lastStartedAt":"2024-07-12T19:14:40.144Z","costPerHr":"0.74","adjustedCostPerHr":"1e-3"}`))
+	for name := range recordFixtures {
+		if data, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec, err := ParsePodRecord(data)
 		if err != nil {

@@ -5,7 +5,10 @@
 //
 //   - ParsePodRecord reads v2 pod records (startedAt, cost) and saved v1
 //     records (lastStartedAt in Go's time format, costPerHr,
-//     adjustedCostPerHr).
+//     adjustedCostPerHr), whose prices may be numeric strings as RunPod's
+//     own v1 schema example writes costPerHr ("0.74"). The schema examples
+//     of RunPod's published OpenAPI v1 and v2 are kept as fixtures in
+//     testdata (SOURCES.md).
 //   - PaidWindow runs from the pod's start to its confirmed deletion at the
 //     adjusted hourly price when known, else the list price, and says which.
 //     An unknown start is never replaced by createdAt: the cost is unknown,

@@ -35,16 +35,37 @@ type rawRecord struct {
 	Cost              *float64             `json:"cost"`
 	GPU               *struct{ ID string } `json:"gpu"`
 	LastStartedAt     *string              `json:"lastStartedAt"`
-	CostPerHr         *float64             `json:"costPerHr"`
-	AdjustedCostPerHr *float64             `json:"adjustedCostPerHr"`
+	CostPerHr         *price               `json:"costPerHr"`
+	AdjustedCostPerHr *price               `json:"adjustedCostPerHr"`
 	Machine           *struct {
 		GPUTypeID string `json:"gpuTypeId"`
 	} `json:"machine"`
 }
 
+// price is an hourly price in a saved v1 record: a JSON number or, as
+// RunPod's own v1 schema example writes costPerHr ("0.74"), a string that
+// holds exactly one. Any other string is an error, never a zero price.
+type price float64
+
+func (p *price) UnmarshalJSON(data []byte) error {
+	// A json.Number takes a number, or a string only if it holds a valid
+	// JSON number (no sign but '-', no spaces, no "NaN" or "Inf").
+	var n json.Number
+	if err := json.Unmarshal(data, &n); err != nil {
+		return fmt.Errorf("%s is not a price (a number, or a string holding one)", data)
+	}
+	f, err := n.Float64()
+	if err != nil || n == "" {
+		return fmt.Errorf("%s is not a price (a number, or a string holding one)", data)
+	}
+	*p = price(f)
+	return nil
+}
+
 // ParsePodRecord reads a v2 pod record (ISO-8601 startedAt, possibly null;
 // createdAt; cost; gpu.id) or a saved v1 record (lastStartedAt in Go's
-// time.Time.String() format or ISO-8601, costPerHr, adjustedCostPerHr).
+// time.Time.String() format or ISO-8601, costPerHr, adjustedCostPerHr,
+// each a number or a numeric string, as RunPod's v1 schema shows costPerHr).
 func ParsePodRecord(data []byte) (PodRecord, error) {
 	var raw rawRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -72,10 +93,10 @@ func ParsePodRecord(data []byte) (PodRecord, error) {
 	case v1:
 		rec.APIVersion = 1
 		if raw.CostPerHr != nil {
-			rec.ListPrice = *raw.CostPerHr
+			rec.ListPrice = float64(*raw.CostPerHr)
 		}
 		if raw.AdjustedCostPerHr != nil {
-			rec.AdjustedPrice = *raw.AdjustedCostPerHr
+			rec.AdjustedPrice = float64(*raw.AdjustedCostPerHr)
 		}
 		if rec.GPUTypeID == "" && raw.Machine != nil {
 			rec.GPUTypeID = raw.Machine.GPUTypeID
