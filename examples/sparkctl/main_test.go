@@ -28,7 +28,7 @@ const token = "ctl-test-token-0123456789"
 func TestCommandsAgainstTheAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store, err := sqlitestore.Open(t.TempDir() + "/spark.db")
+	store, err := sqlitestore.Create(t.TempDir() + "/spark.db")
 	if err != nil {
 		t.Fatal(err)
 	}

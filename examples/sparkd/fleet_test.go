@@ -141,7 +141,7 @@ func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
 	os.WriteFile(fleet, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := startSparkd(ctx, t, "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet)
+	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet)
 	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil || st.Request.State != spark.Queued || !strings.Contains(st.Pending, "gpu-a") {

@@ -58,7 +58,7 @@ func TestSparkd_ADeliveryInFlightAtShutdownIsJournalled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := startSparkd(ctx, t, "-db", filepath.Join(dir, "spark.db"), "-webhook-secret-file", secretFile, "-github-org", "o", "-jit-dir", t.TempDir())
+	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-webhook-secret-file", secretFile, "-github-org", "o", "-jit-dir", t.TempDir())
 	body, _ := json.Marshal(map[string]any{"action": "labeled", "label": map[string]any{"name": "spark-test"}, "sender": map[string]any{"login": "maint"},
 		"pull_request": map[string]any{"number": 7, "state": "open", "head": map[string]any{"sha": "1111111111111111111111111111111111111111"}}, "repository": map[string]any{"full_name": "o/butter"}})
 	req, _ := http.NewRequest("POST", d.addr+"/github/webhook", bytes.NewReader(body))

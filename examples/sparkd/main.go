@@ -1,6 +1,8 @@
 // Command sparkd runs the shared-fleet controller and its agent/CLI API.
 //
-//	sparkd [-addr 127.0.0.1:8765] [-db spark.db] [-token-file FILE] [-fleet fleet.yml | -simulate=false]
+//	sparkd [-addr 127.0.0.1:8765] [-db spark.db [-init]] [-token-file FILE] [-fleet fleet.yml | -simulate=false]
+//	sparkd backup -db spark.db -file backup.db     # online, consistent
+//	sparkd restore -db spark.db -file backup.db    # sparkd stopped
 //	       [-webhook-secret-file FILE -github-org ORG -runner-group ID -jit-dir DIR]
 //
 // With no flags it starts on an embedded default: a SQLite file in a
@@ -70,10 +72,14 @@ func main() {
 // run serves until ctx ends. ready, when set, receives the address and the
 // token file once the API listens.
 func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]string) int {
+	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
+		return database(ctx, args[0], args[1:], stderr)
+	}
 	fs := flag.NewFlagSet("sparkd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8765", "listen address")
-	dbPath := fs.String("db", "", "SQLite file (default: a new temporary directory)")
+	dbPath := fs.String("db", "", "the fleet's SQLite database (default: a new one in a new temporary directory)")
+	initDB := fs.Bool("init", false, "create the -db database when it does not exist: a new fleet (an empty or foreign file is never taken for one)")
 	tokenFile := fs.String("token-file", "", "API token file (default: generated beside the database)")
 	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts' heartbeats (without -fleet)")
 	fleetFile := fs.String("fleet", "", "the fleet (YAML; see fleet.example.yml): real hosts that heartbeat themselves, and the resident service's commands")
@@ -121,13 +127,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			return 1
 		}
 		*dbPath = filepath.Join(dir, "spark.db")
+		*initDB = true
 	}
 	token, file, err := loadToken(*tokenFile, filepath.Dir(*dbPath))
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	store, err := sqlitestore.Open(*dbPath)
+	store, err := openStore(*dbPath, *initDB)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
@@ -251,6 +258,53 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 // github builds the GitHub integration from cfg (the seed's labels and
 // commands, or the fleet file's), the webhook secret file and the App's
 // credentials (or GITHUB_TOKEN).
+// openStore opens the fleet's database, creating it only with -init and
+// only where no file is.
+func openStore(path string, create bool) (*sqlitestore.Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && create {
+		return sqlitestore.Create(path)
+	}
+	return sqlitestore.Open(path)
+}
+
+// database runs sparkd backup (a consistent copy of the live database,
+// while sparkd serves) and sparkd restore (the controller stopped: the
+// backup replaces the database, its epoch advanced so that no fencing
+// token is reissued).
+func database(ctx context.Context, cmd string, args []string, stderr io.Writer) int {
+	fl := flag.NewFlagSet("sparkd "+cmd, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	db := fl.String("db", "", "the fleet's SQLite database (required)")
+	file := fl.String("file", "", "the backup file: written by backup (must not exist), read by restore (required)")
+	if exit, ok := cli.Parse(fl, args); !ok {
+		return exit
+	}
+	if *db == "" || *file == "" {
+		fmt.Fprintf(stderr, "sparkd %s: -db and -file are required\n", cmd)
+		return 2
+	}
+	if cmd == "restore" {
+		if err := sqlitestore.Restore(*file, *db); err != nil {
+			fmt.Fprintln(stderr, "sparkd restore:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "restored %s from %s; its epoch advanced, so fencing tokens continue above every one issued before\n", *db, *file)
+		return 0
+	}
+	store, err := sqlitestore.Open(*db)
+	if err != nil {
+		fmt.Fprintln(stderr, "sparkd backup:", err)
+		return 1
+	}
+	defer store.Close()
+	if err := store.Backup(ctx, *file); err != nil {
+		fmt.Fprintln(stderr, "sparkd backup:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "backed up %s to %s\n", *db, *file)
+	return 0
+}
+
 func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
 	if org == "" || jitDir == "" {
 		return nil, errors.New("-webhook-secret-file needs -github-org (where JIT runners are minted) and -jit-dir (where the host agent collects them)")

@@ -22,7 +22,7 @@ import (
 func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := startSparkd(ctx, t, "-db", t.TempDir()+"/spark.db")
+	d := startSparkd(ctx, t, "-init", "-db", t.TempDir()+"/spark.db")
 	if fi, _ := os.Stat(d.tokenFile); fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode %v", fi.Mode().Perm())
 	}
@@ -95,7 +95,7 @@ func TestWebhookNeedsItsOrganizationAndJITDirectory(t *testing.T) {
 	secretFile := t.TempDir() + "/whsecret"
 	os.WriteFile(secretFile, []byte("a-webhook-secret\n"), 0o600)
 	var logs bytes.Buffer
-	code := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", t.TempDir() + "/spark.db", "-webhook-secret-file", secretFile}, &logs, nil)
+	code := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-init", "-db", t.TempDir() + "/spark.db", "-webhook-secret-file", secretFile}, &logs, nil)
 	if code != 1 || !strings.Contains(logs.String(), "-github-org") {
 		t.Errorf("exit %d: %s", code, logs.String())
 	}

@@ -185,7 +185,7 @@ schedules: [{name: nightly, repo: o/butter, branch: main, class: benchmark, suit
 // The controller remembers when each schedule last asked, across
 // restarts, on the same SQLite file sparkd uses.
 func TestLastSubmitted_ReadsEveryRequestOfTheOwner(t *testing.T) {
-	store, err := sqlitestore.Open(filepath.Join(t.TempDir(), "spark.db"))
+	store, err := sqlitestore.Create(filepath.Join(t.TempDir(), "spark.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

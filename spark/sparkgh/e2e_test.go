@@ -93,7 +93,7 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := sqlitestore.Open(filepath.Join(t.TempDir(), "spark.db"))
+	store, err := sqlitestore.Create(filepath.Join(t.TempDir(), "spark.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

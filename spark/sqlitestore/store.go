@@ -10,7 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -28,18 +32,137 @@ CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, doc TEXT NOT NULL);
 INSERT INTO counters (name, value) VALUES ('token', 0), ('seq', 0);
 `,
+	2: `INSERT INTO counters (name, value) VALUES ('epoch', 0);`,
 }
 
 // SchemaVersion is the version Open migrates to.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Store is a SQLite-backed spark.Store.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db    *sql.DB
+	epoch int64 // the database's restore epoch: the high bits of every fencing token
+}
 
 var _ spark.Store = (*Store)(nil)
 
-// Open opens (creating and migrating) the database at path.
+// Errors Open, Create and Restore refuse a database with.
+var (
+	// ErrNoDatabase: the file does not exist. A new fleet starts only
+	// when the operator says so (Create; sparkd -init).
+	ErrNoDatabase = errors.New("sqlitestore: no fleet database at this path")
+	// ErrNotFleetDB: the file is empty, not SQLite, or SQLite without
+	// this store's schema. It is never taken for a new fleet: that would
+	// forget every lease and reissue fencing tokens.
+	ErrNotFleetDB = errors.New("sqlitestore: not a fleet database")
+	// ErrDamaged: SQLite's integrity check failed.
+	ErrDamaged = errors.New("sqlitestore: the fleet database is damaged")
+	// ErrRolledBack: the database's epoch is older than the last one
+	// this controller opened: it was replaced by an older copy without
+	// Restore, and its fencing tokens would go backwards.
+	ErrRolledBack = errors.New("sqlitestore: the fleet database is older than the one this controller last opened")
+	// ErrExists: Create found a file at the path.
+	ErrExists = errors.New("sqlitestore: a file already exists at this path")
+)
+
+// EpochFile is where the epoch a controller last opened is recorded,
+// beside the database: path + EpochFile.
+const EpochFile = ".epoch"
+
+// Open opens an existing fleet database and checks it before anything is
+// served: it must be this store's schema (an empty or foreign file is
+// ErrNotFleetDB, a missing one ErrNoDatabase), pass SQLite's integrity
+// check (ErrDamaged), and be no older than the epoch recorded beside it
+// (ErrRolledBack).
 func Open(path string) (*Store, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s: start a new fleet with sparkd -init (sqlitestore.Create), or point -db at the existing database", ErrNoDatabase, path)
+	case err != nil:
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotFleetDB, path)
+	case info.Size() == 0:
+		return nil, fmt.Errorf("%w: %s is empty (0 bytes): restore the database from a backup (sparkd restore), or remove the file and start a new fleet with -init", ErrNotFleetDB, path)
+	}
+	if err := inspect(path); err != nil {
+		return nil, err
+	}
+	s, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(path); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// inspect checks, read-only (a foreign file is left exactly as it was),
+// that path is this store's database and passes SQLite's integrity check.
+func inspect(path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schema_version', 'requests', 'counters')`).Scan(&n); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrNotFleetDB, path, err)
+	}
+	if n != 3 {
+		return fmt.Errorf("%w: %s is SQLite but has no fleet schema: point -db at the fleet's database", ErrNotFleetDB, path)
+	}
+	rows, err := db.Query(`PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if rows.Scan(&line) == nil && line != "ok" && len(problems) < 5 {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s: %s: restore it from a backup (sparkd restore)", ErrDamaged, path, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Create makes a new, empty fleet database at path; a file already there
+// is ErrExists.
+func Create(path string) (*Store, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: %s: open it without -init", ErrExists, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: create %s: %w", path, err)
+	}
+	f.Close()
+	s, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	if err := s.loadEpoch(); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	return s, recordEpoch(path, s.epoch)
+}
+
+func openDB(path string) (*Store, error) {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
@@ -50,12 +173,123 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // the single writer
-	s := &Store{db: db}
+	return &Store{db: db}, nil
+}
+
+// check migrates the database Open inspected and refuses an older copy
+// than the last one this controller opened, then records its epoch.
+func (s *Store) check(path string) error {
 	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	if err := s.loadEpoch(); err != nil {
+		return err
+	}
+	seen, err := readEpoch(path)
+	if err != nil {
+		return err
+	}
+	if s.epoch < seen {
+		return fmt.Errorf("%w: %s has epoch %d, this controller last opened epoch %d: an older copy replaced it; bring it back with sparkd restore, which advances the epoch so no fencing token is reissued", ErrRolledBack, path, s.epoch, seen)
+	}
+	return recordEpoch(path, s.epoch)
+}
+
+// loadEpoch reads the database's epoch.
+func (s *Store) loadEpoch() error {
+	if err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'epoch'`).Scan(&s.epoch); err != nil {
+		return fmt.Errorf("sqlitestore: read the epoch: %w", err)
+	}
+	return nil
+}
+
+// readEpoch is the epoch recorded beside the database (0 when none is).
+func readEpoch(path string) (int64, error) {
+	data, err := os.ReadFile(path + EpochFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: read %s: %w", path+EpochFile, err)
+	}
+	e, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || e < 0 {
+		return 0, fmt.Errorf("sqlitestore: %s holds %q, not an epoch: it records the last epoch this controller opened; restore it, never edit it", path+EpochFile, strings.TrimSpace(string(data)))
+	}
+	return e, nil
+}
+
+// recordEpoch records epoch beside the database when it is newer than
+// what is recorded, whole or not at all.
+func recordEpoch(path string, epoch int64) error {
+	seen, err := readEpoch(path)
+	if err != nil || seen >= epoch && fileExists(path+EpochFile) {
+		return err
+	}
+	tmp := path + EpochFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(epoch, 10)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("sqlitestore: record the epoch: %w", err)
+	}
+	if err := os.Rename(tmp, path+EpochFile); err != nil {
+		return fmt.Errorf("sqlitestore: record the epoch: %w", err)
+	}
+	return nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Backup writes a consistent copy of the live database to dest (VACUUM
+// INTO: online, while the controller serves). dest must not exist.
+func (s *Store) Backup(ctx context.Context, dest string) error {
+	if fileExists(dest) {
+		return fmt.Errorf("%w: %s: back up to a new file", ErrExists, dest)
+	}
+	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		return fmt.Errorf("sqlitestore: back up to %s: %w", dest, err)
+	}
+	return nil
+}
+
+// Restore replaces the database at path with the backup at from, checked
+// as Open checks, and advances its epoch past every epoch this controller
+// has opened, so the fencing tokens it issues next are above every token
+// it issued before. The controller must be stopped.
+func Restore(from, path string) error {
+	b, err := Open(from)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: restore: the backup: %w", err)
+	}
+	backupEpoch := b.epoch
+	b.db.Close()
+	seen, err := readEpoch(path)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: restore: %w", err)
+	}
+	tmp := path + ".restore"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("sqlitestore: restore: %w", err)
+	}
+	next := max(backupEpoch, seen) + 1
+	r, err := openDB(tmp)
+	if err == nil {
+		_, err = r.db.Exec(`UPDATE counters SET value = ? WHERE name = 'epoch'`, next)
+		r.db.Close()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("sqlitestore: restore: advance the epoch: %w", err)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		os.Remove(path + side) // the replaced database's journal is not the backup's
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("sqlitestore: restore: %w", err)
+	}
+	return recordEpoch(path, next)
 }
 
 func (s *Store) migrate() error {
@@ -100,7 +334,7 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: begin: %w", err)
 	}
-	if err := fn(&sqlTx{tx}); err != nil {
+	if err := fn(&sqlTx{tx: tx, epoch: s.epoch}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -110,7 +344,10 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	return nil
 }
 
-type sqlTx struct{ tx *sql.Tx }
+type sqlTx struct {
+	tx    *sql.Tx
+	epoch int64
+}
 
 func (t *sqlTx) Hosts() ([]spark.Host, error) {
 	rows, err := t.tx.Query(`SELECT doc FROM hosts ORDER BY name`)
@@ -209,8 +446,14 @@ func (t *sqlTx) next(name string) (int64, error) {
 
 // NextToken allocates a fencing token in this transaction: committed with
 // the grant or not at all, so tokens strictly increase across restarts.
-func (t *sqlTx) NextToken() (int64, error) { return t.next("token") }
-func (t *sqlTx) NextSeq() (int64, error)   { return t.next("seq") }
+// NextToken is the next fencing token: the restore epoch in the high 32
+// bits, a counter below, so a token issued after a restore is above every
+// token issued before it.
+func (t *sqlTx) NextToken() (int64, error) {
+	n, err := t.next("token")
+	return t.epoch<<32 | n, err
+}
+func (t *sqlTx) NextSeq() (int64, error) { return t.next("seq") }
 
 func (t *sqlTx) AppendEvent(e spark.Event) error {
 	doc, err := json.Marshal(e)

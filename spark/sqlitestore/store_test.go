@@ -21,13 +21,21 @@ import (
 
 var ctx = context.Background()
 
+// open opens the database at path, creating it the first time.
 func open(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := Open(path)
+	s, err := openOrCreate(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func openOrCreate(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return Create(path)
+	}
+	return Open(path)
 }
 
 func TestTransactionsAreAllOrNothing(t *testing.T) {
@@ -105,7 +113,7 @@ func TestCrashHelper(t *testing.T) {
 	if path == "" {
 		t.Skip("the crash test's child process")
 	}
-	s, err := Open(path)
+	s, err := openOrCreate(path)
 	if err != nil {
 		os.Exit(3)
 	}

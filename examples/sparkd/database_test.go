@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sparkd never takes a missing or empty -db for a new fleet: without
+// -init a missing file is refused, and an empty (0-byte) file is refused
+// even with -init.
+func TestSparkd_AMissingOrEmptyDatabaseIsNotANewFleet(t *testing.T) {
+	dir := t.TempDir()
+	missing, empty := filepath.Join(dir, "missing.db"), filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o600)
+	for _, args := range [][]string{{"-db", missing}, {"-db", empty}, {"-init", "-db", empty}} {
+		var logs bytes.Buffer
+		if code := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), &logs, nil); code != 1 {
+			t.Errorf("%v: exit %d, want 1: %s", args, code, logs.String())
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("sparkd created the missing database without -init")
+	}
+	if info, _ := os.Stat(empty); info.Size() != 0 {
+		t.Error("sparkd wrote into the empty file")
+	}
+}
+
+// sparkd backup copies the database; sparkd restore puts a backup in
+// place. Both refuse to run without -db and -file.
+func TestSparkd_BackupAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	db, backup := filepath.Join(dir, "spark.db"), filepath.Join(dir, "backup.db")
+	s, err := openStore(db, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var logs bytes.Buffer
+	if code := run(context.Background(), []string{"backup", "-db", db, "-file", backup}, &logs, nil); code != 0 {
+		t.Fatalf("backup: exit %d: %s", code, logs.String())
+	}
+	if code := run(context.Background(), []string{"backup", "-db", db, "-file", backup}, &logs, nil); code != 1 {
+		t.Errorf("a backup over an existing file: exit %d", code)
+	}
+	if code := run(context.Background(), []string{"restore", "-db", db, "-file", backup}, &logs, nil); code != 0 {
+		t.Fatalf("restore: exit %d: %s", code, logs.String())
+	}
+	if code := run(context.Background(), []string{"restore", "-db", db}, &logs, nil); code != 2 {
+		t.Errorf("restore without -file: exit %d, want 2", code)
+	}
+	if s, err := openStore(db, false); err != nil {
+		t.Errorf("the restored database does not open: %v", err)
+	} else {
+		s.Close()
+	}
+}
