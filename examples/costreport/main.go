@@ -30,9 +30,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const usage = "usage: costreport collect|summarize [flags] (costreport collect -h, costreport summarize -h list them)"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: costreport collect|summarize [flags]")
+		fmt.Fprintln(stderr, usage)
 		return 2
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprintln(stdout, usage)
+		return 0
 	}
 	var err error
 	switch args[0] {

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "gate: unknown subcommand %q\n%s\n", args[0], usage)
+		fmt.Fprintf(stderr, "gate: unknown subcommand %q: use reuse, authorize, publish, local-relay or recover (gate SUBCOMMAND -h lists its flags)\n", args[0])
 		return 2
 	}
 	fs := flag.NewFlagSet("gate "+args[0], flag.ContinueOnError)

@@ -48,7 +48,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +60,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkmcp"
@@ -100,15 +100,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&pf.serviceHost, "service-host", getenv("SPARK_SERVICE_HOST") == "true", "preflight: this host runs the resident service, which must have released it (default: SPARK_SERVICE_HOST=true)")
 	fs.StringVar(&pf.interconnect, "interconnect-cmd", getenv("SPARK_INTERCONNECT_CMD"), "preflight, pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
 	fs.StringVar(&pf.serviceReleased, "service-released-cmd", getenv("SPARK_SERVICE_RELEASED_CMD"), "preflight, with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if err := cli.FlagsAndArgs(fs, args); err != nil {
+		return cli.Status(err)
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
 		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|heartbeat|preflight|mcp [ID] [TOKEN]")
+		return 2
+	}
+	// How many arguments each command takes: one more or one fewer is a
+	// command line refused before anything is sent.
+	arity := map[string]int{"request": 0, "wait": 1, "status": 1, "release": 2, "cancel": 1, "hosts": 0, "heartbeat": 0, "preflight": 1, "mcp": 0}
+	n, known := arity[rest[0]]
+	switch {
+	case !known:
+		fmt.Fprintf(stderr, "sparkctl: unknown command %q: use request, wait, status, release, cancel, hosts, heartbeat, preflight or mcp\n", rest[0])
+		return 2
+	case len(rest)-1 != n:
+		fmt.Fprintf(stderr, "sparkctl %s takes %d argument(s), got %d: %q\n", rest[0], n, len(rest)-1, rest[1:])
 		return 2
 	}
 	token := getenv("SPARK_TOKEN")

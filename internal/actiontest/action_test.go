@@ -258,7 +258,6 @@ env >"$1/install-env"
 		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid", "GPUGATE_TESTS_PASSED": "true",
 			"GPUGATE_NOT_RUN": "tenferro-cuda::capability two_device_registration (two-device)"}, []string{"published"}, nil},
 		{"cache-check", nil, nil, nil},
-		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true"}, []string{"key"}, nil},
 		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true", "GPUGATE_TOOLCHAIN": "rustc 1.95.0 (59807616e 2026-04-14)"}, []string{"key"}, nil},
 		{"cache-check", map[string]string{"GPUGATE_FIND_ARTIFACT": "cuda-archive-v1-abc"}, []string{"artifact_id", "artifact_run_id"}, map[string]string{"artifact_id": "8", "artifact_run_id": "80"}},
 		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,11 +45,30 @@ func Flags(fs *flag.FlagSet, args []string) error {
 
 // FlagsAndArgs is Flags for a subcommand that also takes positional
 // arguments (fs.Args()).
+//
+// A bad flag is reported in one line, naming -h; the usage is printed only
+// for -h.
 func FlagsAndArgs(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	var quiet bytes.Buffer
+	fs.SetOutput(&quiet) // the flag package's own message and usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		if usage != nil {
+			usage()
+		} else {
+			fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+		}
 		return err
 	}
+	fmt.Fprintf(out, "%s: %v (%s -h lists the flags)\n", fs.Name(), err, fs.Name())
 	return fmt.Errorf("%w: %w", ErrUsage, err)
 }
 
