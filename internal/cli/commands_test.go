@@ -64,7 +64,9 @@ func TestEveryCommand_HelpIsZeroAndARefusedCommandLineIsTwoInOneLine(t *testing.
 		}
 		return 0, out.String(), errOut.String()
 	}
-	oneLine := func(s string) bool { return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && strings.TrimSpace(s) != "" }
+	oneLine := func(s string) bool {
+		return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && strings.TrimSpace(s) != ""
+	}
 	for _, c := range commands {
 		if code, _, stderr := run(c.name, c.help...); code != 0 {
 			t.Errorf("%s %v: exit %d, want 0\n%s", c.name, c.help, code, stderr)
