@@ -221,8 +221,12 @@ func (c *classifier) file(path string, st Status, old bool) {
 			fd.Pattern = c.idx.globs[m.pos].raw
 		}
 	}
-	device := c.buf[setDevice].member() || (c.p.Path != "" && path == c.p.Path)
-	hosted := c.buf[setHosted].member()
+	// The gpu lists only refine CI paths (Load refuses a glob of theirs
+	// that reaches outside ci): a path no ci glob holds is classified as
+	// if they did not name it.
+	inCI := c.buf[setCI].member()
+	device := (inCI && c.buf[setDevice].member()) || (c.p.Path != "" && path == c.p.Path)
+	hosted := inCI && c.buf[setHosted].member()
 	switch {
 	case c.buf[setCode].member():
 		set(KindCode, RuleCode, c.buf[setCode])

@@ -3,6 +3,7 @@ package changepolicy
 import (
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,11 +14,28 @@ func FuzzLoad(f *testing.F) {
 	f.Add(ExamplePolicy)
 	f.Add([]byte("docs: ['**/*.md', '!x/**']\nlanes: {m: {triggers: ['a']}}\njobs: [{name: j, runs_for: [lane:m]}]\n"))
 	f.Add([]byte("docs: ['[']"))
+	// The refusals: unsupported syntax, sets that never match, gpu globs
+	// outside ci; and the escapes and classes they must not refuse.
+	for _, g := range []string{
+		"src/@(a|b).rs", "!(**/*.tsx|**/*.less)", "[[:alpha:]]*", "v{1..3}/**", "./docs/**", "docs/",
+		"(a|b)", "a|b", "[ab]+", `\d`, `[\]]`, "a[/]b", `"*".md`, `a\/b`, "!!a", "{a}", "a/**/**", "a*/**",
+		"src/../x", "a//b", "{,a}", "{a,{b,c}}/*", `scripts/gpu\ tools/**`, "a[!b]c", "app/[id]/*.md",
+	} {
+		f.Add([]byte("docs: ['" + g + "']\n"))
+	}
+	f.Add([]byte("docs: ['!**/*.md']\n"))
+	f.Add([]byte("docs: ['docs/**', '!doc/**']\n"))
+	f.Add([]byte("ci: ['scripts/ci/**']\ngpu:\n  hosted_only: ['**/cost*']\n"))
+	f.Add([]byte("ci: ['.github/**', '!.github/ISSUE_TEMPLATE/**']\ngpu:\n  device_control: ['.github/**/*.yml', '!.github/ISSUE_TEMPLATE/**']\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Load(data)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPolicy) {
 				t.Fatalf("Load error %v does not match ErrInvalidPolicy", err)
+			}
+			var ge *GlobError
+			if errors.As(err, &ge) && (ge.Err == nil || !errors.Is(err, ge.Err) || ge.Construct == "") {
+				t.Fatalf("glob refusal %v names no sentinel or construct", err)
 			}
 			return
 		}
@@ -81,31 +99,65 @@ func FuzzParseNameStatus(f *testing.F) {
 	})
 }
 
-// FuzzIndexAgreesWithDoublestar checks that the prefix/suffix index never
-// changes what a glob matches: it must agree with doublestar.Match.
+// FuzzIndexAgreesWithDoublestar checks that the matcher means what the
+// static checks assume and what the glob says: for a glob Load accepts,
+// the index (prefix/suffix filters and literal directories included) agrees
+// with doublestar.Match over the glob's alternatives, and both agree with
+// the automaton the checks use (glob.re). Where the glob has none of the
+// constructs the package documentation lists as read differently (a
+// character class, which never matches '/'; braces, expanded before
+// matching; a run of stars; "*/**"), all of them agree with doublestar on
+// the glob as written too.
 func FuzzIndexAgreesWithDoublestar(f *testing.F) {
 	for _, s := range [][2]string{
 		{"docs/**", "docs"}, {"docs/**", "docs/a/b.md"}, {"**/*.md", "README.md"},
 		{"a/**/b", "a/b"}, {"{a,b}/*.go", "b/x.go"}, {"x/[ab]c", "x/bc"},
 		{"scripts/ci/*_partition.tsv", "scripts/ci/cuda_partition.tsv"}, {`a\*b`, "a*b"},
 		{".github/**", ".github/workflows/x.yml"}, {"Cargo.toml", "Cargo.toml"},
+		{`scripts/gpu\ tools/**`, "scripts/gpu tools/x.sh"}, {"a[!b]c", "a/c"}, {"a[^b]c", "a/c"},
+		{"a*/**", "a"}, {"a*{b,}", "a"}, {"{a/,}**/x", "x"}, {"a/**/**", "a"}, {"**/**", "x"},
+		{"x{,/y}/**", "x/y"}, {"[+-0]", "/"}, {`a\{b`, "a{b"}, {"a***", "a"},
+		{"{a,{b,c}}/*", "c/x"}, {"app/[id]/*.md", "app/[id]/x.md"}, {"[ab]", "[ab]"}, {"a{,*.{x,y}}.z", "a.y.z"},
 	} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, path string) {
-		if validateGlob(pattern) != nil || strings.HasPrefix(pattern, "!") || checkPath(path) != "" {
+		if strings.HasPrefix(pattern, "!") || checkPath(path) != "" {
 			return
 		}
-		want, err := doublestar.Match(pattern, path)
-		if err != nil {
+		g, prob := parseGlob(pattern)
+		if prob != nil {
+			if !errors.Is(prob.in("docs", 0, 0, pattern), ErrInvalidPolicy) {
+				t.Fatalf("refusal of %q does not match ErrInvalidPolicy", pattern)
+			}
 			return
 		}
-		idx := &index{exact: map[string][]int32{}, byDir: map[string][]int32{}}
-		idx.add(setDocs, 0, pattern)
+		want := false
+		for _, alt := range g.pattern {
+			m, err := doublestar.Match(alt, path)
+			if err != nil {
+				t.Fatalf("%q: alternative %q is not a valid doublestar pattern: %v", pattern, alt, err)
+			}
+			want = want || m
+		}
+		idx := newIndex()
+		idx.add(setDocs, 0, g)
 		out := make([]setMatch, firstLane)
 		idx.match(path, out)
 		if got := out[setDocs].member(); got != want {
-			t.Fatalf("index says %q matches %q: %v; doublestar says %v", pattern, path, got, want)
+			t.Fatalf("index says %q matches %q: %v; doublestar over %q says %v", pattern, path, got, g.pattern, want)
+		}
+		re := regexp.MustCompile(`^(?s:` + g.re + `)$`)
+		if got := re.MatchString(path); got != want {
+			t.Fatalf("automaton %q says %q matches %q: %v; doublestar over %q says %v", g.re, pattern, path, got, g.pattern, want)
+		}
+		if raw, err := doublestar.Match(pattern, path); err == nil && raw && !want && !strings.Contains(pattern, "[!") && !strings.Contains(pattern, "[^") {
+			t.Fatalf("doublestar: %q matches %q, this matcher does not", pattern, path)
+		}
+		if !strings.ContainsAny(pattern, `[{\`) && !strings.Contains(pattern, "***") {
+			if raw, err := doublestar.Match(pattern, path); err == nil && raw != want {
+				t.Fatalf("doublestar says %q matches %q: %v; this matcher says %v", pattern, path, raw, want)
+			}
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package changepolicy
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -21,25 +20,33 @@ const (
 var setNames = [firstLane]string{"code", "docs", "ci", "gpu.device_control", "gpu.hosted_only"}
 
 type compiledGlob struct {
-	set     int
-	order   int // position within its set: the first matching pattern is reported
-	negate  bool
-	raw     string // as written, "!" included
-	pattern string // without "!"
+	set    int
+	order  int // position within its set: the first matching pattern is reported
+	negate bool
+	raw    string // as written, "!" included
+	g      *glob
+}
+
+// entry is one brace-free alternative of a glob, as doublestar matches it.
+type entry struct {
+	glob    int32
+	pattern string // rendered for doublestar: escapes and classes canonical
 	prefix  string // literal head every match starts with; "" filters nothing
 	suffix  string // literal tail every match ends with; "" filters nothing
 }
 
 // index finds the candidate globs for a path without trying every glob:
-// literal patterns by exact path, prefixed patterns by their literal
+// literal alternatives by exact path, prefixed ones by their literal
 // directory, and only the rest (such as "**/*.md") on every path, behind a
-// literal-suffix check.
+// literal-suffix check. Keys and filters hold the text a path must have,
+// escapes resolved, so they agree with the matcher.
 type index struct {
-	globs  []compiledGlob
-	exact  map[string][]int32
-	byDir  map[string][]int32
-	global []int32
-	lanes  []string // sorted; lane i is set firstLane+i
+	globs   []compiledGlob
+	entries []entry
+	exact   map[string][]int32 // entry ids by the path they match
+	byDir   map[string][]int32
+	global  []int32
+	lanes   []string // sorted; lane i is set firstLane+i
 }
 
 // setMatch is the outcome for one set: pos is the index of the first
@@ -57,25 +64,30 @@ func (p *Policy) Compile() error {
 	if err := p.validate(nil); err != nil {
 		return err
 	}
-	idx := &index{exact: map[string][]int32{}, byDir: map[string][]int32{}}
-	for name := range p.Lanes {
-		idx.lanes = append(idx.lanes, name)
+	sets, err := p.checkGlobs(nil)
+	if err != nil {
+		return err
 	}
-	slices.Sort(idx.lanes)
-	lists := [][]Glob{setCode: p.Code, setDocs: p.Docs, setCI: p.CI, setDevice: p.GPU.DeviceControl, setHosted: p.GPU.HostedOnly}
-	for _, name := range idx.lanes {
-		lists = append(lists, p.Lanes[name].Triggers)
-	}
-	for set, list := range lists {
-		for order, g := range list {
-			if err := validateGlob(string(g)); err != nil {
-				return &PolicyError{Msg: fmt.Sprintf("%s[%d]: %v", idx.setName(set), order, err)}
-			}
-			idx.add(set, order, string(g))
+	p.idx = build(sets)
+	return nil
+}
+
+func newIndex() *index {
+	return &index{exact: map[string][]int32{}, byDir: map[string][]int32{}}
+}
+
+// build indexes parsed globs, sets as parseGlobs returns them.
+func build(sets []parsedSet) *index {
+	idx := newIndex()
+	for _, s := range sets {
+		if s.set >= firstLane {
+			idx.lanes = append(idx.lanes, s.lane)
+		}
+		for order, g := range s.globs {
+			idx.add(s.set, order, g)
 		}
 	}
-	p.idx = idx
-	return nil
+	return idx
 }
 
 func (idx *index) setName(set int) string {
@@ -85,35 +97,53 @@ func (idx *index) setName(set int) string {
 	return "lanes." + idx.lanes[set-firstLane] + ".triggers"
 }
 
-func (idx *index) add(set, order int, raw string) {
-	pattern, negate := strings.CutPrefix(raw, "!")
-	g := compiledGlob{set: set, order: order, negate: negate, raw: raw, pattern: pattern}
-	id := int32(len(idx.globs))
-	switch {
-	case !strings.ContainsAny(pattern, `*?[{\`):
-		idx.exact[pattern] = append(idx.exact[pattern], id)
-	default:
-		g.prefix, g.suffix = literalEnds(pattern)
-		if base, _ := doublestar.SplitPattern(pattern); base != "." {
-			idx.byDir[base] = append(idx.byDir[base], id)
+func (idx *index) add(set, order int, g *glob) {
+	gid := int32(len(idx.globs))
+	idx.globs = append(idx.globs, compiledGlob{set: set, order: order, negate: g.negate, raw: g.raw, g: g})
+	for i, e := range g.exps {
+		id := int32(len(idx.entries))
+		en := entry{glob: gid, pattern: g.pattern[i]}
+		if lit, ok := literal(e); ok {
+			idx.exact[lit] = append(idx.exact[lit], id)
+			idx.entries = append(idx.entries, en)
+			continue
+		}
+		var dir string
+		en.prefix, en.suffix, dir = literalParts(e)
+		if dir != "" {
+			idx.byDir[dir] = append(idx.byDir[dir], id)
 		} else {
 			idx.global = append(idx.global, id)
 		}
+		idx.entries = append(idx.entries, en)
 	}
-	idx.globs = append(idx.globs, g)
 }
 
-// literalEnds returns the text before the pattern's first meta character,
-// which every matching path starts with, and the text after its last meta
-// character or slash, which every matching path ends with. Escapes disable
-// both filters.
-func literalEnds(pattern string) (prefix, suffix string) {
-	if strings.Contains(pattern, `\`) {
-		return "", ""
+// visit calls fn with every glob that matches path (a glob with several
+// matching alternatives, once per alternative). It is the one matcher:
+// Classify and Unmatched both use it.
+func (idx *index) visit(path string, fn func(id int32)) {
+	for _, id := range idx.exact[path] {
+		fn(idx.entries[id].glob)
 	}
-	// "docs/**" matches "docs" itself, so a trailing slash is not required.
-	prefix = strings.TrimSuffix(pattern[:strings.IndexAny(pattern, "*?[{")], "/")
-	return prefix, pattern[strings.LastIndexAny(pattern, "*?]}/")+1:]
+	try := func(ids []int32) {
+		for _, id := range ids {
+			e := &idx.entries[id]
+			if !strings.HasPrefix(path, e.prefix) || !strings.HasSuffix(path, e.suffix) {
+				continue
+			}
+			if doublestar.MatchUnvalidated(e.pattern, path) {
+				fn(e.glob)
+			}
+		}
+	}
+	for i := 0; i < len(path); i++ {
+		if path[i] == '/' {
+			try(idx.byDir[path[:i]])
+		}
+	}
+	try(idx.byDir[path]) // "docs/**" matches "docs" itself
+	try(idx.global)
 }
 
 // match fills out (one entry per set) for path.
@@ -121,32 +151,26 @@ func (idx *index) match(path string, out []setMatch) {
 	for i := range out {
 		out[i] = setMatch{pos: -1}
 	}
-	try := func(ids []int32) {
-		for _, id := range ids {
-			g := &idx.globs[id]
-			if !strings.HasPrefix(path, g.prefix) || !strings.HasSuffix(path, g.suffix) {
-				continue
-			}
-			if !doublestar.MatchUnvalidated(g.pattern, path) {
-				continue
-			}
-			m := &out[g.set]
-			switch {
-			case g.negate:
-				m.neg = true
-			case m.pos < 0 || idx.globs[m.pos].order > g.order:
-				m.pos = id
-			}
+	idx.visit(path, func(id int32) {
+		g := &idx.globs[id]
+		m := &out[g.set]
+		switch {
+		case g.negate:
+			m.neg = true
+		case m.pos < 0 || idx.globs[m.pos].order > g.order:
+			m.pos = id
 		}
-	}
-	try(idx.exact[path])
-	for i := 0; i < len(path); i++ {
-		if path[i] == '/' {
-			try(idx.byDir[path[:i]])
-		}
-	}
-	try(idx.byDir[path])
-	try(idx.global)
+	})
 }
 
 func (idx *index) sets() int { return firstLane + len(idx.lanes) }
+
+// sortedLanes returns the policy's lane names in order.
+func (p *Policy) sortedLanes() []string {
+	var names []string
+	for name := range p.Lanes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}

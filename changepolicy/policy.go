@@ -9,15 +9,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"go.yaml.in/yaml/v3"
 )
 
 // ErrInvalidPolicy is matched (with errors.Is) by every error Load and LoadFile
 // return for a policy that cannot be used: YAML syntax, unknown keys, invalid
-// globs, undefined lanes or duplicate job names.
+// or refused globs (which match ErrInvalidGlob, ErrUnsupportedGlob,
+// ErrNeverMatches or ErrRefinesOutsideCI too), undefined lanes or duplicate
+// job names.
 var ErrInvalidPolicy = errors.New("changepolicy: invalid policy")
 
 // PolicyError describes one problem in a policy file. Line is 1-based and 0
@@ -27,6 +27,7 @@ type PolicyError struct {
 	File string // the policy file's path, when loaded with LoadFile
 	Line int
 	Msg  string
+	Err  error // the detail, when there is one: a *GlobError for a refused glob
 }
 
 // Error says what is wrong with the policy, and where: its file and line
@@ -48,37 +49,23 @@ func (e *PolicyError) Error() string {
 // Is reports whether target is ErrInvalidPolicy.
 func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
 
+// Unwrap returns the detail (a *GlobError, which wraps its sentinel), or nil.
+func (e *PolicyError) Unwrap() error { return e.Err }
+
 // Glob is one doublestar v4 pattern over slash-separated repository paths.
 // A leading "!" makes it an exclusion: a path belongs to a set when it matches
 // a positive pattern of the set and no exclusion. Dotfiles match like any
-// other name.
+// other name. Load refuses the syntax other matchers read differently (see
+// the package documentation).
 type Glob string
 
-// UnmarshalYAML validates the pattern so that a bad glob is a load error that
-// names its line.
+// UnmarshalYAML takes a string; Load checks the pattern itself, with its
+// section and line.
 func (g *Glob) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return &PolicyError{Line: n.Line, Msg: "a glob must be a string"}
 	}
-	if err := validateGlob(n.Value); err != nil {
-		return &PolicyError{Line: n.Line, Msg: err.Error()}
-	}
 	*g = Glob(n.Value)
-	return nil
-}
-
-func validateGlob(s string) error {
-	body := strings.TrimPrefix(s, "!")
-	switch {
-	case body == "":
-		return fmt.Errorf("empty glob %q: write a pattern such as \"docs/**\"", s)
-	case !utf8.ValidString(body):
-		return fmt.Errorf("glob %q is not valid UTF-8", s)
-	case strings.HasPrefix(body, "/"):
-		return fmt.Errorf("glob %q is absolute: patterns match repository-relative paths, drop the leading slash", s)
-	case !doublestar.ValidatePattern(body):
-		return fmt.Errorf("glob %q is not a valid doublestar pattern (unbalanced [] or {}, or a trailing backslash)", s)
-	}
 	return nil
 }
 
@@ -160,9 +147,11 @@ func Load(data []byte) (*Policy, error) {
 	if err := p.validate(&root); err != nil {
 		return nil, err
 	}
-	if err := p.Compile(); err != nil {
+	sets, err := p.checkGlobs(&root)
+	if err != nil {
 		return nil, err
 	}
+	p.idx = build(sets)
 	return &p, nil
 }
 

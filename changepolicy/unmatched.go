@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // UnmatchedGlob is a policy glob that matches no file of the repository.
@@ -29,23 +27,54 @@ func (u UnmatchedGlob) String() string { return fmt.Sprintf("%s: %q", u.Section,
 // that lane for its own workflow. hosted_only is listed too, so the split
 // of the paid lane stays reviewable. Exclusions ("!…") and the broad docs
 // and ci lists, whose misses fall back to code, are not checked.
+//
+// A glob counts as matching only a file that it brings into its section:
+// the file matches it, through the same matcher Classify uses, and no
+// exclusion of the section removes the file.
 func (p *Policy) Unmatched(files []string) []UnmatchedGlob {
-	var out []UnmatchedGlob
-	tracked := make(map[string]bool, len(files))
-	for _, f := range files {
-		tracked[f] = true
+	idx := p.idx
+	if idx == nil {
+		if err := p.Compile(); err != nil {
+			// An invalid policy has no meaningful globs: report them all.
+			idx = nil
+		} else {
+			idx = p.idx
+		}
 	}
+	used := map[string]bool{} // section + "\x00" + glob, for the globs that bring a file in
+	if idx != nil {
+		brings := make([]bool, len(idx.globs))
+		excluded := make([]bool, idx.sets())
+		var hit []int32
+		for _, f := range files {
+			if checkPath(f) != "" {
+				continue
+			}
+			hit = hit[:0]
+			idx.visit(f, func(id int32) { hit = append(hit, id) })
+			clear(excluded)
+			for _, id := range hit {
+				if g := &idx.globs[id]; g.negate {
+					excluded[g.set] = true
+				}
+			}
+			for _, id := range hit {
+				if g := &idx.globs[id]; !g.negate && !excluded[g.set] {
+					brings[id] = true
+				}
+			}
+		}
+		for id, ok := range brings {
+			if ok {
+				g := &idx.globs[id]
+				used[idx.setName(g.set)+"\x00"+g.raw] = true
+			}
+		}
+	}
+	var out []UnmatchedGlob
 	check := func(section string, globs []Glob) {
 		for _, g := range globs {
-			pattern := string(g)
-			switch {
-			case strings.HasPrefix(pattern, "!"):
-				continue
-			case !strings.ContainsAny(pattern, `*?[{\`): // a literal path matches only itself
-				if tracked[pattern] {
-					continue
-				}
-			case slices.ContainsFunc(files, func(f string) bool { return doublestar.MatchUnvalidated(pattern, f) }):
+			if strings.HasPrefix(string(g), "!") || used[section+"\x00"+string(g)] {
 				continue
 			}
 			out = append(out, UnmatchedGlob{Section: section, Glob: g})

@@ -117,3 +117,39 @@ func TestCheckGlobsFailsOnAMisspeltDeviceControlGlob(t *testing.T) {
 		t.Errorf("-check-globs with -changes: exit %d, want 1", code)
 	}
 }
+
+// A policy whose gpu lists reach outside ci, or whose glob paths-filter
+// reads differently, is refused before anything is classified or checked:
+// both the classify run and -check-globs fail with an ::error:: annotation,
+// and a hosted-only glob never turns a code change into a ci-only one.
+func TestARefusedPolicyFailsClassifyAndCheckGlobs(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("git", "init", "-q")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	for name, policy := range map[string]string{
+		"hosted_only outside ci": "ci: [\"scripts/ci/**\"]\ngpu:\n  hosted_only: [\"**/cost*\"]\n",
+		"extglob":                "docs: [\"docs/@(a|b).md\"]\n",
+		"exclusions only":        "docs: [\"!**/*.md\"]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			pol := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yml")
+			if err := os.WriteFile(pol, []byte(policy), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := map[string]string{"GITHUB_ACTIONS": "true"}
+			for _, args := range [][]string{{"-policy", pol, "-changes", "-"}, {"-policy", pol, "-check-globs", "-dir", dir}} {
+				code, out, _ := runMain(t, env, "M\tsrc/cost.rs\n", args...)
+				if code != 1 || !strings.HasPrefix(out, "::error::") {
+					t.Errorf("%v: exit %d, stdout %q; want exit 1 and an ::error:: annotation", args, code, out)
+				}
+			}
+		})
+	}
+}
