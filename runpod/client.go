@@ -241,15 +241,16 @@ func (e *RedirectError) Error() string {
 // Is matches ErrRedirect.
 func (e *RedirectError) Is(target error) bool { return target == ErrRedirect }
 
-// location reduces a Location header to what may be printed: no
-// credentials, no query (a signed URL's token), no fragment.
+// location reduces a Location header to what may be printed: the scheme,
+// the host and the escaped path; no credentials, no query (a signed URL's
+// token), no fragment. A value that does not parse as an absolute URL
+// with a host prints as "(unparsable)".
 func location(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Opaque != "" || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "(unparsable)"
 	}
-	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
-	return u.String()
+	return u.Scheme + "://" + u.Host + u.EscapedPath()
 }
 
 // Cooldown reports how long the shared cooldown still pauses this client's
@@ -312,7 +313,7 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 	}
 	c.log.LogAttrs(ctx, slog.LevelDebug, "runpod request", slog.String("method", r.method), slog.String("path", r.path), slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-		return &RedirectError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode, Location: c.scrub(location(resp.Header.Get("Location")), r)}
+		return &RedirectError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode, Location: string(c.scrubBody([]byte(location(resp.Header.Get("Location"))), r))}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Scrub the whole body before anything cuts it: a secret across
@@ -348,19 +349,69 @@ func (c *Client) scrub(s string, r request) string {
 }
 
 // scrubBody removes every secret the request carried from a response body,
-// before it is parsed or cut: as sent, JSON-escaped (Go's way, and with
-// escaped slashes as other encoders write them) and URL-encoded.
+// before it is parsed or cut: as sent, JSON-escaped (with and without HTML
+// escaping, with escaped slashes as some encoders write them) and
+// URL-encoded (either case of hex). Then every run of 16 letters and
+// digits of a secret (up to 8 KiB) is removed too, so a part of one that
+// an unknown encoding echoes, or a cut would have kept, is never printed.
 func (c *Client) scrubBody(data []byte, r request) []byte {
 	var all []Secret
 	for _, s := range append(r.secrets, c.key) {
 		v := s.Reveal()
-		all = append(all, s, Secret(strings.ReplaceAll(v, "/", `\/`)), Secret(url.QueryEscape(v)), Secret(url.PathEscape(v)))
-		if q, err := json.Marshal(v); err == nil && len(q) > 2 {
-			q := string(q[1 : len(q)-1])
-			all = append(all, Secret(q), Secret(strings.ReplaceAll(q, "/", `\/`)))
+		if len(v) < 4 {
+			continue
+		}
+		all = append(all, s)
+		for _, e := range encodings(v) {
+			all = append(all, Secret(e))
 		}
 	}
-	return []byte(secret.Scrub(string(data), all...))
+	text := secret.Scrub(string(data), all...)
+	for _, s := range append(r.secrets, c.key) {
+		text = scrubRuns(text, s.Reveal())
+	}
+	return []byte(text)
+}
+
+// encodings are the forms a server may echo a value in.
+func encodings(v string) []string {
+	out := []string{strings.ReplaceAll(v, "/", `\/`), url.QueryEscape(v), url.PathEscape(v)}
+	out = append(out, strings.ToLower(url.QueryEscape(v)), strings.ToLower(url.PathEscape(v)))
+	if q, err := json.Marshal(v); err == nil && len(q) > 2 {
+		q := string(q[1 : len(q)-1])
+		out = append(out, q, strings.ReplaceAll(q, "/", `\/`))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) == nil {
+		q := strings.TrimSuffix(b.String(), "\n")
+		if len(q) > 2 {
+			q = q[1 : len(q)-1]
+			out = append(out, q, strings.ReplaceAll(q, "/", `\/`))
+		}
+	}
+	return out
+}
+
+// scrubRuns removes from text every 16-character window of each run of
+// letters and digits in v (v of at most 8 KiB).
+func scrubRuns(text, v string) string {
+	const window, most = 16, 8 << 10
+	if len(v) > most || len(text) < window {
+		return text
+	}
+	alnum := func(r rune) bool {
+		return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}
+	for _, run := range strings.FieldsFunc(v, func(r rune) bool { return !alnum(r) }) {
+		for i := 0; i+window <= len(run); i++ {
+			if w := run[i : i+window]; strings.Contains(text, w) {
+				text = strings.ReplaceAll(text, w, secret.Redacted)
+			}
+		}
+	}
+	return text
 }
 
 // call is send under the retry policy.
@@ -561,6 +612,10 @@ const MaxResponseBytes = 64 << 20
 func (c *Client) ListPods(ctx context.Context) ([]Pod, error) {
 	return c.listPods(ctx, c.call)
 }
+
+// listPodsOnce is ListPods without the client's retries: one request per
+// page, for a caller that retries under its own budget.
+func (c *Client) listPodsOnce(ctx context.Context) ([]Pod, error) { return c.listPods(ctx, c.send) }
 
 func (c *Client) listPods(ctx context.Context, do func(context.Context, request, any) error) ([]Pod, error) {
 	var pods []Pod

@@ -169,13 +169,23 @@ func DeleteByName(ctx context.Context, api PodAPI, name string) error {
 }
 
 // listNamed lists the live pods with exactly this name, retrying the
-// listing within DeletePolicy's budget.
+// listing within DeletePolicy's budget: each try is one listing (one
+// request per page, for a *Client), so a Retry-After or the shared
+// cooldown is waited out between tries, never inside one try's timeout.
 func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attempts int, err error) {
 	var pods []Pod
-	err = DeletePolicy().run(ctx, nil, func(ctx context.Context, n int) error {
+	list := api.ListPods
+	if c, ok := api.(*Client); ok {
+		list = c.listPodsOnce
+	}
+	var cool func() time.Duration
+	if c, ok := api.(interface{ Cooldown() time.Duration }); ok {
+		cool = c.Cooldown
+	}
+	err = DeletePolicy().run(ctx, cool, func(ctx context.Context, n int) error {
 		attempts = n
 		var err error
-		pods, err = api.ListPods(ctx)
+		pods, err = list(ctx)
 		if err != nil && !errors.Is(err, ErrTransient) {
 			err = fmt.Errorf("%w: %w", ErrTransient, err) // listing again may work
 		}

@@ -135,6 +135,12 @@ type Deps struct {
 	Head     string                                                    // the authorized PR head SHA the work is for
 	Log      *slog.Logger                                              // nil discards
 	Delete   func(ctx context.Context, api PodAPI, podID string) error // nil: Delete
+
+	// KeyRefusal and ForbiddenGPU tell a 403 that refuses the API key
+	// (provisioning stops) from one about a GPU type or its pool (only
+	// that candidate is skipped); nil: DefaultKeyRefusalPattern and
+	// DefaultForbiddenGPUPattern.
+	KeyRefusal, ForbiddenGPU *regexp.Regexp
 }
 
 // Outcome is what became of one attempt.
@@ -456,7 +462,7 @@ func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attemp
 		switch {
 		case errors.Is(err, ErrNoCapacity):
 			a.Outcome = OutcomeNoCapacity
-		case keyRefused(err, c.GPUTypeID):
+		case keyRefused(err, c.GPUTypeID, p.deps.KeyRefusal, p.deps.ForbiddenGPU):
 			a.Outcome = OutcomeKeyRefused
 			err = fmt.Errorf("%w: attempt %d: %w; no other candidate is asked with the same key: check RUNPOD_API_KEY (its value, its expiry, its permissions)", ErrKeyRefused, n, err)
 		case errors.Is(err, ErrForbidden):
@@ -496,16 +502,23 @@ func (p *provisioner) overCeiling(price float64) (bool, string) {
 	return false, ""
 }
 
+// DefaultKeyRefusalPattern recognises a 403 that refuses the API key
+// itself (its permissions, its account): checked first, so a refusal that
+// mentions a pool of keys is not taken for a GPU's.
+var DefaultKeyRefusalPattern = regexp.MustCompile(`(?i)\bapi[ _-]?keys?\b|\btokens?\b|unauthori[sz]ed|\bcredential|\baccount (is |has been )?(suspended|disabled|locked|banned|restricted)|\bpermissions? (for|of) (this|the|your) (key|account)`)
+
 // DefaultForbiddenGPUPattern recognises a 403 about the requested GPU type
-// or its pool, which skips only that candidate. Any other 403 (the OpenAPI
-// example is "access denied") refuses the key itself.
-var DefaultForbiddenGPUPattern = regexp.MustCompile(`(?i)\b(gpus?|pool|gpu ?types?|machines?|instances?|cloud|data ?cent(er|re)s?)\b`)
+// or its pool, which skips only that candidate. A 403 that matches neither
+// it nor the candidate's GPU name refuses the key (the OpenAPI example is
+// "access denied").
+var DefaultForbiddenGPUPattern = regexp.MustCompile(`(?i)\bgpu[ _-]?types?\b|\bthis gpu\b|\b(gpu|machine|instance|node) pools?\b|\brequested pool\b|\b(machine|instance) types?\b|\bdata ?cent(er|re)s?\b|\b(secure|community) cloud\b`)
 
 // keyRefused reports whether a create error refuses the API key rather
-// than the candidate: a 401, or a 403 whose detail names neither the GPU
-// type nor a GPU pool. Sending that key to every other candidate would
-// only repeat the refusal.
-func keyRefused(err error, gpuID string) bool {
+// than the candidate: a 401, or a 403 whose text refuses the key
+// (keyPattern), or names neither the GPU (its ID, or the ID without its
+// vendor words) nor a GPU pool (gpuPattern). Sending that key to every
+// other candidate would only repeat the refusal.
+func keyRefused(err error, gpuID string, keyPattern, gpuPattern *regexp.Regexp) bool {
 	if errors.Is(err, ErrUnauthorized) {
 		return true
 	}
@@ -513,9 +526,23 @@ func keyRefused(err error, gpuID string) bool {
 	if !errors.Is(err, ErrForbidden) || !errors.As(err, &ae) {
 		return false
 	}
+	if keyPattern == nil {
+		keyPattern = DefaultKeyRefusalPattern
+	}
+	if gpuPattern == nil {
+		gpuPattern = DefaultForbiddenGPUPattern
+	}
 	text := ae.Title + " " + ae.Detail + " " + strings.Join(ae.Errors, " ")
-	about := strings.Contains(strings.ToLower(text), strings.ToLower(gpuID)) || DefaultForbiddenGPUPattern.MatchString(ae.Detail+" "+strings.Join(ae.Errors, " "))
-	return !about
+	if keyPattern.MatchString(text) {
+		return true
+	}
+	lower := strings.ToLower(text)
+	for _, name := range []string{gpuID, strings.TrimPrefix(gpuID, "NVIDIA "), strings.TrimPrefix(gpuID, "NVIDIA GeForce "), strings.TrimPrefix(gpuID, "AMD ")} {
+		if len(name) >= 3 && strings.Contains(lower, strings.ToLower(name)) {
+			return false
+		}
+	}
+	return !gpuPattern.MatchString(text)
 }
 
 func (p *provisioner) inTier(tier, gpu string) bool {
@@ -565,6 +592,9 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 			if err != nil {
 				p.event(ctx, slog.LevelWarn, "provision.registry_unknown", a, slog.String("error", err.Error()))
 			} else if found && r.Online && slices.Contains(r.Labels, a.Name) {
+				if p.cfg.MaxHourlyPrice > 0 && a.HourlyPrice <= 0 && a.Candidate.Price <= 0 {
+					return p.reject(ctx, a, start, OutcomeOverCeiling, fmt.Sprintf("neither the catalog nor the pod reported its price, so max_hourly_price %.4f cannot be held", p.cfg.MaxHourlyPrice))
+				}
 				return p.accept(ctx, a, start, pod), nil
 			}
 		}
@@ -635,6 +665,20 @@ func (p *provisioner) sweep(ctx context.Context, a Attempt, start time.Time, cre
 	}
 	if len(pods) == 0 {
 		return a, nil
+	}
+	// A create retried after a lost response (the first listing did not
+	// show the pod yet) may have made two: every one of them goes.
+	for _, extra := range pods[1:] {
+		if err := p.deps.Delete(context.WithoutCancel(ctx), p.deps.API, extra.ID); err != nil {
+			p.res.LivePodID = extra.ID
+			p.event(ctx, slog.LevelError, "provision.delete_failed", a, slog.String("pod", extra.ID), slog.String("error", err.Error()))
+			a.PodID, a.HourlyPrice = pods[0].ID, pods[0].Cost
+			if _, rerr := p.reject(ctx, a, start, OutcomeCreateError, "the create's response was lost; its pods were found by name"); rerr != nil {
+				return a, errors.Join(err, rerr)
+			}
+			return a, fmt.Errorf("runpod: attempt %d: a second pod %s of the lost create could not be deleted, so no further pod is created: %w", a.N, extra.ID, err)
+		}
+		p.event(ctx, slog.LevelInfo, "provision.delete", a, slog.String("pod", extra.ID), slog.String("why", "a second pod of the lost create"))
 	}
 	a.PodID, a.HourlyPrice = pods[0].ID, pods[0].Cost
 	return p.reject(ctx, a, start, OutcomeCreateError, "the create's response was lost; its pod was found by name")

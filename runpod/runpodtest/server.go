@@ -74,6 +74,7 @@ type Fault struct {
 	LoseResponse bool          // the request is handled but its response is lost
 	Malformed    bool          // answer 200 with a body that is not JSON
 	Delay        time.Duration // wait before answering (the client's timeout may fire)
+	HideNewest   bool          // GET /v2/pods answers without the newest live pod, as an eventually consistent listing may
 	Times        int           // how many requests it hits (0: 1)
 }
 
@@ -419,6 +420,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) outcome {
 			rec.Header().Set("Retry-After", f.RetryAfter)
 		}
 		writeProblem(rec, f.Status, f.Detail)
+	case f != nil && f.HideNewest && r.Method == http.MethodGet && r.URL.Path == "/v2/pods":
+		s.listPods(rec, r, true)
 	case f != nil && f.Malformed:
 		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(http.StatusOK)
@@ -448,6 +451,8 @@ func describe(f *Fault) string {
 		return "lose-response"
 	case f.Malformed:
 		return "malformed"
+	case f.HideNewest:
+		return "hide-newest"
 	case f.Status != 0:
 		return strconv.Itoa(f.Status)
 	}
@@ -521,7 +526,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 	case path == "/v2/pods":
 		switch r.Method {
 		case http.MethodGet:
-			s.listPods(w, r)
+			s.listPods(w, r, false)
 		case http.MethodPost:
 			s.createPod(w, body)
 		default:
@@ -902,7 +907,7 @@ func (s *Server) getPod(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusOK, s.render(p, time.Now()))
 }
 
-func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request, hideNewest bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -911,6 +916,9 @@ func (s *Server) listPods(w http.ResponseWriter, r *http.Request) {
 		if p.deleted.IsZero() {
 			live = append(live, p)
 		}
+	}
+	if hideNewest && len(live) > 0 {
+		live = live[:len(live)-1]
 	}
 	start := 0
 	if c := r.URL.Query().Get("cursor"); c != "" {
