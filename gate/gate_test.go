@@ -173,7 +173,7 @@ func TestPublish_NoPassingConclusionWithoutItsEvidence(t *testing.T) {
 		"skipped with nothing behind it":           {gate.Report{ID: id(gate.KindSkipped)}, false},
 		"skipped on the classifier's word":         {gate.Report{ID: id(gate.KindSkipped), GPU: &gate.Classification{HeadSHA: head}}, true},
 		"skipped on the relay's evidence":          {gate.Report{ID: id(gate.KindSkipped), Local: &local}, true},
-		"skipped on a forged relay evidence":       {gate.Report{ID: id(gate.KindSkipped), Local: &gate.LocalEvidence{PR: 7, SHA: head, Dispatcher: "maint"}}, false},
+		"skipped on a forged relay evidence":       {gate.Report{ID: id(gate.KindSkipped), Local: &gate.LocalEvidence{}}, false},
 		"paid without a result":                    {gate.Report{ID: id(gate.KindPaid)}, false},
 		"paid whose tests failed":                  {gate.Report{ID: id(gate.KindPaid), Paid: &gate.PaidEvidence{}}, false},
 		"paid whose tests passed":                  {gate.Report{ID: id(gate.KindPaid), Paid: &gate.PaidEvidence{TestsPassed: true}}, true},
@@ -195,6 +195,41 @@ func TestPublish_NoPassingConclusionWithoutItsEvidence(t *testing.T) {
 		if !tc.ok && (!errors.Is(err, gate.ErrPublish) || !errors.Is(err, gate.ErrNoEvidence)) {
 			t.Errorf("%s: err = %v, want ErrPublish and ErrNoEvidence", name, err)
 		}
+	}
+}
+
+// Local evidence cannot be pointed at another head: only
+// VerifyLocalEvidence sets what it is for.
+func TestLocalEvidence_CannotBeRetargeted(t *testing.T) {
+	ev := localEvidence(t)
+	other := strings.Repeat("e", 40)
+	if _, err := gate.Build(gate.Report{HeadSHA: other, ID: gate.ExternalID{Ref: other, Kind: gate.KindLocal}, Local: &ev}, t0); !errors.Is(err, gate.ErrNoEvidence) {
+		t.Fatalf("evidence for %s published on %s: err = %v", ev.SHA(), other, err)
+	}
+}
+
+// A passing gate never completes a check on another head: a check ID
+// names a check on whatever commit it was created on.
+func TestPublish_NotRequiredNeverCompletesACheckOnAnotherHead(t *testing.T) {
+	docsHead, codeHead := strings.Repeat("d", 40), strings.Repeat("c", 40)
+	checks := gatetest.NewChecks()
+	pending := checks.Add(codeHead, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
+	_, err := gate.Publish(context.Background(), checks, gate.Report{HeadSHA: docsHead, ExistingID: pending.ID,
+		ID:  gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired},
+		GPU: &gate.Classification{GPURequired: false, Reason: "docs only", HeadSHA: docsHead}}, t0)
+	if !errors.Is(err, gate.ErrPublish) {
+		t.Errorf("err = %v, want ErrPublish", err)
+	}
+	for _, g := range checks.Published(codeHead) {
+		if g.Status != "in_progress" {
+			t.Fatalf("the check on the unclassified head became %s %s", g.Status, g.Conclusion)
+		}
+	}
+	mine := checks.Add(docsHead, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
+	if _, err := gate.Publish(context.Background(), checks, gate.Report{HeadSHA: docsHead, ExistingID: mine.ID,
+		ID:  gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired},
+		GPU: &gate.Classification{GPURequired: false, Reason: "docs only", HeadSHA: docsHead}}, t0); err != nil {
+		t.Errorf("completing the check on its own head: %v", err)
 	}
 }
 

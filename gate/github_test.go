@@ -52,6 +52,9 @@ func TestGitHub_CreateAndUpdateGate(t *testing.T) {
 		json.NewDecoder(r.Body).Decode(&created)
 		fmt.Fprint(w, `{"id":5,"status":"completed","conclusion":"success"}`)
 	})
+	mux.HandleFunc("GET /repos/o/r/commits/"+head+"/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":1,"check_runs":[{"id":5,"name":"CI GPU gate","status":"in_progress"}]}`)
+	})
 	mux.HandleFunc("PATCH /repos/o/r/check-runs/5", func(w http.ResponseWriter, r *http.Request) {
 		json.NewDecoder(r.Body).Decode(&updated)
 		fmt.Fprint(w, `{"id":5,"status":"completed","conclusion":"failure"}`)

@@ -32,11 +32,19 @@ type LocalRequest struct {
 // VerifyLocalEvidence makes one that a KindLocal (or KindSkipped) report
 // can carry.
 type LocalEvidence struct {
-	PR         int
-	SHA        string // the head it is evidence for
-	Dispatcher string
-	verified   bool
+	pr         int
+	sha        string // the head it is evidence for
+	dispatcher string
 }
+
+// PR is the pull request the evidence was verified on.
+func (e LocalEvidence) PR() int { return e.pr }
+
+// SHA is the head the evidence is for.
+func (e LocalEvidence) SHA() string { return e.sha }
+
+// Dispatcher is who posted the evidence and dispatched the relay.
+func (e LocalEvidence) Dispatcher() string { return e.dispatcher }
 
 // VerifyLocalEvidence checks everything the relay must before publishing
 // local-gpu-gate:v1:<sha>: the dispatcher is a maintainer or admin; the PR
@@ -87,7 +95,7 @@ func VerifyLocalEvidence(ctx context.Context, repo Repo, req LocalRequest) (Loca
 	if err := checkLabelled(second, req.SHA, label); err != nil {
 		return LocalEvidence{}, fmt.Errorf("%w (changed while verifying)", err)
 	}
-	return LocalEvidence{PR: req.PR, SHA: req.SHA, Dispatcher: req.Dispatcher, verified: true}, nil
+	return LocalEvidence{pr: req.PR, sha: req.SHA, dispatcher: req.Dispatcher}, nil
 }
 
 func checkLabelled(pr PullRequest, sha, label string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,7 +89,7 @@ func Evidence(k Kind) string {
 // hasEvidence reports whether r carries what its kind needs.
 func hasEvidence(r Report) bool {
 	notRequired := r.GPU != nil && !r.GPU.GPURequired && r.GPU.HeadSHA == r.HeadSHA
-	local := r.Local != nil && r.Local.verified && r.Local.SHA == r.HeadSHA
+	local := r.Local != nil && r.Local.sha != "" && r.Local.sha == r.HeadSHA
 	switch r.ID.Kind {
 	case KindPaid:
 		return r.Paid != nil && r.Paid.TestsPassed
@@ -211,6 +212,15 @@ func Publish(ctx context.Context, checks Checks, r Report, now time.Time) (Gate,
 		return Gate{}, err
 	}
 	if r.ExistingID != 0 {
+		// Only a check on the head the report is for may be completed: a
+		// check ID names a check on whatever commit it was created on.
+		gates, err := checks.ListGates(ctx, p.HeadSHA, p.Name)
+		if err != nil {
+			return Gate{}, fmt.Errorf("gate: find check %d on %s before completing it: %w", r.ExistingID, short(p.HeadSHA), err)
+		}
+		if !slices.ContainsFunc(gates, func(g Gate) bool { return g.ID == r.ExistingID }) {
+			return Gate{}, fmt.Errorf("%w: check %d is not a %q check on head %s, the head this report is for: nothing is completed", ErrPublish, r.ExistingID, p.Name, short(p.HeadSHA))
+		}
 		g, err := checks.UpdateGate(ctx, r.ExistingID, p)
 		if err != nil {
 			return Gate{}, fmt.Errorf("gate: complete check %d: %w", r.ExistingID, err)

@@ -453,12 +453,14 @@ func (c *Client) ListGPUTypes(ctx context.Context, q CatalogQuery) ([]GPUType, e
 }
 
 // CreatePod creates one pod: POST /v2/pods
-// (https://docs.runpod.io/api-reference-v2/pods/create-pod). Transient
-// failures are retried within the policy's deadline; before retrying after
-// a failure that may have created the pod (a lost response, a 5xx), it looks
-// the pod up by its unique name so that nothing is created, and paid for,
-// twice. When the retries end while a pod may exist, the error matches
-// ErrCreateUnknown: the caller must find and delete the pod by name.
+// (https://docs.runpod.io/api-reference-v2/pods/create-pod). A transient
+// failure that cannot have created the pod (408, 429, a refused
+// connection) is retried within the policy; after one that may have (a
+// lost response, a 5xx, a malformed answer) it only looks the pod up by its
+// unique name, and never sends the create again, so that nothing is
+// created, and paid for, twice. When the retries end while a pod may
+// exist, the error matches ErrCreateUnknown: the caller must find and
+// delete the pod by name.
 func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error) {
 	if req.Name == "" || req.Image == "" || req.GPU.ID == "" {
 		return nil, fmt.Errorf("%w: name, image and gpu.id are required", ErrInvalidRequest)
@@ -476,6 +478,11 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	)
 	err := c.create.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
 		if maybeCreated {
+			// Never POST again after a create that may have taken
+			// effect: a listing that lags behind it would not show the
+			// pod, and a second POST would buy a second one under the
+			// same name (and the same single-use runner config). Only
+			// look; the caller sweeps by name when this runs out.
 			p, err := c.findByName(ctx, req.Name)
 			if err != nil {
 				return fmt.Errorf("%w: looking for pod %q after an ambiguous create: %w", ErrTransient, req.Name, err)
@@ -484,7 +491,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 				created = p
 				return nil
 			}
-			maybeCreated = false
+			return fmt.Errorf("%w: pod %q is not listed after an ambiguous create", ErrTransient, req.Name)
 		}
 		var w wirePod
 		if err := c.send(ctx, r, &w); err != nil {

@@ -139,7 +139,7 @@ func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, er
 	return api.GetPod(ctx, podID)
 }
 
-// DeleteByName resolves a pod known only by its name (Result.UnresolvedPodName:
+// DeleteByName resolves a pod known only by its name (Result.UnresolvedPodNames:
 // a create whose response was lost while the listing failed) and deletes
 // it. It lists pods within DeletePolicy's budget and deletes every live pod
 // with exactly that name, each with Delete. It returns nil only when the

@@ -202,11 +202,12 @@ type Result struct {
 	RejectedCost   float64   `json:"rejected_cost"`         // estimated paid cost of every rejected candidate
 	LivePodID      string    `json:"live_pod_id,omitempty"` // the ID of a pod whose deletion was not confirmed; only ever an ID
 
-	// UnresolvedPodName names a pod known only by its name: a create
-	// whose response was lost and whose pod the listing could not find
-	// (the listing failed). It may be running and billing. Cleanup
-	// resolves it by listing (DeleteByName) before it claims anything.
-	UnresolvedPodName string `json:"unresolved_pod_name,omitempty"`
+	// UnresolvedPodNames name pods known only by their names: creates
+	// whose outcome is unknown (a lost response, a 5xx) and whose pods
+	// the listing did not show (it failed, or lagged behind the create).
+	// Each may be running and billing. Cleanup resolves them by listing
+	// (DeleteByName) before it claims anything.
+	UnresolvedPodNames []string `json:"unresolved_pod_names,omitempty"`
 
 	// Snapshot is the accepted pod's record as provisioning last saw it
 	// (its environment left out): the cost report's fallback when the
@@ -660,10 +661,14 @@ func (p *provisioner) sweep(ctx context.Context, a Attempt, start time.Time, cre
 	if err != nil {
 		// Known only by name: never an ID to delete (a DELETE of the name
 		// answers 404, which would "confirm" a pod that is still billing).
-		p.res.UnresolvedPodName = a.Name
+		p.res.UnresolvedPodNames = append(p.res.UnresolvedPodNames, a.Name)
 		return a, &DeleteError{Name: a.Name, Attempts: attempts, Err: err}
 	}
 	if len(pods) == 0 {
+		// Most likely nothing was created; but a listing may lag behind a
+		// create, so the name stays for cleanup to resolve, later.
+		p.res.UnresolvedPodNames = append(p.res.UnresolvedPodNames, a.Name)
+		p.event(ctx, slog.LevelWarn, "provision.create_unresolved", a, slog.String("why", "the listing shows no pod of this name; cleanup looks again"))
 		return a, nil
 	}
 	// A create retried after a lost response (the first listing did not
@@ -711,8 +716,8 @@ func (r Result) Markdown() string {
 	if r.LivePodID != "" {
 		fmt.Fprintf(&b, "\n**Pod `%s` may still be running: its deletion was not confirmed. Delete it by hand.**\n", r.LivePodID)
 	}
-	if r.UnresolvedPodName != "" {
-		fmt.Fprintf(&b, "\n**A pod named `%s` may be running: its create's response was lost and the pod listing failed. Cleanup looks it up by name and deletes it; if that fails too, delete it by hand.**\n", r.UnresolvedPodName)
+	if len(r.UnresolvedPodNames) > 0 {
+		fmt.Fprintf(&b, "\n**Pods named `%s` may be running: their creates' outcomes are unknown and the listing did not show them. Cleanup looks each up by name and deletes it; if that fails too, delete it by hand.**\n", strings.Join(r.UnresolvedPodNames, "`, `"))
 	}
 	if ids := r.RetainedPods(); len(ids) > 0 {
 		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(ids, "`, `"))

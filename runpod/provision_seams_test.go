@@ -3,6 +3,7 @@ package runpod_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,8 +28,8 @@ func TestProvision_APodKnownOnlyByNameIsNeverConfirmedDeleted(t *testing.T) {
 			t.Fatalf("err = %v, want a DeleteError", err)
 		}
 		name := res.Attempts[0].Name
-		if res.LivePodID != "" || res.UnresolvedPodName != name || de.Name != name || de.PodID != "" {
-			t.Fatalf("live pod ID %q, unresolved name %q, error %+v; want the pod known by name %q only", res.LivePodID, res.UnresolvedPodName, de, name)
+		if res.LivePodID != "" || !slices.Equal(res.UnresolvedPodNames, []string{name}) || de.Name != name || de.PodID != "" {
+			t.Fatalf("live pod ID %q, unresolved name %q, error %+v; want the pod known by name %q only", res.LivePodID, res.UnresolvedPodNames, de, name)
 		}
 		if got := w.srv.Running(); len(got) != 1 {
 			t.Fatalf("running %v, want the lost create's pod", got)

@@ -78,7 +78,7 @@ func TestProvision_TheSweepDeletesEveryPodOfTheName(t *testing.T) {
 		}
 		w.deps.API = c
 		res, err := w.provision(context.Background(), w.catalog(t))
-		named := res.PodID + " " + res.LivePodID + " " + res.UnresolvedPodName + " " + fmt.Sprint(err)
+		named := res.PodID + " " + res.LivePodID + " " + strings.Join(res.UnresolvedPodNames, " ") + " " + fmt.Sprint(err)
 		for _, id := range w.srv.Running() {
 			if !strings.Contains(named, id) {
 				t.Errorf("pod %s billing, named nowhere (result %+v)", id, res)

@@ -137,9 +137,9 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	}
 	// A pod known only by its name (a lost create while the listing
 	// failed) is resolved by listing before anything is claimed.
-	if name := prov.UnresolvedPodName; name != "" {
+	for _, name := range prov.UnresolvedPodNames {
 		if err := runpod.DeleteByName(ctx, api, name); err != nil {
-			live = errors.Join(live, fmt.Errorf("cleanup: the pod named %q, whose create's response was lost: %w; the scheduled reaper will retry", name, err))
+			live = errors.Join(live, fmt.Errorf("cleanup: the pod named %q, whose create's outcome was unknown: %w; the scheduled reaper will retry", name, err))
 		} else {
 			fmt.Fprintf(stdout, "resolved the pod named %q by listing: none left running (confirmed)\n", name)
 		}
@@ -155,7 +155,8 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	// that fails, the record provisioning saved stands in; without one the
 	// start is unknown, so the cost is reported unknown, never zero.
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
-	if pod, err := runpod.RecordBeforeDelete(ctx, api, o.pod); err == nil {
+	pod, readErr := runpod.RecordBeforeDelete(ctx, api, o.pod)
+	if err := readErr; err == nil {
 		rec = podcost.Record(pod)
 	} else if snap := prov.Snapshot; snap != nil && snap.ID == o.pod {
 		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s); the cost uses the record saved at startup", o.pod, err))
@@ -165,6 +166,15 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	}
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
 		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err), gha.SetOutputs([2]string{"deleted", "false"}))
+	}
+	if errors.Is(readErr, runpod.ErrNotFound) && (prov.Snapshot == nil || prov.Snapshot.ID != o.pod) {
+		// No pod has this ID, and provisioning never saw one with it: a
+		// 404 confirms nothing about a name (a runner label passed as
+		// -pod). Whatever pod carries it as its name goes too.
+		if err := runpod.DeleteByName(ctx, api, o.pod); err != nil {
+			return errors.Join(live, fmt.Errorf("cleanup: no pod has the ID %q, and the pod named so could not be resolved: %w; the scheduled reaper will retry", o.pod, err), gha.SetOutputs([2]string{"deleted", "false"}))
+		}
+		fmt.Fprintf(stdout, "no pod has the ID %s (already deleted, or not a pod ID); none named so runs either (confirmed by listing)\n", o.pod)
 	}
 	deletedAt := time.Now()
 	fmt.Fprintf(stdout, "deleted pod %s (confirmed)\n", o.pod)

@@ -287,7 +287,7 @@ func TestCleanup_APodKnownOnlyByNameIsResolvedBeforeAnyClaim(t *testing.T) {
 		fake, api := useFakeRunPod(t)
 		lost := createPod(t, api, "gpugate-9-1-c1")
 		dir := t.TempDir()
-		result, _ := json.Marshal(runpod.Result{UnresolvedPodName: lost.Name, Attempts: []runpod.Attempt{
+		result, _ := json.Marshal(runpod.Result{UnresolvedPodNames: []string{lost.Name}, Attempts: []runpod.Attempt{
 			{N: 1, Name: lost.Name, Candidate: runpod.Candidate{GPUTypeID: "NVIDIA L4"}, Outcome: runpod.OutcomeCreateError},
 		}})
 		provFile := filepath.Join(dir, "provision.json")
@@ -352,6 +352,31 @@ func TestCleanup_AFailedPreDeleteReadWarnsAndUsesTheStartupSnapshot(t *testing.T
 		}
 		if len(fake.Running()) != 0 {
 			t.Errorf("running %v", fake.Running())
+		}
+	})
+}
+
+// A name passed as -pod (the runner label the summary shows) is never
+// "confirmed deleted" by the 404 a DELETE of it answers: the pod of that
+// name is found by listing and deleted.
+func TestCleanup_ANameIsNeverConfirmedDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake, api := useFakeRunPod(t)
+		pod := createPod(t, api, "gpugate-9-1-c1")
+		dir := t.TempDir()
+		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"-pod", pod.Name, "-out", filepath.Join(dir, "c.json")}, func(k string) string { return env[k] }, &stdout, &stderr)
+		if code != 0 || len(fake.Running()) != 0 {
+			t.Fatalf("exit %d, running %v: the pod named %s must be found and deleted\n%s%s", code, fake.Running(), pod.Name, stdout.String(), stderr.String())
+		}
+		fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods", Status: 503, Times: 1000})
+		other := createPod(t, api, "gpugate-9-1-c2")
+		stdout.Reset()
+		stderr.Reset()
+		code = run(context.Background(), []string{"-pod", other.Name, "-out", filepath.Join(dir, "c2.json")}, func(k string) string { return env[k] }, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String()+stdout.String(), other.Name) || len(fake.Running()) != 1 {
+			t.Errorf("while the listing fails: exit %d, running %v; want a failure naming %s\n%s%s", code, fake.Running(), other.Name, stdout.String(), stderr.String())
 		}
 	})
 }

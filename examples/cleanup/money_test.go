@@ -51,7 +51,7 @@ func moneySchedule(t *testing.T, seed uint64) {
 		fault := func() runpodtest.Fault {
 			f := runpodtest.Fault{Times: 1 + r.IntN(4)}
 			f.Method, f.Path = []string{"POST", "GET", "GET", "DELETE"}[r.IntN(4)], []string{"/v2/pods", "/v2/pods", "/v2/pods/*", "/v2/pods/*"}[r.IntN(4)]
-			switch r.IntN(7) {
+			switch r.IntN(8) {
 			case 0:
 				f.Status, f.RetryAfter = 429, hostile()
 			case 1:
@@ -66,6 +66,8 @@ func moneySchedule(t *testing.T, seed uint64) {
 				f.Method, f.Path, f.Status, f.Times = "GET", "/v2/pods", 503, 20+r.IntN(200) // a listing outage
 			case 6:
 				f.Method, f.Path, f.Status, f.Times = "DELETE", "/v2/pods/*", 503, 5+r.IntN(50) // a delete outage
+			case 7:
+				f.Method, f.Path, f.ListLag = "GET", "/v2/pods", time.Duration(1+r.IntN(30))*time.Second // a listing that lags behind a create
 			}
 			return f
 		}
@@ -82,14 +84,17 @@ func moneySchedule(t *testing.T, seed uint64) {
 		tmpl := runpod.PodTemplate{Image: "ghcr.io/actions/actions-runner:latest@sha256:abc",
 			Owner: runpod.Ownership{Repository: "o/r", Workflow: "gpu.yml", RunID: 9, RunAttempt: 1}}
 		res, perr := runpod.Provision(context.Background(), runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, runpod.CandidatePlan(cfg, nil), tmpl)
+		// The failure output: the errors and the result's named pods, never
+		// the attempt table (which lists every attempt's name anyway).
 		var output strings.Builder
 		if perr != nil {
 			output.WriteString(perr.Error() + "\n")
 		}
-		output.WriteString(res.Markdown())
+		output.WriteString(res.LivePodID + " " + strings.Join(res.UnresolvedPodNames, " ") + "\n")
 
-		// The job runs a while, then cleanup runs with its own faults.
-		time.Sleep(time.Duration(r.IntN(600)) * time.Second)
+		// The job runs a while (a pod's startup and a test job take more
+		// than a minute), then cleanup runs with its own faults.
+		time.Sleep(time.Duration(60+r.IntN(600)) * time.Second)
 		for n := r.IntN(4); n > 0; n-- {
 			fake.AddFault(fault())
 		}
@@ -100,7 +105,7 @@ func moneySchedule(t *testing.T, seed uint64) {
 		env := map[string]string{"RUNPOD_API_KEY": "rpa_x", "GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary")}
 		var stdout, stderr strings.Builder
 		code := run(context.Background(), []string{"-provision", provFile, "-out", filepath.Join(dir, "cost.json")}, func(k string) string { return env[k] }, &stdout, &stderr)
-		output.WriteString(stdout.String() + stderr.String())
+		output.WriteString(stderr.String())
 
 		for _, e := range fake.Ledger() {
 			if e.Deleted || !e.EndedAt.IsZero() {

@@ -74,7 +74,7 @@ type Fault struct {
 	LoseResponse bool          // the request is handled but its response is lost
 	Malformed    bool          // answer 200 with a body that is not JSON
 	Delay        time.Duration // wait before answering (the client's timeout may fire)
-	HideNewest   bool          // GET /v2/pods answers without the newest live pod, as an eventually consistent listing may
+	ListLag      time.Duration // GET /v2/pods answers without the pods created this recently, as an eventually consistent listing may
 	Times        int           // how many requests it hits (0: 1)
 }
 
@@ -420,8 +420,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) outcome {
 			rec.Header().Set("Retry-After", f.RetryAfter)
 		}
 		writeProblem(rec, f.Status, f.Detail)
-	case f != nil && f.HideNewest && r.Method == http.MethodGet && r.URL.Path == "/v2/pods":
-		s.listPods(rec, r, true)
+	case f != nil && f.ListLag > 0 && r.Method == http.MethodGet && r.URL.Path == "/v2/pods":
+		s.listPods(rec, r, f.ListLag)
 	case f != nil && f.Malformed:
 		rec.Header().Set("Content-Type", "application/json")
 		rec.WriteHeader(http.StatusOK)
@@ -451,8 +451,8 @@ func describe(f *Fault) string {
 		return "lose-response"
 	case f.Malformed:
 		return "malformed"
-	case f.HideNewest:
-		return "hide-newest"
+	case f.ListLag > 0:
+		return "list-lag"
 	case f.Status != 0:
 		return strconv.Itoa(f.Status)
 	}
@@ -526,7 +526,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 	case path == "/v2/pods":
 		switch r.Method {
 		case http.MethodGet:
-			s.listPods(w, r, false)
+			s.listPods(w, r, 0)
 		case http.MethodPost:
 			s.createPod(w, body)
 		default:
@@ -907,18 +907,15 @@ func (s *Server) getPod(w http.ResponseWriter, id string) {
 	writeJSON(w, http.StatusOK, s.render(p, time.Now()))
 }
 
-func (s *Server) listPods(w http.ResponseWriter, r *http.Request, hideNewest bool) {
+func (s *Server) listPods(w http.ResponseWriter, r *http.Request, lag time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	var live []*pod
 	for _, p := range s.pods {
-		if p.deleted.IsZero() {
+		if p.deleted.IsZero() && now.Sub(p.created) >= lag {
 			live = append(live, p)
 		}
-	}
-	if hideNewest && len(live) > 0 {
-		live = live[:len(live)-1]
 	}
 	start := 0
 	if c := r.URL.Query().Get("cursor"); c != "" {
