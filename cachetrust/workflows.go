@@ -545,7 +545,7 @@ func (c *checker) workflow(root *yaml.Node, calledOnly bool) {
 		}
 		c.restoreKeys(name, stepList)
 		c.credentials(name, job, stepList)
-		c.selfHostedSecrets(name, job)
+		c.selfHostedSecrets(name, job, get(root, "env"))
 		if c.rules.PinnedRunners {
 			c.movingRunners(name, job)
 		}
@@ -721,11 +721,11 @@ func (c *checker) credentials(name string, job *yaml.Node, steps []*yaml.Node) {
 }
 
 // hostedImage matches the label of a GitHub-hosted runner image.
-var hostedImage = regexp.MustCompile(`^(?:ubuntu|windows|macos)-(?:latest|[0-9][0-9.]*)(?:-[A-Za-z0-9-]+)?$`)
+var hostedImage = regexp.MustCompile(`^(?:ubuntu|windows|macos)-(?:latest|[0-9][0-9.]*)(?:-(?:arm|arm64|large|xlarge|xl|intel))?$`)
 
 // secretUse matches a reference to a secret by name, or to all of them at
 // once (toJSON(secrets), secrets[...]).
-var secretUse = regexp.MustCompile(`\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[|\))`)
+var secretUse = regexp.MustCompile(`\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\.\s*\*|\[|\))`)
 
 // mayBeSelfHosted reports whether a job's runner can be anything but a
 // GitHub-hosted image. A job that calls a reusable workflow has no runner
@@ -751,24 +751,29 @@ func mayBeSelfHosted(job *yaml.Node) bool {
 // self-hosted runner references outside the allowlist: the pod runs the
 // pull request's code, so whatever secret reaches it is the pull
 // request's. Provider secrets are never allowed there.
-func (c *checker) selfHostedSecrets(name string, job *yaml.Node) {
+func (c *checker) selfHostedSecrets(name string, job, workflowEnv *yaml.Node) {
 	if !mayBeSelfHosted(job) {
 		return
 	}
-	eachScalar(job, func(s *yaml.Node) bool {
+	allowed := func(list []string, secret string) bool {
+		return slices.ContainsFunc(list, func(a string) bool { return strings.EqualFold(a, secret) })
+	}
+	check := func(s *yaml.Node) bool {
 		for _, m := range secretUse.FindAllStringSubmatch(s.Value, -1) {
 			secret := m[1]
 			switch {
 			case secret == "":
 				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and hands it every secret at once; pass the few it needs by name", name)
-			case slices.Contains(c.rules.ProviderSecrets, secret):
+			case allowed(c.rules.ProviderSecrets, secret):
 				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and references the provider secret %s; only trusted GitHub-hosted jobs may hold it", name, secret)
-			case secret != "GITHUB_TOKEN" && !slices.Contains(c.rules.SelfHostedSecrets, secret):
+			case !strings.EqualFold(secret, "GITHUB_TOKEN") && !allowed(c.rules.SelfHostedSecrets, secret):
 				c.add(s, RuleSelfHostedSecret, "job %s may run on a self-hosted runner (the pod runs the pull request's code) and references secrets.%s, which self_hosted_secrets does not allow", name, secret)
 			}
 		}
 		return false
-	})
+	}
+	eachScalar(job, check)
+	eachScalar(workflowEnv, check) // the workflow's env reaches every job
 }
 
 // keyPair compares a declared publisher/consumer pair of key expressions.

@@ -1543,3 +1543,27 @@ func BenchmarkCheckWorkflows(b *testing.B) {
 		})
 	}
 }
+
+// The self-hosted secret rule sees every way a secret reaches the job: the
+// workflow's env, all secrets by an object filter, a label that only
+// looks like a hosted image, a provider secret in another case.
+func TestCheckWorkflows_ProviderSecretsStayOffSelfHostedRunnersWhateverTheSpelling(t *testing.T) {
+	tests := map[string]struct {
+		wf    string
+		allow []string
+	}{
+		"workflow-level env":                       {wf: "on: workflow_dispatch\npermissions: {contents: read}\nenv:\n  KEY: ${{ secrets.RUNPOD_API_KEY }}\njobs:\n  gpu:\n    runs-on: [self-hosted, gpu]\n    steps:\n      - run: cargo nextest run\n"},
+		"object filter secrets.*":                  {wf: "on: workflow_dispatch\npermissions: {contents: read}\njobs:\n  gpu:\n    runs-on: [self-hosted]\n    steps:\n      - run: echo \"$ALL\"\n        env: {ALL: '${{ toJSON(secrets.*) }}'}\n"},
+		"a self-hosted label shaped like an image": {wf: "on: workflow_dispatch\npermissions: {contents: read}\njobs:\n  gpu:\n    runs-on: ubuntu-24.04-gpu\n    steps:\n      - run: x\n        env: {K: '${{ secrets.RUNPOD_API_KEY }}'}\n"},
+		"a provider secret in another case":        {allow: []string{"runpod_api_key"}, wf: "on: workflow_dispatch\npermissions: {contents: read}\njobs:\n  gpu:\n    runs-on: [self-hosted]\n    steps:\n      - run: x\n        env: {K: '${{ secrets.runpod_api_key }}'}\n"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := rules(t)
+			r.KeyPairs, r.SelfHostedSecrets, r.PinnedRunners = nil, tc.allow, false
+			if fs := rulesOnly(CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(tc.wf)}, r), RuleSelfHostedSecret); len(fs) == 0 {
+				t.Error("no finding")
+			}
+		})
+	}
+}

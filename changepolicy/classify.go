@@ -105,8 +105,9 @@ type Decision struct {
 	// HeadSHA and BaseSHA are the commits the classified changes were
 	// listed at (Listing.Classify); empty for a change list of no known
 	// head. A decision is evidence only for its HeadSHA.
-	HeadSHA string `json:"head_sha,omitempty"`
-	BaseSHA string `json:"base_sha,omitempty"`
+	HeadSHA      string `json:"head_sha,omitempty"`
+	BaseSHA      string `json:"base_sha,omitempty"`
+	MergeBaseSHA string `json:"merge_base_sha,omitempty"`
 }
 
 // ErrInvalidChange is matched by every error Classify returns for a change

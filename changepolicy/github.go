@@ -29,7 +29,12 @@ var ErrHeadMoved = errors.New("changepolicy: the pull request's head moved while
 type Listing struct {
 	Changes []Change
 	HeadSHA string // the head the files were listed at (the same before and after the listing)
-	BaseSHA string // the base branch commit GitHub compared the head against
+	BaseSHA string // the base branch's commit the pull request was read with (base.sha)
+	// MergeBaseSHA is the merge base of BaseSHA and HeadSHA, the commit the
+	// changed files are the difference from (GitHub's compare); empty
+	// when the compare could not be read, which the classification does
+	// not depend on.
+	MergeBaseSHA string
 }
 
 // Classify classifies the listing and binds the decision to its head and
@@ -39,7 +44,7 @@ func (l Listing) Classify(p *Policy) (Decision, error) {
 	if err != nil {
 		return d, err
 	}
-	d.HeadSHA, d.BaseSHA = l.HeadSHA, l.BaseSHA
+	d.HeadSHA, d.BaseSHA, d.MergeBaseSHA = l.HeadSHA, l.BaseSHA, l.MergeBaseSHA
 	return d, nil
 }
 
@@ -104,5 +109,13 @@ func ListPullRequest(ctx context.Context, client *github.Client, owner, repo str
 	if got := after.GetHead().GetSHA(); got != head || after.GetBase().GetSHA() != base {
 		return Listing{}, fmt.Errorf("%w: %s/%s#%d: listed at head %s, now %s", ErrHeadMoved, owner, repo, number, head, got)
 	}
-	return Listing{Changes: changes, HeadSHA: head, BaseSHA: base}, nil
+	l := Listing{Changes: changes, HeadSHA: head, BaseSHA: base}
+	if base != "" {
+		// GET /repos/{owner}/{repo}/compare/{base}...{head}
+		// (https://docs.github.com/rest/commits/commits#compare-two-commits)
+		if cmp, _, err := client.Repositories.CompareCommits(ctx, owner, repo, base, head, &github.ListOptions{PerPage: 1}); err == nil {
+			l.MergeBaseSHA = cmp.GetMergeBaseCommit().GetSHA()
+		}
+	}
+	return l, nil
 }

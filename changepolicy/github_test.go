@@ -16,9 +16,10 @@ import (
 )
 
 const (
-	headA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	headB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	baseA = "cccccccccccccccccccccccccccccccccccccccc"
+	headA      = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	headB      = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	baseA      = "cccccccccccccccccccccccccccccccccccccccc"
+	mergeBaseA = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 )
 
 // fakePR serves one pull request with n files, reporting changedFiles.
@@ -52,6 +53,9 @@ func fakePR(t *testing.T, n, changedFiles int) *github.Client {
 			w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="next"`, next))
 		}
 		json.NewEncoder(w).Encode(files)
+	})
+	mux.HandleFunc("GET /repos/o/r/compare/"+baseA+"..."+headA, func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"merge_base_commit": map[string]any{"sha": mergeBaseA}})
 	})
 	c, srv := githubtest.New(t, mux)
 	base = srv.URL
@@ -121,8 +125,8 @@ func TestListPullRequest_TheListingIsBoundToTheHeadItWasReadAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.HeadSHA != headA || l.BaseSHA != baseA || d.HeadSHA != headA || d.BaseSHA != baseA {
-		t.Errorf("listing at %s/%s, decision at %s/%s; want head %s, base %s", l.HeadSHA, l.BaseSHA, d.HeadSHA, d.BaseSHA, headA, baseA)
+	if l.HeadSHA != headA || l.BaseSHA != baseA || d.HeadSHA != headA || d.BaseSHA != baseA || d.MergeBaseSHA != mergeBaseA {
+		t.Errorf("listing at %s/%s, decision at %s/%s (merge base %s); want head %s, base %s, merge base %s", l.HeadSHA, l.BaseSHA, d.HeadSHA, d.BaseSHA, d.MergeBaseSHA, headA, baseA, mergeBaseA)
 	}
 
 	reads := 0

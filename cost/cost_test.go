@@ -836,3 +836,11 @@ func FuzzStages_AlwaysReconcileToThePaidWindow(f *testing.F) {
 		}
 	})
 }
+
+// A failed download from a signed URL never prints the signature.
+func TestCollect_ASignedURLsSignatureIsNeverPrinted(t *testing.T) {
+	_, err := fetch(context.Background(), "http://127.0.0.1:1/blob?sig=SIGNATURE-0123456789&se=2026", 10)
+	if err == nil || strings.Contains(err.Error(), "SIGNATURE") {
+		t.Errorf("err = %v", err)
+	}
+}

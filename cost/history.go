@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,6 +219,16 @@ const signedURLTimeout = 5 * time.Minute
 // requests that carry one), bounded in time.
 var signedURLs = &http.Client{Timeout: signedURLTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
+// unsigned is a signed URL without its query (the signature).
+func unsigned(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u.String()
+}
+
 // fetch downloads a signed URL GitHub handed out, at most limit bytes,
 // without GitHub credentials.
 func fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
@@ -227,7 +238,12 @@ func fetch(ctx context.Context, u string, limit int64) ([]byte, error) {
 	}
 	resp, err := signedURLs.Do(req)
 	if err != nil {
-		return nil, err
+		// The URL's query is its signature: never printed.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("download from %s: %w", unsigned(u), ue.Err)
+		}
+		return nil, fmt.Errorf("download from %s: %w", unsigned(u), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
