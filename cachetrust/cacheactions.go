@@ -62,8 +62,28 @@ func cacheCatalog() (map[string]cacheAction, error) {
 }
 
 // on reports whether a step's with (and the input's default) turns in on,
-// and how it reads.
-func (in cacheInput) on(with *yaml.Node) (bool, string) {
+// and how it reads; known is false for an expression this file cannot
+// evaluate (other than ${{ true }} and ${{ false }}), which the caller
+// reads in the direction that finds a cache: on for an enabling input,
+// not on for one that turns the cache (or its saving) off.
+func (in cacheInput) on(with *yaml.Node) (on, known bool, why string) {
+	v := strings.TrimSpace(scalar(get(with, in.Input)))
+	if strings.Contains(v, "${{") {
+		switch lit := strings.Join(strings.Fields(strings.TrimSuffix(strings.TrimPrefix(v, "${{"), "}}")), ""); lit {
+		case "true", "false":
+			// A literal: read as if written plainly.
+			plain := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: in.Input}, {Kind: yaml.ScalarNode, Value: lit}}}
+			on, why = in.value(plain)
+			return on, true, why
+		}
+		on, why = in.value(with)
+		return on, false, why
+	}
+	on, why = in.value(with)
+	return on, true, why
+}
+
+func (in cacheInput) value(with *yaml.Node) (bool, string) {
 	v := get(with, in.Input)
 	if v == nil {
 		if in.Default {
@@ -88,14 +108,26 @@ func (in cacheInput) on(with *yaml.Node) (bool, string) {
 	return truthy(val), fmt.Sprintf("%s: %s", in.Input, val)
 }
 
-// anyOn is the first input of ins that is on.
+// anyOn is the first input of ins that is on, an unknown expression
+// counting as on (an enabling input).
 func anyOn(ins []cacheInput, with *yaml.Node) (bool, string) {
 	for _, in := range ins {
-		if ok, why := in.on(with); ok {
+		if ok, _, why := in.on(with); ok {
 			return true, why
 		}
 	}
 	return false, ""
+}
+
+// anyOff is whether an input of ins is known to be on: an input that turns
+// the cache off proves nothing when it is an expression.
+func anyOff(ins []cacheInput, with *yaml.Node) bool {
+	for _, in := range ins {
+		if ok, known, _ := in.on(with); ok && known {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheUse is what a step does with the cache.
@@ -110,8 +142,11 @@ type cacheUse struct {
 var truthyEnv = regexp.MustCompile(`(?i)^\s*(true|on|1|yes|\$\{\{.*\}\})\s*$`)
 
 // stepCache says what a step does with the cache, from the catalog. env
-// holds the workflow's and the job's env blocks (the step's is read here).
-func stepCache(step *yaml.Node, env []*yaml.Node) cacheUse {
+// holds the env blocks that reach the job's steps (the workflow's, the
+// job's, every step's: a tool such as sccache reads its switch where the
+// compiler runs), and runs the job's run scripts (a switch written to
+// $GITHUB_ENV).
+func stepCache(step *yaml.Node, env []*yaml.Node, runs []string) cacheUse {
 	action := actionOf(step)
 	cat, err := cacheCatalog()
 	if err != nil {
@@ -133,7 +168,7 @@ func stepCache(step *yaml.Node, env []*yaml.Node) cacheUse {
 		}
 		use.why = fmt.Sprintf("%s uses the cache (%s)", action, why)
 	}
-	if off, _ := anyOn(a.Off, with); off {
+	if anyOff(a.Off, with) {
 		return use
 	}
 	if len(a.Env) > 0 {
@@ -142,6 +177,13 @@ func stepCache(step *yaml.Node, env []*yaml.Node) cacheUse {
 			for _, name := range a.Env {
 				if v := get(e, name); v != nil && truthyEnv.MatchString(scalar(v)) {
 					set, use.why = true, fmt.Sprintf("%s uses the cache (%s: %s)", action, name, scalar(v))
+				}
+			}
+		}
+		for _, run := range runs {
+			for _, name := range a.Env {
+				if strings.Contains(run, name) && strings.Contains(run, "GITHUB_ENV") {
+					set, use.why = true, fmt.Sprintf("%s uses the cache (a run step writes %s to $GITHUB_ENV)", action, name)
 				}
 			}
 		}
@@ -155,7 +197,7 @@ func stepCache(step *yaml.Node, env []*yaml.Node) cacheUse {
 	}
 	use.restores = a.Restore == nil || *a.Restore
 	use.saves = a.Save == nil || *a.Save
-	if off, _ := anyOn(a.SaveOff, with); off {
+	if anyOff(a.SaveOff, with) {
 		use.saves = false
 	}
 	use.fix = a.fix()

@@ -153,3 +153,78 @@ func TestCheckWorkflows_AKeyPairComparesWhatTheKeysAreComputedFrom(t *testing.T)
 		t.Errorf("another key spec behind the same expression: %v, want one finding in con.yml", fs)
 	}
 }
+
+// An expression in an input that turns the cache (or its saving) off
+// proves nothing: save-if: ${{ github.ref == 'refs/heads/main' }} saves
+// in a workflow_run job, where the ref is the default branch.
+func TestCheckWorkflows_AnExpressionInAnOffInputIsNoProofOfNoSave(t *testing.T) {
+	for name, step := range map[string]string{
+		"rust-cache save-if":   "      - uses: Swatinem/rust-cache@v2\n        with: {save-if: \"${{ github.ref == 'refs/heads/main' }}\"}\n",
+		"gradle read-only":     "      - uses: gradle/actions/setup-gradle@v4\n        with: {cache-read-only: \"${{ github.ref != 'refs/heads/main' }}\"}\n",
+		"actions/cache lookup": "      - uses: actions/cache@v4\n        with: {path: x, key: k, lookup-only: \"${{ github.event_name == 'pull_request' }}\"}\n",
+	} {
+		fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(privilegedJob(step, ""))}, Rules{DefaultBranch: "main"})
+		if len(rulesOnly(fs, RulePrivilegedCacheSave)) != 1 {
+			t.Errorf("%s: %v", name, fs)
+		}
+	}
+}
+
+// sccache's switch is read where the compiler runs: set on any step of the
+// job, or written to $GITHUB_ENV, it makes the job save to the cache.
+func TestCheckWorkflows_SccacheEnabledWhereTheCompilerRunsIsReported(t *testing.T) {
+	for name, steps := range map[string]string{
+		"run-step env": "      - uses: Mozilla-Actions/sccache-action@v0.0.9\n      - run: cargo build\n        env: {SCCACHE_GHA_ENABLED: \"true\", RUSTC_WRAPPER: sccache}\n",
+		"GITHUB_ENV":   "      - uses: Mozilla-Actions/sccache-action@v0.0.9\n      - run: echo SCCACHE_GHA_ENABLED=true >> \"$GITHUB_ENV\"\n      - run: cargo build\n",
+	} {
+		fs := CheckWorkflows(map[string][]byte{".github/workflows/x.yml": []byte(privilegedJob(steps, ""))}, Rules{DefaultBranch: "main"})
+		if len(rulesOnly(fs, RulePrivilegedCacheSave)) != 1 {
+			t.Errorf("%s: %v", name, fs)
+		}
+	}
+}
+
+// runs-on: ${{ matrix.os }} over GitHub-hosted images is hosted: judged by
+// the matrix's own values, not taken for a self-hosted runner.
+func TestCheckWorkflows_AMatrixOfHostedImagesIsNotSelfHosted(t *testing.T) {
+	pub := "on: {push: {branches: [main]}}\npermissions: {contents: read}\njobs:\n  warm:\n    strategy:\n      matrix:\n        os: [ubuntu-24.04, ubuntu-24.04-arm]\n    runs-on: ${{ matrix.os }}\n    steps:\n      - uses: actions/setup-go@v5\n"
+	if fs := CheckWorkflows(map[string][]byte{".github/workflows/pub.yml": []byte(pub)}, Rules{DefaultBranch: "main", Publishers: []string{".github/workflows/pub.yml"}}); len(fs) != 0 {
+		t.Errorf("publisher on a hosted matrix: %v", fs)
+	}
+	ci := "on: push\npermissions: {contents: read}\njobs:\n  t:\n    strategy:\n      matrix:\n        os: [ubuntu-24.04, macos-15]\n        go: ['1.23', '1.24']\n    runs-on: ${{ matrix.os }}\n    steps:\n      - run: go test ./...\n        env: {CODECOV_TOKEN: '${{ secrets.CODECOV_TOKEN }}'}\n"
+	if fs := CheckWorkflows(map[string][]byte{".github/workflows/ci.yml": []byte(ci)}, Rules{DefaultBranch: "main"}); len(rulesOnly(fs, RuleSelfHostedSecret)) != 0 {
+		t.Errorf("secret on a hosted matrix: %v", fs)
+	}
+	self := strings.Replace(ci, "os: [ubuntu-24.04, macos-15]", "os: [ubuntu-24.04, gpu-box]", 1)
+	if fs := CheckWorkflows(map[string][]byte{".github/workflows/ci.yml": []byte(self)}, Rules{DefaultBranch: "main"}); len(rulesOnly(fs, RuleSelfHostedSecret)) != 1 {
+		t.Errorf("a matrix with a self-hosted label: %v", fs)
+	}
+}
+
+// A reusable workflow of another repository, called from a privileged
+// workflow, cannot be proven to save no cache.
+func TestCheckWorkflows_ARemoteReusableWorkflowInAPrivilegedWorkflowIsUnproven(t *testing.T) {
+	wf := "on: workflow_run\npermissions: {contents: read}\njobs:\n  call:\n    uses: acme/shared/.github/workflows/build.yml@v1\n"
+	files := map[string][]byte{".github/workflows/x.yml": []byte(wf)}
+	if fs := rulesOnly(CheckWorkflows(files, Rules{DefaultBranch: "main"}), RuleUnprovenCache); len(fs) != 1 || !fs[0].Warning {
+		t.Errorf("%v", fs)
+	}
+	if fs := rulesOnly(CheckWorkflows(files, Rules{DefaultBranch: "main", NoCacheActions: []string{"acme/shared/.github/workflows/build.yml"}}), RuleUnprovenCache); len(fs) != 0 {
+		t.Errorf("allowlisted: %v", fs)
+	}
+}
+
+// restore-keys are found whatever the action's case, inside local actions
+// too, and a misspelt no_restore_keys path is reported.
+func TestCheckWorkflows_RestoreKeysAreFoundWhateverTheCaseAndInLocalActions(t *testing.T) {
+	wf := "on: pull_request\npermissions: {contents: read}\njobs:\n  t:\n    runs-on: ubuntu-24.04\n    steps:\n      - uses: Actions/Cache/Restore@v4\n        with: {path: x, key: k, restore-keys: k-}\n      - uses: ./.github/actions/r\n"
+	act := "runs:\n  using: composite\n  steps:\n    - uses: actions/cache/restore@v4\n      with: {path: x, key: k, restore-keys: k-}\n"
+	fs := CheckWorkflows(map[string][]byte{".github/workflows/rk.yml": []byte(wf), ".github/actions/r/action.yml": []byte(act)}, Rules{DefaultBranch: "main", NoRestoreKeys: []string{".github/workflows/rk.yml"}})
+	if n := len(rulesOnly(fs, RuleRestoreKeys)); n != 2 {
+		t.Errorf("%d: %v", n, fs)
+	}
+	files := map[string][]byte{".github/workflows/runpod-gpu-test.yml": []byte("on: push\njobs: {}\n")}
+	if fs := CheckRuleReferences(files, Rules{NoRestoreKeys: []string{".github/workflows/runpod-gpu-tst.yml", "*"}}); len(fs) != 1 {
+		t.Errorf("a misspelt no_restore_keys path: %v", fs)
+	}
+}

@@ -22,6 +22,7 @@ type cacheScope struct {
 	release   string // non-empty: the job publishes artifacts (release trigger, or a publisher action), and how
 	env       []*yaml.Node
 	via       string // for a followed file: who calls it
+	origin    string // the workflow file the run starts in
 }
 
 // releaseTriggers says whether the workflow's triggers are those used to
@@ -114,7 +115,7 @@ func (c *checker) jobCache(sc cacheScope, job string, steps []*yaml.Node, guarde
 			continue
 		}
 		at := get(s, "uses")
-		use := stepCache(s, sc.env)
+		use := stepCache(s, append(slices.Clone(sc.env), stepEnvs(steps)...), runScripts(steps))
 		if sc.release != "" && use.restores && !c.tagGuardedOff(sc, s) {
 			c.add(at, RuleReleaseCache, "job %s%s publishes artifacts (%s), and %s: a poisoned cache entry would ship in the release; turn its cache off in this job", job, sc.via, sc.release, use.why)
 		}
@@ -136,6 +137,28 @@ func (c *checker) jobCache(sc cacheScope, job string, steps []*yaml.Node, guarde
 			c.warn(at, RuleUnprovenCache, "job %s%s runs PR-controlled code in a privileged context (%s) and uses %s, which the cache catalog does not know: nothing proves it saves no cache; review it and list it in no_cache_actions, or move it out of this job", job, sc.via, sc.why, actionOf(s))
 		}
 	}
+}
+
+// stepEnvs are the env blocks of a job's steps.
+func stepEnvs(steps []*yaml.Node) []*yaml.Node {
+	var out []*yaml.Node
+	for _, s := range steps {
+		if e := get(s, "env"); e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// runScripts are a job's run scripts.
+func runScripts(steps []*yaml.Node) []string {
+	var out []string
+	for _, s := range steps {
+		if r := scalar(get(s, "run")); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // tagGuardedOff reports whether, in a workflow run only by tag or release
@@ -179,8 +202,11 @@ func (c *checker) localAction(sc cacheScope, job string, s *yaml.Node, uses stri
 		}
 	}
 	if root == nil {
-		if sc.priv {
+		switch {
+		case sc.priv:
 			c.warn(get(s, "uses"), RuleUnprovenCache, "job %s%s runs PR-controlled code in a privileged context (%s) and uses the local action %s, whose action.yml is not among the checked files: nothing proves it saves no cache", job, sc.via, sc.why, uses)
+		case !sc.isolated:
+			c.warn(get(s, "uses"), RuleUnprovenCache, "job %s%s uses the local action %s, whose action.yml is not among the checked files: its cache use goes unchecked", job, sc.via, uses)
 		}
 		return
 	}
@@ -197,6 +223,7 @@ func (c *checker) localAction(sc cacheScope, job string, s *yaml.Node, uses stri
 	c.file = file
 	sc.via = fmt.Sprintf(" (through %s, used by %s)", uses, caller)
 	c.jobCache(sc, job, steps.Content, guarded, seen)
+	c.restoreKeys(sc.origin, job, steps.Content)
 	c.file = caller
 }
 
@@ -205,7 +232,13 @@ func (c *checker) localAction(sc cacheScope, job string, s *yaml.Node, uses stri
 func (c *checker) reusableCall(sc cacheScope, job string, uses string, seen map[string]bool) {
 	file := path.Clean(strings.TrimPrefix(uses, "./"))
 	root := c.docs[file]
-	if root == nil || seen[file] {
+	if root == nil {
+		if sc.priv {
+			c.warn(nil, RuleUnprovenCache, "job %s%s runs PR-controlled code in a privileged context (%s) and calls %s, which is not among the checked files: nothing proves it saves no cache", job, sc.via, sc.why, uses)
+		}
+		return
+	}
+	if seen[file] {
 		return
 	}
 	seen[file] = true
@@ -228,10 +261,26 @@ func (c *checker) reusableCall(sc cacheScope, job string, uses string, seen map[
 		if u := scalar(get(j, "uses")); strings.HasPrefix(u, "./") {
 			c.reusableCall(jsc, name, u, seen)
 			continue
+		} else if u != "" {
+			c.remoteCall(jsc, name, j)
+			continue
 		}
+		c.restoreKeys(sc.origin, name, stepsOf(j))
 		c.scopeJob(&jsc, j)
 		c.jobCache(jsc, name, stepsOf(j), strings.Contains(scalar(get(j, "if")), "refs/heads/"+c.rules.DefaultBranch), seen)
 	}
+}
+
+// remoteCall warns about a reusable workflow of another repository called
+// from a privileged job: its cache use cannot be read here. Its owner and
+// path go in no_cache_actions once reviewed.
+func (c *checker) remoteCall(sc cacheScope, job string, j *yaml.Node) {
+	uses := get(j, "uses")
+	target, _, _ := strings.Cut(scalar(uses), "@")
+	if !sc.priv || slices.ContainsFunc(c.rules.NoCacheActions, func(a string) bool { return strings.EqualFold(a, target) }) {
+		return
+	}
+	c.warn(uses, RuleUnprovenCache, "job %s%s runs PR-controlled code in a privileged context (%s) and calls the reusable workflow %s of another repository: nothing here proves it saves no cache; review it and list it in no_cache_actions", job, sc.via, sc.why, target)
 }
 
 // scopeJob refines a workflow's scope for one job: a job that may run on

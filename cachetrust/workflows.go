@@ -215,7 +215,7 @@ func LoadRules(data []byte) (Rules, error) {
 // catalog (CacheActions); env holds the enclosing workflow's and job's env
 // blocks.
 func savesCache(step *yaml.Node, env ...*yaml.Node) (bool, string) {
-	use := stepCache(step, env)
+	use := stepCache(step, env, nil)
 	if !use.saves {
 		return false, ""
 	}
@@ -434,6 +434,7 @@ func CheckRuleReferences(files map[string][]byte, r Rules) []Finding {
 	add("pull_request_target", r.PullRequestTarget...)
 	add("rerun_uploads", r.RerunUploads...)
 	add("fleet_runners.workflows", r.FleetRunners.Workflows...)
+	add("no_restore_keys", slices.DeleteFunc(slices.Clone(r.NoRestoreKeys), func(p string) bool { return p == "*" })...)
 	var out []Finding
 	for _, p := range slices.Sorted(maps.Keys(fields)) {
 		out = append(out, Finding{File: p, Rule: RuleUnknownWorkflow, Message: fmt.Sprintf(
@@ -471,14 +472,14 @@ func calledWorkflows(docs map[string]*yaml.Node) map[string]bool {
 	return out
 }
 
-// restoreKeys reports each cache restore with restore-keys in a workflow
-// the rules forbid them in.
-func (c *checker) restoreKeys(job string, steps []*yaml.Node) {
-	if !slices.Contains(c.rules.NoRestoreKeys, c.file) && !slices.Contains(c.rules.NoRestoreKeys, "*") {
+// restoreKeys reports each cache restore with restore-keys in a job of a
+// workflow (origin: the one the run starts in) the rules forbid them in.
+func (c *checker) restoreKeys(origin, job string, steps []*yaml.Node) {
+	if !slices.Contains(c.rules.NoRestoreKeys, origin) && !slices.Contains(c.rules.NoRestoreKeys, "*") {
 		return
 	}
 	for _, s := range steps {
-		if a := actionOf(s); a != "actions/cache" && a != "actions/cache/restore" {
+		if a := strings.ToLower(actionOf(s)); a != "actions/cache" && a != "actions/cache/restore" {
 			continue
 		}
 		if rk := get(get(s, "with"), "restore-keys"); rk != nil {
@@ -508,7 +509,7 @@ func (c *checker) workflow(root *yaml.Node, calledOnly bool) {
 	publisher := slices.Contains(c.rules.Publishers, c.file)
 	isolated := slices.Contains(c.rules.IsolatedWriters, c.file)
 	release, _ := releaseTriggers(tr)
-	sc := cacheScope{tr: tr, priv: priv, why: why, publisher: publisher, isolated: isolated, release: release}
+	sc := cacheScope{tr: tr, priv: priv, why: why, publisher: publisher, isolated: isolated, release: release, origin: c.file}
 	if n, ok := tr["pull_request_target"]; ok && !slices.Contains(c.rules.PullRequestTarget, c.file) {
 		c.add(n, RulePullRequestTarget, "pull_request_target runs with write credentials on PR events; it is not allowlisted for this workflow")
 	}
@@ -539,11 +540,13 @@ func (c *checker) workflow(root *yaml.Node, calledOnly bool) {
 		jsc.env = []*yaml.Node{get(root, "env"), get(job, "env")}
 		if uses := scalar(get(job, "uses")); strings.HasPrefix(uses, "./") {
 			c.reusableCall(jsc, name, uses, map[string]bool{c.file: true})
+		} else if uses != "" {
+			c.remoteCall(jsc, name, job)
 		} else if !calledOnly {
 			c.scopeJob(&jsc, job)
 			c.jobCache(jsc, name, stepList, guarded, map[string]bool{})
 		}
-		c.restoreKeys(name, stepList)
+		c.restoreKeys(c.file, name, stepList)
 		c.credentials(name, job, stepList)
 		c.selfHostedSecrets(name, job, get(root, "env"))
 		if c.rules.PinnedRunners {
@@ -731,20 +734,81 @@ var secretUse = regexp.MustCompile(`\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)
 // GitHub-hosted image. A job that calls a reusable workflow has no runner
 // of its own (the callee is checked by itself).
 func mayBeSelfHosted(job *yaml.Node) bool {
-	if get(job, "runs-on") == nil {
+	runsOn := get(job, "runs-on")
+	if runsOn == nil {
 		return false
 	}
-	for _, s := range runnerScalars(job) {
-		if strings.Contains(s.Value, "${{") {
-			return true
-		}
-		for _, w := range labelWords(s.Value) {
-			if !hostedImage.MatchString(w) {
+	labels := []*yaml.Node{}
+	eachScalar(runsOn, func(s *yaml.Node) bool { labels = append(labels, s); return false })
+	for _, s := range labels {
+		if m := matrixRef.FindStringSubmatch(strings.TrimSpace(s.Value)); m != nil {
+			values, ok := matrixValues(job, m[1])
+			if !ok {
 				return true
 			}
+			for _, v := range values {
+				if !hostedLabels(v) {
+					return true
+				}
+			}
+			continue
+		}
+		if strings.Contains(s.Value, "${{") || !hostedLabels(s.Value) {
+			return true
 		}
 	}
 	return false
+}
+
+// matrixRef matches a runs-on that is exactly one matrix variable.
+var matrixRef = regexp.MustCompile(`^\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}$`)
+
+// matrixValues are the literal values the job's matrix gives key, its
+// include entries' too; ok is false when one is not a literal (an
+// expression, a fromJSON).
+func matrixValues(job *yaml.Node, key string) (values []string, ok bool) {
+	matrix := get(get(job, "strategy"), "matrix")
+	if matrix == nil || matrix.Kind != yaml.MappingNode {
+		return nil, false
+	}
+	add := func(n *yaml.Node) bool {
+		literal := true
+		eachScalar(n, func(s *yaml.Node) bool {
+			if strings.Contains(s.Value, "${{") {
+				literal = false
+				return true
+			}
+			values = append(values, s.Value)
+			return false
+		})
+		return literal
+	}
+	if v := get(matrix, key); v != nil && !add(v) {
+		return nil, false
+	}
+	if inc := get(matrix, "include"); inc != nil {
+		if inc.Kind != yaml.SequenceNode {
+			return nil, false
+		}
+		for _, e := range inc.Content {
+			if v := get(e, key); v != nil && !add(v) {
+				return nil, false
+			}
+		}
+	}
+	return values, len(values) > 0
+}
+
+// hostedLabels reports whether every label word of s is a GitHub-hosted
+// image.
+func hostedLabels(s string) bool {
+	words := labelWords(s)
+	for _, w := range words {
+		if !hostedImage.MatchString(w) {
+			return false
+		}
+	}
+	return len(words) > 0
 }
 
 // selfHostedSecrets reports each secret a job that may run on a

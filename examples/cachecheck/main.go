@@ -19,7 +19,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -191,6 +193,24 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if len(files) == 0 {
 		return fail(fmt.Errorf("cachecheck: %w: %s has no .github/workflows/*.yml and no action.yml: run it at the repository root or pass -dir", errNothingToCheck, *dir))
 	}
+	// A local action may live anywhere in the repository: read the ones
+	// the checked files use (uses: ./path), and the ones those use.
+	for more := true; more; {
+		more = false
+		for _, ref := range localUses(files) {
+			for _, name := range []string{"action.yml", "action.yaml"} {
+				rel := path.Join(ref, name)
+				if _, ok := files[rel]; ok {
+					break
+				}
+				data, err := os.ReadFile(filepath.Join(*dir, filepath.FromSlash(rel)))
+				if err == nil {
+					files[rel], more = data, true
+					break
+				}
+			}
+		}
+	}
 	if *rulesFile == "" {
 		r.KeyPairs = nil // the bundled pairs name the seed's files
 	}
@@ -225,6 +245,22 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	return 0
 }
+
+// localUses are the directories the files' uses: ./path name.
+func localUses(files map[string][]byte) []string {
+	var out []string
+	for _, data := range files {
+		for _, m := range usesLocal.FindAllStringSubmatch(string(data), -1) {
+			dir := path.Clean(strings.Trim(m[1], `"'`))
+			if !strings.HasPrefix(dir, "..") && !strings.HasSuffix(dir, ".yml") && !strings.HasSuffix(dir, ".yaml") {
+				out = append(out, dir)
+			}
+		}
+	}
+	return out
+}
+
+var usesLocal = regexp.MustCompile(`(?m)\buses:\s*["']?\./([^\s"'#]*)`)
 
 // localActions lists the action.yml and action.yaml files under dir's
 // .github (where local actions live), skipping nothing readable.

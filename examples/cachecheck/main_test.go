@@ -258,3 +258,19 @@ func TestTreeRefusesExcludedContentAndWarnsOfCopies(t *testing.T) {
 		t.Errorf("the JSON report: %+v, %v\n%s", rep, err, out.String())
 	}
 }
+
+// A local action outside .github is read and checked too.
+func TestCachecheck_ALocalActionOutsideDotGithubIsChecked(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644)
+	}
+	write(".github/workflows/ci.yml", "on: push\npermissions: {contents: read}\njobs:\n  b:\n    runs-on: ubuntu-24.04\n    timeout-minutes: 5\n    steps:\n      - uses: ./ci/setup\n")
+	write("ci/setup/action.yml", "runs:\n  using: composite\n  steps:\n    - uses: actions/cache@v4\n      with: {path: x, key: k}\n")
+	write("rules.yml", "default_branch: main\n")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-dir", dir, "-rules", filepath.Join(dir, "rules.yml")}, func(string) string { return "" }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "ci/setup/action.yml") {
+		t.Errorf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}

@@ -1,10 +1,12 @@
 package sparkgh
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +77,25 @@ func TestProcess_AnUndecodableFieldTheIntegrationDoesNotUseIsIgnored(t *testing.
 	w := newWorld(t, false)
 	if err := w.in.Process(ctx, "check_run", payload); errors.Is(err, ErrPayload) {
 		t.Errorf("refused as undecodable: %v", err)
+	}
+}
+
+// A correctly signed delivery is accepted whatever parameters or case its
+// Content-Type carries (a relay may add charset=utf-8).
+func TestWebhook_ContentTypeParametersAreAccepted(t *testing.T) {
+	w := newWorld(t, false)
+	wh := w.in.NewWebhook(4)
+	body := []byte(`{"zen":"x","hook_id":1}`)
+	for i, ct := range []string{"application/json; charset=utf-8", "Application/JSON"} {
+		r := httptest.NewRequest("POST", "/github/webhook", bytes.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		r.Header.Set("X-GitHub-Event", "ping")
+		r.Header.Set("X-GitHub-Delivery", fmt.Sprint("ct-", i))
+		r.Header.Set("X-Hub-Signature-256", sign(body, "webhook-secret-123"))
+		rec := httptest.NewRecorder()
+		wh.ServeHTTP(rec, r)
+		if rec.Code != http.StatusAccepted {
+			t.Errorf("%q: %d, want 202", ct, rec.Code)
+		}
 	}
 }

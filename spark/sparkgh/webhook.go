@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -168,7 +169,13 @@ func validate(r *http.Request, key string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("sparkgh: the delivery has no %s sha256= signature (SHA-1 alone is not accepted)", github.SHA256SignatureHeader)
 	}
-	return github.ValidatePayloadFromBody(r.Header.Get("Content-Type"), r.Body, sig, []byte(key))
+	// GitHub sends the bare media type; a relay may add parameters
+	// (charset) or change its case.
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		ct = r.Header.Get("Content-Type")
+	}
+	return github.ValidatePayloadFromBody(strings.ToLower(ct), r.Body, sig, []byte(key))
 }
 
 // Run processes deliveries until ctx ends. A delivery whose processing
