@@ -114,3 +114,19 @@ func BenchmarkUnmatched(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoad_GlobstarCI measures the ci check with n "**/D/**" ci globs
+// and n gpu globs, each inside one of them: 5, a large policy's 20, and
+// the 100x case.
+func BenchmarkLoad_GlobstarCI(b *testing.B) {
+	for _, n := range []int{5, 20, 100} {
+		b.Run(fmt.Sprintf("globs=%d", n), func(b *testing.B) {
+			data := globstarCIPolicy(n)
+			for b.Loop() {
+				if _, err := Load(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -149,7 +149,7 @@ func (s parsedSet) checkMatches() error {
 		if negL == nil {
 			continue
 		}
-		_, found, decided = find([]*lang{gl, negL}, []bool{true, false})
+		_, found, decided = outside([]*lang{gl}, []bool{true}, neg, g)
 		switch {
 		case !decided:
 			return s.undecided(posAt[k])
@@ -164,7 +164,7 @@ func (s parsedSet) checkMatches() error {
 			if slices.ContainsFunc(g.literals(), posL.matches) || slices.ContainsFunc(pos, func(p *glob) bool { return slices.ContainsFunc(p.literals(), gl.matches) }) {
 				continue
 			}
-			_, found, decided := find([]*lang{gl, posL}, []bool{true, true})
+			_, found, decided := meets([]*lang{gl}, []bool{true}, pos)
 			switch {
 			case !decided:
 				return s.undecided(negAt[k])
@@ -194,19 +194,19 @@ func (s parsedSet) checkWithin(ci parsedSet) error {
 			dirs = append(dirs, g.globstarDirs()...)
 		}
 	}
-	var negL, ciPosL, ciNegL *lang
+	var negL *lang
 	for k, g := range pos {
 		if g.within(dirs) {
 			continue
 		}
 		if negL == nil {
-			negL, ciPosL, ciNegL = newLang(neg), newLang(ciPos), newLang(ciNeg)
+			negL = newLang(neg)
 		}
-		gl := g.language()
-		w, found, decided := find([]*lang{gl, negL, ciPosL}, []bool{true, false, false})
+		base, want := []*lang{g.language(), negL}, []bool{true, false}
+		w, found, decided := outside(base, want, ciPos, g)
 		why := "which no ci glob matches"
 		if decided && !found && len(ciNeg) > 0 {
-			w, found, decided = find([]*lang{gl, negL, ciNegL}, []bool{true, false, true})
+			w, found, decided = meets(base, want, ciNeg)
 			why = "which a ci exclusion removes from ci"
 		}
 		switch {
@@ -218,4 +218,88 @@ func (s parsedSet) checkWithin(ci parsedSet) error {
 		}
 	}
 	return nil
+}
+
+// outside searches for a clean path that each of base holds or lacks (as
+// find's want says) and that no glob of cs holds, and returns the shortest
+// one it finds; found false means there is none, decided false that the
+// search was too large.
+//
+// The search over the union of cs is exponential in the number of globs
+// (each "**/D/**" keeps its own state along the path), so the union is
+// searched only when it must be: first each glob of cs alone, those most like
+// like (with more of its literal segments among like's) first, and a path is in the
+// union when one of them holds every path base allows; a path outside one
+// that no other holds is outside the union. What is left is searched over
+// the globs of cs that hold a path base allows at all: the others add
+// nothing to the union there. Every step is exact.
+func outside(base []*lang, want []bool, cs []*glob, like *glob) (path string, found, decided bool) {
+	if len(cs) == 0 {
+		return find(append(base, newLang(nil)), append(want, false))
+	}
+	segs := like.literalSegments()
+	order := slices.Clone(cs)
+	score := func(c *glob) int {
+		n := 0
+		for seg := range c.literalSegments() {
+			if segs[seg] {
+				n++
+			}
+		}
+		return n
+	}
+	slices.SortStableFunc(order, func(a, b *glob) int { return score(b) - score(a) })
+	langs := append(slices.Clip(base), nil)
+	wants := append(slices.Clip(want), false)
+	best := ""
+	for _, c := range order {
+		langs[len(base)] = c.language()
+		w, found, decided := find(langs, wants)
+		switch {
+		case decided && !found:
+			return "", false, true
+		case found && !slices.ContainsFunc(cs, func(o *glob) bool { return o.language().matches(w) }):
+			if best == "" || len(w) < len(best) {
+				best = w
+			}
+		}
+	}
+	if best != "" {
+		return best, true, true
+	}
+	var kept []*glob
+	wants[len(base)] = true
+	for _, c := range cs {
+		langs[len(base)] = c.language()
+		if _, found, decided := find(langs, wants); found || !decided {
+			kept = append(kept, c)
+		}
+	}
+	langs[len(base)] = newLang(kept)
+	wants[len(base)] = false
+	return find(langs, wants)
+}
+
+// meets searches for a clean path that each of base holds or lacks (as
+// find's want says) and that a glob of cs holds: the shortest over the
+// globs of cs, each searched on its own (a path is in the union when it is
+// in one of them).
+func meets(base []*lang, want []bool, cs []*glob) (path string, found, decided bool) {
+	langs := append(slices.Clip(base), nil)
+	wants := append(slices.Clip(want), true)
+	decided = true
+	for _, c := range cs {
+		langs[len(base)] = c.language()
+		w, f, d := find(langs, wants)
+		switch {
+		case !d:
+			decided = false
+		case f && (!found || len(w) < len(path)):
+			path, found = w, true
+		}
+	}
+	if found {
+		return path, true, true
+	}
+	return "", false, decided
 }

@@ -2,6 +2,7 @@ package changepolicy
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -338,5 +339,40 @@ func TestLoad_GPUGlobOutsideCICheckIsExact(t *testing.T) {
 	}
 	if accepted < 50 || refused < 50 {
 		t.Fatalf("%d accepted, %d refused: the random policies do not exercise both sides", accepted, refused)
+	}
+}
+
+// globstarCIPolicy has n ci globs of the "**/D/**" shape and n gpu globs,
+// each inside one of them.
+func globstarCIPolicy(n int) []byte {
+	var b strings.Builder
+	b.WriteString("docs: [\"**/*.md\"]\nci:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - \"**/ci%d/**/*.{sh,py,yml}\"\n", i)
+	}
+	b.WriteString("gpu:\n  device_control:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "    - \"**/ci%d/**/run*.sh\"\n", i)
+	}
+	b.WriteString("jobs:\n  - {name: t, runs_for: [code]}\n")
+	return []byte(b.String())
+}
+
+// The ci check stays exact and is not exponential in the ci globs: a gpu
+// glob one ci glob holds is checked against that glob, not against the
+// union of all of them, so twenty "**/D/**" ci globs load (they were
+// refused as too complex), and a gpu glob that only the union holds, or
+// that reaches outside it, is still decided.
+func TestLoad_ManyGlobstarCIGlobsLoad(t *testing.T) {
+	if _, err := Load(globstarCIPolicy(20)); err != nil {
+		t.Errorf("20 ci globs: %v", err)
+	}
+	// Only the union holds the gpu glob.
+	if _, err := Load([]byte("ci: ['**/ci/**/r*', '**/ci/**/[!r]*']\ngpu:\n  device_control: ['**/ci/**/*']\n")); err != nil {
+		t.Errorf("a gpu glob the union of the ci globs holds: %v", err)
+	}
+	ge := loadErr(t, "ci: ['**/ci0/**/*.sh', '**/ci1/**/*.sh', '**/ci2/**/*.py']\ngpu:\n  device_control: ['**/ci2/**/run*.sh']\n")
+	if !errors.Is(ge, ErrRefinesOutsideCI) || ge.Example != "ci2/run.sh" {
+		t.Errorf("a gpu glob outside every ci glob: %v (example %q), want ErrRefinesOutsideCI with ci2/run.sh", ge, ge.Example)
 	}
 }

@@ -1,9 +1,9 @@
 package changepolicy
 
 import (
+	"encoding/binary"
 	"regexp/syntax"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -262,17 +262,18 @@ func find(langs []*lang, want []bool) (path string, found, decided bool) {
 		acc   []bool
 		clean int
 	}
-	key := func(s state) string {
-		var b strings.Builder
-		b.WriteString(strconv.Itoa(s.clean))
+	// A state's key is its sets in binary, each prefixed with its length:
+	// exact (no two states share one) and cheap to build.
+	var buf []byte
+	key := func(s state) []byte {
+		buf = append(buf[:0], byte(s.clean))
 		for _, set := range s.sets {
-			b.WriteByte(';')
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(len(set)))
 			for _, pc := range set {
-				b.WriteString(strconv.FormatUint(uint64(pc), 36))
-				b.WriteByte(',')
+				buf = binary.LittleEndian.AppendUint32(buf, pc)
 			}
 		}
-		return b.String()
+		return buf
 	}
 	ok := func(s state) bool {
 		if s.clean != cleanName {
@@ -296,7 +297,7 @@ func find(langs []*lang, want []bool) (path string, found, decided bool) {
 		parent int
 		r      rune
 	}
-	seen := map[string]bool{key(first): true}
+	seen := map[string]bool{string(key(first)): true}
 	queue := []visit{{s: first, parent: -1}}
 	for qi := 0; qi < len(queue); qi++ {
 		cur := queue[qi].s
@@ -329,13 +330,13 @@ func find(langs []*lang, want []bool) (path string, found, decided bool) {
 				continue
 			}
 			k := key(next)
-			if seen[k] {
+			if seen[string(k)] {
 				continue
 			}
 			if len(seen) >= maxStates {
 				return "", false, false
 			}
-			seen[k] = true
+			seen[string(k)] = true
 			queue = append(queue, visit{s: next, parent: qi, r: r})
 		}
 	}
@@ -351,4 +352,30 @@ func representative(lo, hi rune) rune {
 		}
 	}
 	return lo
+}
+
+// literalSegments is the set of the glob's wildcard-free path segments,
+// over all its alternatives.
+func (g *glob) literalSegments() map[string]bool {
+	out := map[string]bool{}
+	for _, e := range g.exps {
+		var seg strings.Builder
+		lit := true
+		for i := 0; i <= len(e); i++ {
+			if i == len(e) || e[i].kind == tSlash {
+				if lit && seg.Len() > 0 {
+					out[seg.String()] = true
+				}
+				seg.Reset()
+				lit = true
+				continue
+			}
+			if e[i].kind == tLit {
+				seg.WriteRune(e[i].r)
+			} else {
+				lit = false
+			}
+		}
+	}
+	return out
 }
