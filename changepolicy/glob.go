@@ -132,8 +132,80 @@ func (p *globProblem) in(section string, index, line int, raw string) *GlobError
 
 func quote(s string) string { return strconv.Quote(s) }
 
-// parseGlob parses and checks one glob as written in a policy.
+// parseGlob parses and checks one glob as written in a policy. A refusal
+// offers only a rewrite that parses in turn.
 func parseGlob(raw string) (*glob, *globProblem) {
+	g, p := parseOne(raw)
+	if p != nil {
+		p.rewrite = checkedRewrite(p.rewrite)
+	}
+	return g, p
+}
+
+// maxRewrites bounds how often a rewrite is itself rewritten.
+const maxRewrites = 4
+
+// checkedRewrite returns rewrite with each glob it quotes replaced by one
+// that parses: the glob itself, or what its own refusal suggests (a few
+// times over). It returns "" when some glob never gets there: a suggestion
+// that Load refuses in turn is no suggestion.
+func checkedRewrite(rewrite string) string {
+	var b strings.Builder
+	for rest := rewrite; rest != ""; {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:i])
+		q, err := strconv.QuotedPrefix(rest[i:])
+		if err != nil {
+			return ""
+		}
+		rest = rest[i+len(q):]
+		g, _ := strconv.Unquote(q)
+		ok := false
+		for range maxRewrites {
+			_, p := parseOne(g)
+			if p == nil {
+				ok = true
+				break
+			}
+			next := rewriteGlobs(p.rewrite)
+			if len(next) != 1 {
+				break
+			}
+			g = next[0]
+		}
+		if !ok {
+			return ""
+		}
+		b.WriteString(quote(g))
+	}
+	return b.String()
+}
+
+// rewriteGlobs lists the globs a rewrite suggests, in order: the Go-quoted
+// strings in its text.
+func rewriteGlobs(rewrite string) []string {
+	var out []string
+	for rest := rewrite; ; {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			return out
+		}
+		q, err := strconv.QuotedPrefix(rest[i:])
+		if err != nil {
+			return out
+		}
+		g, _ := strconv.Unquote(q)
+		out = append(out, g)
+		rest = rest[i+len(q):]
+	}
+}
+
+// parseOne is parseGlob without the check of the rewrite.
+func parseOne(raw string) (*glob, *globProblem) {
 	body, negate := strings.CutPrefix(raw, "!")
 	switch {
 	case body == "":
@@ -141,9 +213,14 @@ func parseGlob(raw string) (*glob, *globProblem) {
 	case !utf8.ValidString(body):
 		return nil, problem(ErrInvalidGlob, "not-utf8", "", "the glob is not valid UTF-8")
 	case strings.HasPrefix(body, "!"):
-		return nil, problem(ErrUnsupportedGlob, "double-negation", quote(strings.TrimLeft(raw, "!")), "a glob starts with at most one '!' (an exclusion); picomatch reads '!!' as a double negation")
+		rest := strings.TrimLeft(raw, "!")
+		return nil, problem(ErrUnsupportedGlob, "double-negation", quote(bang((len(raw)-len(rest))%2 == 1)+rest), "a glob starts with at most one '!' (an exclusion); picomatch reads each further '!' as a negation of the negation")
 	case strings.HasPrefix(body, "./"):
-		return nil, problem(ErrUnsupportedGlob, "leading-dot-slash", quote(bang(negate)+strings.TrimLeft(body, "./")), "a leading './': diffs list repository-relative paths without one")
+		rest := body
+		for strings.HasPrefix(rest, "./") {
+			rest = strings.TrimLeft(rest[2:], "/")
+		}
+		return nil, problem(ErrUnsupportedGlob, "leading-dot-slash", quote(bang(negate)+rest), "a leading './': diffs list repository-relative paths without one")
 	case strings.HasPrefix(body, "/"):
 		return nil, problem(ErrInvalidGlob, "absolute", quote(bang(negate)+strings.TrimLeft(body, "/")), "the glob is absolute: patterns match repository-relative paths, drop the leading slash")
 	case !doublestar.ValidatePattern(body):
@@ -656,11 +733,25 @@ func checkSegments(raw string, e []token) *globProblem {
 		return problem(ErrInvalidGlob, "absolute", "", "a brace alternative makes the glob absolute: patterns match repository-relative paths")
 	}
 	if e[len(e)-1].kind == tSlash {
-		return problem(ErrUnsupportedGlob, "trailing-slash", quote(strings.TrimRight(raw, "/")+"/**"), "a trailing '/' names a directory, and a diff lists files")
+		// "d/" means the paths under d: "d/**", or "d/**/*" where d ends
+		// in a '*' (see star-before-globstar); "d/**/" is "d/**" already.
+		dir := strings.TrimRight(raw, "/")
+		rewrite := dir + "/**"
+		switch {
+		case dir == "**" || strings.HasSuffix(dir, "/**"):
+			rewrite = dir
+		case strings.HasSuffix(dir, "*"):
+			rewrite = dir + "/**/*"
+		}
+		return problem(ErrUnsupportedGlob, "trailing-slash", quote(rewrite), "a trailing '/' names a directory, and a diff lists files")
 	}
 	for i := 0; i+2 < len(e); i++ {
 		if e[i].kind == tGlobstar && e[i+1].kind == tSlash && e[i+2].kind == tGlobstar {
-			return problem(ErrUnsupportedGlob, "repeated-globstar", quote(strings.ReplaceAll(raw, "**/**", "**")), "'**/**' repeats the globstar, and picomatch and doublestar read it differently (picomatch's \"a/**/**\" matches \"a\"); write one '**'")
+			rewrite := raw
+			for strings.Contains(rewrite, "**/**") {
+				rewrite = strings.ReplaceAll(rewrite, "**/**", "**")
+			}
+			return problem(ErrUnsupportedGlob, "repeated-globstar", quote(rewrite), "'**/**' repeats the globstar, and picomatch and doublestar read it differently (picomatch's \"a/**/**\" matches \"a\"); write one '**'")
 		}
 	}
 	if n := len(e); n >= 3 && e[n-1].kind == tGlobstar && e[n-2].kind == tSlash && e[n-3].kind == tStar {

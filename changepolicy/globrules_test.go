@@ -1,9 +1,12 @@
 package changepolicy
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -374,5 +377,87 @@ func TestLoad_ManyGlobstarCIGlobsLoad(t *testing.T) {
 	ge := loadErr(t, "ci: ['**/ci0/**/*.sh', '**/ci1/**/*.sh', '**/ci2/**/*.py']\ngpu:\n  device_control: ['**/ci2/**/run*.sh']\n")
 	if !errors.Is(ge, ErrRefinesOutsideCI) || ge.Example != "ci2/run.sh" {
 		t.Errorf("a gpu glob outside every ci glob: %v (example %q), want ErrRefinesOutsideCI with ci2/run.sh", ge, ge.Example)
+	}
+}
+
+// A suggested rewrite is one Load accepts: every glob it quotes parses
+// without a problem, or no rewrite is offered. A trailing '/' after "**"
+// or a '*' gets a rewrite that is not refused for star-before-globstar or
+// repeated-globstar, a run of "**/" collapses to one, and an odd number of
+// '!' stays an exclusion (picomatch negates once per '!').
+func TestLoad_ASuggestedRewriteLoads(t *testing.T) {
+	tests := []struct{ glob, rewrite string }{
+		{"docs/**/", `"docs/**"`},
+		{"b*/", `"b*/**/*"`},
+		{"*/*/", `"*/*/**/*"`},
+		{"**/**/**", `"**"`},
+		{"a/**/**/**/b", `"a/**/b"`},
+		{"**/**/", `"**"`},
+		{"!!!docs/**", `"!docs/**"`},
+		{"!!docs/**", `"docs/**"`},
+		{"././docs/**", `"docs/**"`},
+		{"./.github/**", `".github/**"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.glob, func(t *testing.T) {
+			ge := loadErr(t, "docs:\n  - README.md\n  - '"+tt.glob+"'\n")
+			if ge.Rewrite != tt.rewrite {
+				t.Errorf("rewrite %s, want %s", ge.Rewrite, tt.rewrite)
+			}
+			checkRewriteParses(t, tt.glob, ge.Rewrite)
+		})
+	}
+
+	f, err := os.Open("testdata/picomatch-cases.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	seen := map[string]bool{}
+	refused, offered := 0, 0
+	for sc.Scan() {
+		var c corpusCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range c.patterns(t) {
+			if seen[raw] {
+				continue
+			}
+			seen[raw] = true
+			_, p := parseGlob(raw)
+			if p == nil {
+				continue
+			}
+			refused++
+			if p.rewrite != "" {
+				offered++
+				checkRewriteParses(t, raw, p.rewrite)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if refused < 100 || offered < 50 {
+		t.Fatalf("%d refused patterns, %d with a rewrite: the corpus does not exercise the rewrites", refused, offered)
+	}
+}
+
+func checkRewriteParses(t *testing.T, raw, rewrite string) {
+	t.Helper()
+	if rewrite == "" {
+		return
+	}
+	globs := rewriteGlobs(rewrite)
+	if len(globs) == 0 {
+		t.Errorf("%q: rewrite %s quotes no glob", raw, rewrite)
+	}
+	for _, g := range globs {
+		if _, p := parseGlob(g); p != nil {
+			t.Errorf("%q: rewrite %s suggests %q, which is refused in turn (%s: %s; rewrite %s)", raw, rewrite, g, p.construct, p.reason, p.rewrite)
+		}
 	}
 }
