@@ -220,6 +220,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		findings = append(findings, cachetrust.CheckRuleReferences(files, r)...)
 	}
 	if *asJSON {
+		if findings == nil {
+			findings = []cachetrust.Finding{} // an empty result is [], not null
+		}
 		out, _ := json.MarshalIndent(findings, "", "  ")
 		fmt.Fprintln(stdout, string(out))
 	} else {

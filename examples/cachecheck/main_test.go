@@ -274,3 +274,14 @@ func TestCachecheck_ALocalActionOutsideDotGithubIsChecked(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
+
+// -json prints an empty result as [], never null.
+func TestCachecheck_AnEmptyResultIsAnEmptyList(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".github", "workflows"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".github", "workflows", "ci.yml"), []byte("on: push\npermissions: {contents: read}\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: true\n"), 0o644)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-dir", dir, "-json"}, func(string) string { return "" }, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != "[]" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}

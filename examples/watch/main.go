@@ -97,7 +97,11 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	if o.simulate {
-		return simulate(ctx, opts, log, stdout)
+		narration := stdout
+		if o.json {
+			narration = stderr // -json writes only JSON to stdout
+		}
+		return simulate(ctx, opts, log, narration)
 	}
 	owner, name, ok := strings.Cut(o.repo, "/")
 	if getenv("RUNPOD_API_KEY") == "" {

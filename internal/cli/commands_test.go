@@ -2,12 +2,15 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gpugate/gpugate/internal/cli"
 )
 
 // One command-line contract for every command: -h exits 0; an unknown
@@ -63,6 +66,16 @@ func TestEveryCommand_HelpIsZeroAndARefusedCommandLineIsTwoInOneLine(t *testing.
 			t.Fatalf("%s %v: %v", name, args, err)
 		}
 		return 0, out.String(), errOut.String()
+	}
+	// -json writes only JSON to stdout, narration to stderr.
+	for _, args := range [][]string{
+		{"classify", "-json"}, {"cleanup", "-simulate", "-json"}, {"gateflow", "-json"},
+		{"provision", "-simulate", "-json"}, {"reap", "-simulate", "-json"}, {"watch", "-simulate", "-json"},
+	} {
+		code, stdout, stderr := run(args[0], args[1:]...)
+		if code != 0 || !json.Valid([]byte(stdout)) {
+			t.Errorf("%v: exit %d; stdout is not only JSON: %q\n%s", args, code, cli.FirstLine(stdout, 100), stderr)
+		}
 	}
 	oneLine := func(s string) bool {
 		return strings.Count(strings.TrimRight(s, "\n"), "\n") == 0 && strings.TrimSpace(s) != ""
