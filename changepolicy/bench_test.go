@@ -6,65 +6,87 @@ import (
 )
 
 // benchPolicy has n globs of the shapes real policies use: directory
-// prefixes, exact files, extension globs and a few exclusions.
-func benchPolicy(b *testing.B, n int) *Policy {
-	b.Helper()
+// prefixes, exact files, extension globs, braces ("**/*.{md,rst,txt}",
+// "src/{cuda,kernels}/**", nested and across directories), "**/NAME*"
+// basename globs and a few exclusions.
+func benchPolicy(tb testing.TB, n int) *Policy {
+	tb.Helper()
 	// The gpu lists refine ci paths: every device and hosted glob below is
 	// under this one.
 	p := &Policy{Lanes: map[string]Lane{}, CI: []Glob{"scripts/ci/*"}}
 	for i := 0; len(p.Docs)+len(p.CI)+len(p.Code)+len(p.GPU.DeviceControl)+len(p.GPU.HostedOnly) < n; i++ {
-		switch i % 8 {
+		switch i % 10 {
 		case 0:
 			p.Docs = append(p.Docs, Glob(fmt.Sprintf("docs/section%d/**", i)))
 		case 1:
-			p.CI = append(p.CI, Glob(fmt.Sprintf("scripts/ci/tool%d/**", i)))
+			p.CI = append(p.CI, Glob(fmt.Sprintf("scripts/ci/{tool%d,helper%d}/**", i, i)))
 		case 2:
-			p.GPU.DeviceControl = append(p.GPU.DeviceControl, Glob(fmt.Sprintf("scripts/ci/device%d.sh", i)))
+			p.GPU.DeviceControl = append(p.GPU.DeviceControl, Glob(fmt.Sprintf("scripts/ci/device%d.{sh,py}", i)))
 		case 3:
-			p.GPU.HostedOnly = append(p.GPU.HostedOnly, Glob(fmt.Sprintf("scripts/ci/hosted%d_*.py", i)))
+			p.GPU.HostedOnly = append(p.GPU.HostedOnly, Glob(fmt.Sprintf("scripts/ci/hosted%d_*.{py,sh,yml}", i)))
 		case 4:
-			p.Code = append(p.Code, Glob(fmt.Sprintf("docs/section%d/code/**", i-4)))
+			p.Code = append(p.Code, Glob(fmt.Sprintf("{docs/section%d/code,src/{cuda,kernels}%d}/**", i-4, i)))
 		case 5:
-			p.Docs = append(p.Docs, Glob(fmt.Sprintf("**/*.ext%d", i)))
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("**/*.{ext%d,md%d,rst%d,txt%d}", i, i, i, i)))
 		case 6:
-			p.CI = append(p.CI, Glob(fmt.Sprintf(".github/workflows/wf%d-*.yml", i)))
+			p.CI = append(p.CI, Glob(fmt.Sprintf(".github/workflows/{wf%d,ci%d}-*.{yml,yaml}", i, i)))
 		case 7:
-			p.Docs = append(p.Docs, Glob(fmt.Sprintf("!docs/section%d/private/**", i-7)))
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("!docs/section%d/{private,drafts}/**", i-7)))
+		case 8:
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("**/NOTES%d*", i)))
+		case 9:
+			p.Docs = append(p.Docs, Glob(fmt.Sprintf("docs/section%d/**/*.{png,svg}", i-9)))
 		}
 	}
-	p.Lanes["macos"] = Lane{Triggers: []Glob{".github/workflows/macos.yml"}}
+	p.Docs = append(p.Docs, "**/*.{md,rst,txt}", "**/{README,CHANGELOG}*")
+	p.Lanes["macos"] = Lane{Triggers: []Glob{".github/workflows/{macos,macos-arm}.yml", "scripts/ci/macos_*.{sh,py}"}}
 	p.Jobs = []JobSpec{{Name: "gate", RunsFor: []string{"gpu"}}, {Name: "mac", RunsFor: []string{"lane:macos"}}}
 	if err := p.Compile(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return p
 }
 
+// benchChanges lists n changed paths, one of each kind in turn: docs,
+// ci, code under docs, extension globs, workflows, code under a braced
+// directory, "**/NOTES*" files, excluded docs, device and hosted scripts.
 func benchChanges(n int) []Change {
 	cs := make([]Change, n)
 	for i := range cs {
+		s := (i / 10 % 20) * 10 // a section the policy names
 		var path string
-		switch i % 5 {
+		switch i % 10 {
 		case 0:
-			path = fmt.Sprintf("docs/section%d/page%d.md", (i/5%25)*8, i)
+			path = fmt.Sprintf("docs/section%d/page%d.md", s, i)
 		case 1:
-			path = fmt.Sprintf("scripts/ci/tool%d/helper%d.py", (i/5%25)*8+1, i)
+			path = fmt.Sprintf("scripts/ci/tool%d/helper%d.py", s+1, i)
 		case 2:
-			path = fmt.Sprintf("docs/section%d/code/ex%d.rs", (i/5%25)*8, i)
+			path = fmt.Sprintf("docs/section%d/code/ex%d.rs", s, i)
 		case 3:
-			path = fmt.Sprintf("assets/img%d.ext%d", i, (i/5%25)*8+5)
+			path = fmt.Sprintf("assets/img%d.ext%d", i, s+5)
 		case 4:
-			path = fmt.Sprintf(".github/workflows/wf%d-%d.yml", (i/5%25)*8+6, i)
+			path = fmt.Sprintf(".github/workflows/wf%d-%d.yml", s+6, i)
+		case 5:
+			path = fmt.Sprintf("src/kernels%d/k%d.cu", s+4, i)
+		case 6:
+			path = fmt.Sprintf("lib/sub%d/NOTES%d-%d.txt", i%7, s+8, i)
+		case 7:
+			path = fmt.Sprintf("docs/section%d/private/fig%d.png", s, i)
+		case 8:
+			path = fmt.Sprintf("scripts/ci/device%d.sh", s+2)
+		case 9:
+			path = fmt.Sprintf("scripts/ci/hosted%d_%d.yml", s+3, i)
 		}
 		cs[i] = Change{Path: path, Status: Modified}
 	}
 	return cs
 }
 
-// BenchmarkClassify measures a realistic pull request (1,000 paths, 200 globs)
-// and the 100x case the issue sets a target for (100,000 paths, 200 globs).
+// BenchmarkClassify measures a realistic pull request (1,000 paths, 200 globs),
+// the 100x case the issue sets a target for (100,000 paths) and 1,000,000
+// paths, to show the cost per path stays flat.
 func BenchmarkClassify(b *testing.B) {
-	for _, n := range []int{1_000, 100_000} {
+	for _, n := range []int{1_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("paths=%d/globs=200", n), func(b *testing.B) {
 			p := benchPolicy(b, 200)
 			cs := benchChanges(n)

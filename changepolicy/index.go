@@ -33,20 +33,124 @@ type entry struct {
 	pattern string // rendered for doublestar: escapes and classes canonical
 	prefix  string // literal head every match starts with; "" filters nothing
 	suffix  string // literal tail every match ends with; "" filters nothing
+	shape          // how the entry is decided without doublestar, if it can be
+}
+
+// Shapes an entry is decided by. Braces are expanded at Load, so most
+// alternatives are one of the shapes real policies use ("docs/**",
+// "**/*.md", "**/README*", "docs/**/*.png", "scripts/ci/*.sh"), which
+// string comparisons decide exactly; the rest go to doublestar.
+const (
+	shapeMatch = iota // doublestar.MatchUnvalidated on pattern
+	shapeTree         // "D/**": D itself or any path under it
+	shapeBase         // "[D/][**/]B": B literal, or literal*literal
+)
+
+type shape struct {
+	kind       uint8
+	deep       bool   // shapeBase: "**/" before B (any directories, none included)
+	star       bool   // shapeBase: B has one '*'
+	dir        string // shapeTree: D; shapeBase: D, "" for none
+	bpre, bsuf string // shapeBase: B's text before and after its '*'; all of B without one
+}
+
+// shapeOf finds the shape of a normalized, brace-free expansion.
+func shapeOf(e []token) shape {
+	if n := len(e); n >= 3 && e[n-1].kind == tGlobstar && e[n-2].kind == tSlash {
+		if d, ok := literal(e[:n-2]); ok {
+			return shape{kind: shapeTree, dir: d}
+		}
+	}
+	last := -1
+	for i, t := range e {
+		if t.kind == tSlash {
+			last = i
+		}
+	}
+	b := e[last+1:]
+	var sh shape
+	sh.kind = shapeBase
+	var pre, suf strings.Builder
+	for _, t := range b {
+		switch {
+		case t.kind == tLit && sh.star:
+			suf.WriteRune(t.r)
+		case t.kind == tLit:
+			pre.WriteRune(t.r)
+		case t.kind == tStar && !sh.star:
+			sh.star = true
+		default:
+			return shape{}
+		}
+	}
+	sh.bpre, sh.bsuf = pre.String(), suf.String()
+	if last < 0 {
+		return sh
+	}
+	head := e[:last]
+	if n := len(head); n >= 1 && head[n-1].kind == tGlobstar {
+		sh.deep = true
+		head = head[:n-1]
+		if n >= 2 {
+			if head[n-2].kind != tSlash {
+				return shape{}
+			}
+			head = head[:n-2]
+		}
+	}
+	d, ok := literal(head)
+	if !ok || (d == "" && !sh.deep) {
+		return shape{}
+	}
+	sh.dir = d
+	return sh
+}
+
+// match reports whether path matches the entry, as doublestar would.
+func (e *entry) match(path string) bool {
+	switch e.kind {
+	case shapeTree:
+		return strings.HasPrefix(path, e.dir) && (len(path) == len(e.dir) || path[len(e.dir)] == '/')
+	case shapeBase:
+		j := strings.LastIndexByte(path, '/')
+		switch {
+		case e.dir == "" && !e.deep && j >= 0:
+			return false
+		case e.dir != "" && e.deep && (j < len(e.dir) || path[len(e.dir)] != '/' || !strings.HasPrefix(path, e.dir)):
+			return false
+		case e.dir != "" && !e.deep && (j != len(e.dir) || !strings.HasPrefix(path, e.dir)):
+			return false
+		}
+		base := path[j+1:]
+		if !e.star {
+			return base == e.bpre
+		}
+		return len(base) >= len(e.bpre)+len(e.bsuf) && strings.HasPrefix(base, e.bpre) && strings.HasSuffix(base, e.bsuf)
+	}
+	return strings.HasPrefix(path, e.prefix) && strings.HasSuffix(path, e.suffix) && doublestar.MatchUnvalidated(e.pattern, path)
 }
 
 // index finds the candidate globs for a path without trying every glob:
 // literal alternatives by exact path, prefixed ones by their literal
-// directory, and only the rest (such as "**/*.md") on every path, behind a
-// literal-suffix check. Keys and filters hold the text a path must have,
-// escapes resolved, so they agree with the matcher.
+// directory, basename globs of no directory ("**/*.md", "**/README*") by
+// the path's tail or its basename's head, and only the rest on every path,
+// behind a literal-suffix check. Keys and filters hold the text a path must
+// have, escapes resolved, so they agree with the matcher.
 type index struct {
 	globs   []compiledGlob
 	entries []entry
 	exact   map[string][]int32 // entry ids by the path they match
 	byDir   map[string][]int32
-	global  []int32
-	lanes   []string // sorted; lane i is set firstLane+i
+	// byTail holds shapeBase entries of no directory by the text every
+	// path they match ends with; tails lists its keys' lengths.
+	byTail map[string][]int32
+	tails  []int
+	// byHead holds those whose B starts with a literal and ends with '*',
+	// by that literal; heads lists its lengths.
+	byHead map[string][]int32
+	heads  []int
+	global []int32
+	lanes  []string // sorted; lane i is set firstLane+i
 }
 
 // setMatch is the outcome for one set: pos is the index of the first
@@ -73,7 +177,7 @@ func (p *Policy) Compile() error {
 }
 
 func newIndex() *index {
-	return &index{exact: map[string][]int32{}, byDir: map[string][]int32{}}
+	return &index{exact: map[string][]int32{}, byDir: map[string][]int32{}, byTail: map[string][]int32{}, byHead: map[string][]int32{}}
 }
 
 // build indexes parsed globs, sets as parseGlobs returns them.
@@ -110,12 +214,28 @@ func (idx *index) add(set, order int, g *glob) {
 		}
 		var dir string
 		en.prefix, en.suffix, dir = literalParts(e)
-		if dir != "" {
+		en.shape = shapeOf(e)
+		idx.entries = append(idx.entries, en)
+		switch {
+		case dir != "":
 			idx.byDir[dir] = append(idx.byDir[dir], id)
-		} else {
+		case en.kind == shapeBase && en.dir == "" && (!en.star || en.bsuf != ""):
+			tail := en.bsuf
+			if !en.star {
+				tail = en.bpre
+			}
+			if _, ok := idx.byTail[tail]; !ok && !slices.Contains(idx.tails, len(tail)) {
+				idx.tails = append(idx.tails, len(tail))
+			}
+			idx.byTail[tail] = append(idx.byTail[tail], id)
+		case en.kind == shapeBase && en.dir == "" && en.bpre != "":
+			if !slices.Contains(idx.heads, len(en.bpre)) {
+				idx.heads = append(idx.heads, len(en.bpre))
+			}
+			idx.byHead[en.bpre] = append(idx.byHead[en.bpre], id)
+		default:
 			idx.global = append(idx.global, id)
 		}
-		idx.entries = append(idx.entries, en)
 	}
 }
 
@@ -128,21 +248,32 @@ func (idx *index) visit(path string, fn func(id int32)) {
 	}
 	try := func(ids []int32) {
 		for _, id := range ids {
-			e := &idx.entries[id]
-			if !strings.HasPrefix(path, e.prefix) || !strings.HasSuffix(path, e.suffix) {
-				continue
-			}
-			if doublestar.MatchUnvalidated(e.pattern, path) {
+			if e := &idx.entries[id]; e.match(path) {
 				fn(e.glob)
 			}
 		}
 	}
-	for i := 0; i < len(path); i++ {
-		if path[i] == '/' {
-			try(idx.byDir[path[:i]])
+	if len(idx.byDir) > 0 {
+		for i := 0; i < len(path); i++ {
+			if path[i] == '/' {
+				try(idx.byDir[path[:i]])
+			}
+		}
+		try(idx.byDir[path]) // "docs/**" matches "docs" itself
+	}
+	for _, n := range idx.tails {
+		if n <= len(path) {
+			try(idx.byTail[path[len(path)-n:]])
 		}
 	}
-	try(idx.byDir[path]) // "docs/**" matches "docs" itself
+	if len(idx.heads) > 0 {
+		base := path[strings.LastIndexByte(path, '/')+1:]
+		for _, n := range idx.heads {
+			if n <= len(base) {
+				try(idx.byHead[base[:n]])
+			}
+		}
+	}
 	try(idx.global)
 }
 
