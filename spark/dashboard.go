@@ -3,6 +3,7 @@ package spark
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -42,8 +43,33 @@ type DashboardReservation struct {
 
 // Dashboard builds the sanitized snapshot. names maps host names to
 // display names (a host missing from it is shown by its name).
+// It reads the state and computes the admission plan once, in one
+// read-only transaction, for every queued reservation's position: one
+// plan per call, not one per queued request.
 func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (DashboardSnapshot, error) {
-	hosts, reqs, err := c.Snapshot(ctx)
+	var hosts []Host
+	var reqs []Request
+	position := map[string]int{}
+	err := c.tx(ctx, func(tx Tx) error {
+		var err error
+		if hosts, err = tx.Hosts(); err != nil {
+			return err
+		}
+		if reqs, err = tx.Requests(Queued, Active); err != nil {
+			return err
+		}
+		p, err := c.plan(tx)
+		if err != nil {
+			return err
+		}
+		for i, q := range p.order {
+			position[q.ID] = i + 1
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
 	if err != nil {
 		return DashboardSnapshot{}, err
 	}
@@ -66,9 +92,7 @@ func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (Da
 	for _, r := range reqs {
 		d := DashboardReservation{ID: r.ID, Kind: r.Class, Topology: r.Topology, State: r.State}
 		if r.State == Queued {
-			if st, err := c.Status(ctx, r.ID); err == nil {
-				d.Position = st.Position
-			}
+			d.Position = position[r.ID]
 		}
 		for _, h := range r.Hosts {
 			d.Hosts = append(d.Hosts, display(h))

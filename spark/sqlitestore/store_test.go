@@ -245,3 +245,70 @@ func BenchmarkReconcile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDashboard builds the sanitized dashboard over 100 (realistic),
+// 1,000 and 10,000 queued requests on the SQLite store: one admission
+// plan per call (it was one per queued request, quadratic).
+func BenchmarkDashboard(b *testing.B) {
+	for _, n := range []int{100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
+			s := open(b, filepath.Join(b.TempDir(), "spark.db"))
+			defer s.Close()
+			opts := spark.SeedOptions()
+			opts.Service = &sparktest.Service{}
+			c, err := spark.New(s, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
+			for i := range n {
+				if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := c.Dashboard(ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The dashboard's queue positions are the ones Status reports: one plan
+// read for all of them.
+func TestDashboard_PositionsAreStatusPositions(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "spark.db"))
+	defer s.Close()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
+	for i := range 12 {
+		if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := c.Dashboard(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range snap.Reservations {
+		if r.State != spark.Queued {
+			continue
+		}
+		st, err := c.Status(ctx, r.ID)
+		if err != nil || st.Position != r.Position || r.Position == 0 {
+			t.Errorf("%s: dashboard position %d, status %d (%v)", r.ID, r.Position, st.Position, err)
+		}
+		seen++
+	}
+	if seen != 12 {
+		t.Errorf("%d queued reservations on the dashboard, want 12", seen)
+	}
+}
