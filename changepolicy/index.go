@@ -106,13 +106,13 @@ func shapeOf(e []token) shape {
 	return sh
 }
 
-// match reports whether path matches the entry, as doublestar would.
-func (e *entry) match(path string) bool {
+// match reports whether path matches the entry, as doublestar would; j is
+// the index of path's last '/', or -1.
+func (e *entry) match(path string, j int) bool {
 	switch e.kind {
 	case shapeTree:
 		return strings.HasPrefix(path, e.dir) && (len(path) == len(e.dir) || path[len(e.dir)] == '/')
 	case shapeBase:
-		j := strings.LastIndexByte(path, '/')
 		switch {
 		case e.dir == "" && !e.deep && j >= 0:
 			return false
@@ -145,6 +145,11 @@ type index struct {
 	// path they match ends with; tails lists its keys' lengths.
 	byTail map[string][]int32
 	tails  []int
+	// byFile holds shapeBase entries "D/B" with a '*' in B (and no "**")
+	// by D, '/' and B's literal head; files lists its keys' lengths past
+	// the path's last '/'.
+	byFile map[string][]int32
+	files  []int
 	// byHead holds those whose B starts with a literal and ends with '*',
 	// by that literal; heads lists its lengths.
 	byHead map[string][]int32
@@ -177,7 +182,7 @@ func (p *Policy) Compile() error {
 }
 
 func newIndex() *index {
-	return &index{exact: map[string][]int32{}, byDir: map[string][]int32{}, byTail: map[string][]int32{}, byHead: map[string][]int32{}}
+	return &index{exact: map[string][]int32{}, byDir: map[string][]int32{}, byTail: map[string][]int32{}, byHead: map[string][]int32{}, byFile: map[string][]int32{}}
 }
 
 // build indexes parsed globs, sets as parseGlobs returns them.
@@ -217,6 +222,12 @@ func (idx *index) add(set, order int, g *glob) {
 		en.shape = shapeOf(e)
 		idx.entries = append(idx.entries, en)
 		switch {
+		case en.kind == shapeBase && en.dir != "" && !en.deep && en.star:
+			if !slices.Contains(idx.files, len(en.bpre)) {
+				idx.files = append(idx.files, len(en.bpre))
+			}
+			key := en.dir + "/" + en.bpre
+			idx.byFile[key] = append(idx.byFile[key], id)
 		case dir != "":
 			idx.byDir[dir] = append(idx.byDir[dir], id)
 		case en.kind == shapeBase && en.dir == "" && (!en.star || en.bsuf != ""):
@@ -246,9 +257,10 @@ func (idx *index) visit(path string, fn func(id int32)) {
 	for _, id := range idx.exact[path] {
 		fn(idx.entries[id].glob)
 	}
+	j := strings.LastIndexByte(path, '/')
 	try := func(ids []int32) {
 		for _, id := range ids {
-			if e := &idx.entries[id]; e.match(path) {
+			if e := &idx.entries[id]; e.match(path, j) {
 				fn(e.glob)
 			}
 		}
@@ -266,8 +278,15 @@ func (idx *index) visit(path string, fn func(id int32)) {
 			try(idx.byTail[path[len(path)-n:]])
 		}
 	}
+	if j >= 0 {
+		for _, n := range idx.files {
+			if j+1+n <= len(path) {
+				try(idx.byFile[path[:j+1+n]])
+			}
+		}
+	}
 	if len(idx.heads) > 0 {
-		base := path[strings.LastIndexByte(path, '/')+1:]
+		base := path[j+1:]
 		for _, n := range idx.heads {
 			if n <= len(base) {
 				try(idx.byHead[base[:n]])
