@@ -11,18 +11,27 @@
 //     retried (ErrInvalidRequest); a 400 whose detail says no instances are
 //     available is ErrNoCapacity, any other 400 ErrRejected (try the next
 //     candidate); 402 is ErrInsufficientBalance (stop everything); 403 is
-//     ErrForbidden (skip the candidate); 408, 429, 5xx, transport failures
-//     and malformed responses are retried (ErrTransient). A create whose
+//     ErrForbidden (skip the candidate when it is about the GPU type or its
+//     pool; a 401, or a 403 that refuses the key, stops provisioning with
+//     ErrKeyRefused); 408, 429, 5xx, transport failures and malformed
+//     responses are transient (ErrTransient). A create gets one short
+//     retry (DefaultCreateRetryPolicy), and after a failure that may have
+//     created the pod it is never sent again: the pod is looked up by name,
+//     and when it is not found the outcome is ErrCreateUnknown. The client
+//     never follows a redirect (ErrRedirect), and an error body is scrubbed
+//     of every secret the request carried, in any encoding, before it is
+//     parsed or cut. A create whose
 //     environment a pod cannot have (over MaxPodEnv, RunPod's 50
 //     variables, or a variable both plain and secret) is refused before
 //     it is sent (ErrInvalidRequest).
 //   - RetryPolicy: bounded, jittered exponential backoff
 //     (cenkalti/backoff/v4) inside one deadline shared by a call and its
 //     retries (60 s). Retry-After, in seconds or as an HTTP date, is a
-//     minimum even above the backoff cap. A process-local cooldown is
+//     minimum even above the backoff cap, up to what one header may impose
+//     (DefaultMaxRetryAfter, WithMaxRetryAfter). A process-local cooldown is
 //     shared by every call of a client, so a 429 on one call pauses the
-//     others, and a pause longer than the caller's remaining deadline ends
-//     the call at once with ErrDeadline.
+//     others (but never a pod's first DELETE), and a pause longer than the
+//     caller's remaining deadline ends the call at once with ErrDeadline.
 //   - CandidatePlan: the pure attempt order (cheapest reviewed live offers,
 //     one reserved static slot per tier, the rest interleaved by tier).
 //   - CheckGPUTypes: the configured GPU type IDs against the live catalog,
@@ -40,12 +49,20 @@
 //     the early stop; 402 stops everything; max_provision_attempts ends in
 //     ErrExhausted and max_consecutive_startup_failures in
 //     ErrStartupFailures; a deletion that cannot be confirmed stops all
-//     creation; a moved or closed pull request ends in ErrObsolete.
+//     creation; a moved or closed pull request ends in ErrObsolete. Every
+//     create and pause of one provisioning shares create_deadline (60 s,
+//     ErrCreateDeadline). max_hourly_price holds against the created pod's
+//     own cost (OutcomeOverCeiling), and a pod of unknown price is never
+//     accepted under a ceiling. A create whose pod the listing did not
+//     show is named in Result.UnresolvedPodNames, never in an ID field;
+//     DeleteByName resolves it. Result.Snapshot keeps the accepted pod's
+//     record for the cost report.
 //     Missing dependencies and a template whose pods could never be
 //     created are ErrTemplate, before anything is bought.
 //   - Delete: the bounded, idempotent cleanup helper (five attempts within
 //     180 s, 404 confirms, a GET after a lost response); RecordBeforeDelete
-//     reads the billing record first, bounded to five seconds.
+//     reads the billing record first as one GET, two seconds to connect
+//     and five in all.
 //
 // ClientFromEnv builds the client from RUNPOD_API_KEY, and from
 // RUNPOD_API_URL when the calls go through a proxy (https, or plain http
