@@ -2,6 +2,13 @@
 // modernc.org/sqlite (no cgo), WAL mode, BEGIN IMMEDIATE for every
 // transaction, schema migrations versioned in code, and a single writer
 // connection. A crash at any point leaves the last committed state.
+//
+// It refuses damage rather than serve it: Open opens only an existing
+// fleet database (Create starts a new one), refuses an empty, foreign or
+// damaged file, and refuses an older copy than the one it last opened
+// (the epoch recorded beside the database). Fencing tokens carry the
+// restore epoch, so Restore, which advances it, never lets a token go
+// backwards. Backup is an online, consistent copy.
 package sqlitestore
 
 import (
