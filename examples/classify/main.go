@@ -1,8 +1,9 @@
 // Command classify decides from a change's file list which CI lanes run.
 //
-// With no flags it classifies a bundled example diff under the bundled
-// example policy (no network, no credentials). Otherwise:
+// It needs the change to classify; -example classifies a bundled example
+// diff under the bundled example policy (no network, no credentials):
 //
+//	classify -example
 //	classify -policy .github/gpugate/policy.yml -base origin/main -head HEAD
 //	classify -policy .github/gpugate/policy.yml -pr 123 -repo owner/name   # token in GITHUB_TOKEN
 //	classify -changes changes.txt                                         # git diff --name-status output
@@ -48,7 +49,7 @@ func main() {
 type options struct {
 	policy, base, head, dir, repo, changes string
 	pr                                     int
-	json, checkGlobs                       bool
+	json, checkGlobs, example              bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -63,13 +64,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs.StringVar(&o.repo, "repo", getenv("GITHUB_REPOSITORY"), "owner/name, with -pr")
 	fs.StringVar(&o.changes, "changes", "", "file of `git diff --name-status` output (- for stdin)")
 	fs.BoolVar(&o.json, "json", false, "print the decision as JSON")
+	fs.BoolVar(&o.example, "example", false, "classify the bundled example diff (under -policy, or the bundled example policy)")
 	fs.BoolVar(&o.checkGlobs, "check-globs", false, "instead of classifying, fail when a code, gpu or lane-trigger glob matches no file git tracks in -dir")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: classify [flags]\n\nWith no flags, classifies a bundled example diff under the bundled example policy.\n\n")
+		fmt.Fprintf(stderr, "usage: classify [flags]\n\nName the change: -base (with -head), -pr, -changes, or -example for a bundled example diff.\n\n")
 		fs.PrintDefaults()
 	}
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
+	}
+	if !o.checkGlobs && !o.example && o.base == "" && o.pr == 0 && o.changes == "" {
+		fmt.Fprintln(stderr, "classify: name the change to classify: -base REV (with -head), -pr N, -changes FILE (- for stdin), or -example for the bundled one")
+		return 2
 	}
 	gha := ghaction.FromEnv(getenv)
 	if o.checkGlobs {

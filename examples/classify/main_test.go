@@ -20,8 +20,13 @@ func runMain(t *testing.T, env map[string]string, stdin string, args ...string) 
 	return code, stdout.String(), stderr.String()
 }
 
-func TestDefaultRunClassifiesTheBundledExample(t *testing.T) {
-	code, out, errOut := runMain(t, nil, "")
+// -example classifies the bundled example; with no change named, classify
+// refuses (exit 2) instead of classifying the example silently.
+func TestExampleClassifiesTheBundledExampleAndNoChangeIsRefused(t *testing.T) {
+	if code, out, errOut := runMain(t, nil, ""); code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("no change named: exit %d, stdout %q, stderr %q; want 2 and one line", code, out, errOut)
+	}
+	code, out, errOut := runMain(t, nil, "", "-example")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -59,7 +64,7 @@ func TestFailureIsAnErrorAnnotation(t *testing.T) {
 	tests := map[string][]string{
 		"bad change":     {"-changes", "-"},
 		"two sources":    {"-changes", "-", "-pr", "3"},
-		"missing policy": {"-policy", "/nonexistent/policy.yml"},
+		"missing policy": {"-policy", "/nonexistent/policy.yml", "-example"},
 		"pr no token":    {"-pr", "3", "-repo", "o/r"},
 		"pr bad repo":    {"-pr", "3", "-repo", "nope"},
 	}

@@ -70,7 +70,7 @@ func TestEveryCommand_HelpIsZeroAndARefusedCommandLineIsTwoInOneLine(t *testing.
 	}
 	// -json writes only JSON to stdout, narration to stderr.
 	for _, args := range [][]string{
-		{"classify", "-json"}, {"cleanup", "-simulate", "-json"}, {"gateflow", "-json"},
+		{"classify", "-example", "-json"}, {"cleanup", "-simulate", "-json"}, {"gateflow", "-json"},
 		{"provision", "-simulate", "-json"}, {"reap", "-simulate", "-json"}, {"watch", "-simulate", "-json"},
 	} {
 		code, stdout, stderr := run(args[0], args[1:]...)
