@@ -326,13 +326,13 @@ func TestCleanup_AFailedPreDeleteReadWarnsAndUsesTheStartupSnapshot(t *testing.T
 	synctest.Test(t, func(t *testing.T) {
 		fake, api := useFakeRunPod(t)
 		pod := createPod(t, api, "gpugate-9-1-c1")
-		time.Sleep(5 * time.Minute) // the pod starts (fake time)
-		snap, err := api.GetPod(context.Background(), pod.ID)
-		if err != nil || snap.StartedAt == nil {
-			t.Fatalf("the snapshot %+v, %v", snap, err)
-		}
+		// What provisioning saved when it accepted the pod: started five
+		// minutes ago at the pod's price.
+		started := time.Now().Add(-5 * time.Minute)
+		snap := *pod
+		snap.StartedAt, snap.Status = &started, runpod.StatusRunning
 		dir := t.TempDir()
-		result, _ := json.Marshal(runpod.Result{PodID: pod.ID, Snapshot: snap})
+		result, _ := json.Marshal(runpod.Result{PodID: pod.ID, Snapshot: &snap})
 		provFile := filepath.Join(dir, "provision.json")
 		os.WriteFile(provFile, result, 0o644)
 		out := filepath.Join(dir, "cost-report.json")
