@@ -51,3 +51,31 @@ func AppEnv(t testing.TB) map[string]string {
 	}
 	return map[string]string{"GITHUB_APP_ID": "12", "GITHUB_APP_INSTALLATION_ID": "77", "GITHUB_APP_PRIVATE_KEY_FILE": path}
 }
+
+// CheckCredentials runs start, a command's start before it calls GitHub,
+// under each way of authenticating (a GitHub App, a token, neither), with
+// RUNPOD_API_KEY set and nothing else: start must stop (the run's other
+// settings are missing), and refuse for want of a credential (isNoToken
+// true) only when there is none.
+func CheckCredentials(t *testing.T, start func(getenv func(string) string) error, isNoToken func(error) bool) {
+	t.Helper()
+	for name, tc := range map[string]struct {
+		env    map[string]string
+		noCred bool
+	}{
+		"a GitHub App": {env: AppEnv(t)},
+		"a token":      {env: map[string]string{"GITHUB_TOKEN": "ghs_x"}},
+		"neither":      {env: map[string]string{}, noCred: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.env["RUNPOD_API_KEY"] = "rpa_x"
+			err := start(func(k string) string { return tc.env[k] })
+			if err == nil {
+				t.Fatal("without the run's other settings the command must still stop")
+			}
+			if got := isNoToken(err); got != tc.noCred {
+				t.Errorf("err = %v; refused for want of a credential: %v, want %v", err, got, tc.noCred)
+			}
+		})
+	}
+}

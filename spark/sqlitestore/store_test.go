@@ -207,26 +207,34 @@ func TestControllerOverSQLite(t *testing.T) {
 	})
 }
 
+// queued is a controller over a new SQLite store with n requests queued
+// for spark-2, in every CI class in turn; the store closes with the test.
+func queued(tb testing.TB, n int) *spark.Controller {
+	tb.Helper()
+	s := open(tb, filepath.Join(tb.TempDir(), "spark.db"))
+	tb.Cleanup(func() { s.Close() })
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(s, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
+	for i := range n {
+		if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return c
+}
+
 // BenchmarkReconcile measures one admission pass over 100 (realistic) and
 // 10,000 queued requests on the SQLite store, reporting the median and
 // 99th-percentile latency.
 func BenchmarkReconcile(b *testing.B) {
 	for _, n := range []int{100, 10_000} {
 		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
-			s := open(b, filepath.Join(b.TempDir(), "spark.db"))
-			defer s.Close()
-			opts := spark.SeedOptions()
-			opts.Service = &sparktest.Service{}
-			c, err := spark.New(s, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
-			for i := range n {
-				if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			c := queued(b, n)
 			var lat []time.Duration
 			b.ResetTimer()
 			for b.Loop() {
@@ -252,20 +260,7 @@ func BenchmarkReconcile(b *testing.B) {
 func BenchmarkDashboard(b *testing.B) {
 	for _, n := range []int{100, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
-			s := open(b, filepath.Join(b.TempDir(), "spark.db"))
-			defer s.Close()
-			opts := spark.SeedOptions()
-			opts.Service = &sparktest.Service{}
-			c, err := spark.New(s, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
-			for i := range n {
-				if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			c := queued(b, n)
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := c.Dashboard(ctx, nil); err != nil {
@@ -279,20 +274,7 @@ func BenchmarkDashboard(b *testing.B) {
 // The dashboard's queue positions are the ones Status reports: one plan
 // read for all of them.
 func TestDashboard_PositionsAreStatusPositions(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "spark.db"))
-	defer s.Close()
-	opts := spark.SeedOptions()
-	opts.Service = &sparktest.Service{}
-	c, err := spark.New(s, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
-	for i := range 12 {
-		if _, err := c.Submit(ctx, spark.SubmitRequest{Class: classes[i%len(classes)], Host: "spark-2"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := queued(t, 12)
 	snap, err := c.Dashboard(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
