@@ -1,7 +1,6 @@
 package spark
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -52,6 +50,9 @@ type Options struct {
 	// an operator; it should return quickly. Alerts are also logged at
 	// error level and kept in the event log.
 	OnAlert func(Event)
+	// DashboardQueue is how many queued reservations, from the head of
+	// the queue, the dashboard lists (default 100); it counts them all.
+	DashboardQueue int
 }
 
 // SeedOptions is the seed's fleet: two hosts, the service on spark-1,
@@ -90,6 +91,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.DashboardQueue <= 0 {
+		o.DashboardQueue = 100
 	}
 }
 
@@ -271,12 +275,12 @@ func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, erro
 		}
 		r.Seq = seq
 		if r.PR != nil {
-			queued, err := tx.Requests(Queued)
+			queued, err := tx.QueuedForPR(r.PR.Repo, r.PR.Number)
 			if err != nil {
 				return err
 			}
 			for _, q := range queued {
-				if q.PR != nil && q.PR.Repo == r.PR.Repo && q.PR.Number == r.PR.Number && q.PR.SHA != r.PR.SHA {
+				if q.PR.SHA != r.PR.SHA {
 					q.State, q.Ended, q.Reason = Superseded, time.Now(), "superseded by "+short(r.PR.SHA)
 					if err := tx.PutRequest(q); err != nil {
 						return err
@@ -395,16 +399,14 @@ func (c *Controller) endQueued(ctx context.Context, id string, state State, reas
 
 // undrain clears draining on hosts no queued development request targets.
 func (c *Controller) undrain(tx Tx) error {
-	queued, err := tx.Requests(Queued)
+	queued, err := tx.QueuedOf(Development)
 	if err != nil {
 		return err
 	}
 	wanted := map[string]bool{}
 	for _, q := range queued {
-		if q.Class == Development {
-			for _, h := range c.targets(q) {
-				wanted[h] = true
-			}
+		for _, h := range c.targets(q) {
+			wanted[h] = true
 		}
 	}
 	hosts, err := tx.Hosts()
@@ -587,16 +589,15 @@ func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 		if r.State != Queued {
 			return nil
 		}
-		plan, err := c.plan(tx)
+		ahead, err := tx.QueueAhead(r)
 		if err != nil {
 			return err
 		}
-		for i, q := range plan.order {
-			if q.ID == id {
-				st.Position = i + 1
-			}
+		p, err := c.plan(tx)
+		if err != nil {
+			return err
 		}
-		st.Pending = plan.pending[id]
+		st.Position, st.Pending = ahead+1, p.reason(r)
 		return errRollback
 	})
 	if errors.Is(err, errRollback) {
@@ -609,121 +610,6 @@ var errRollback = errors.New("spark: read-only transaction")
 
 func (c *Controller) online(h Host, now time.Time) bool {
 	return h.Managed && !h.LastHeartbeat.IsZero() && now.Sub(h.LastHeartbeat) <= c.opts.HeartbeatTimeout
-}
-
-// plan is one admission pass over the queue, in priority order, then
-// submission order.
-type plan struct {
-	order   []Request
-	grants  map[string][]string // request -> hosts
-	pending map[string]string
-}
-
-// plan decides admission without writing anything. Priority is
-// non-preemptive: only free hosts are placed. A pair request holds the
-// free hosts it needs against lower-priority work until both are free; a
-// higher-priority request may still take a held host (a waiting pair never
-// blocks more important work: no priority inversion).
-func (c *Controller) plan(tx Tx) (plan, error) {
-	p := plan{grants: map[string][]string{}, pending: map[string]string{}}
-	queued, err := tx.Requests(Queued)
-	if err != nil {
-		return p, err
-	}
-	hosts, err := tx.Hosts()
-	if err != nil {
-		return p, err
-	}
-	slices.SortFunc(queued, func(a, b Request) int { return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.Seq, b.Seq)) })
-	p.order = queued
-	now := time.Now()
-	taken := map[string]string{} // host -> request that takes or holds it
-	byName := map[string]Host{}
-	for _, h := range hosts {
-		byName[h.Name] = h
-	}
-	// why explains, for the pending reason, why host h cannot take r.
-	why := func(r Request, h Host) string {
-		switch {
-		case !h.Managed:
-			return fmt.Sprintf("host %s is not managed", h.Name)
-		case !c.online(h, now):
-			return fmt.Sprintf("host %s is offline (no fresh heartbeat)", h.Name)
-		case taken[h.Name] != "":
-			return fmt.Sprintf("host %s is claimed by request %s", h.Name, taken[h.Name])
-		case h.Mode == Leased:
-			return fmt.Sprintf("host %s is running request %s", h.Name, h.Lease)
-		case h.Mode == ReleaseRequired:
-			return fmt.Sprintf("host %s needs cleanup (release required)", h.Name)
-		case h.Mode == Lending, h.Mode == Restoring:
-			return fmt.Sprintf("host %s is %s the resident service", h.Name, map[Mode]string{Lending: "stopping", Restoring: "restoring"}[h.Mode])
-		case h.Mode == OutOfService:
-			return fmt.Sprintf("host %s is out of service after failed restores", h.Name)
-		case h.Draining && r.Class != Development:
-			return fmt.Sprintf("host %s is draining for development", h.Name)
-		case h.Mode == ServiceRunning && !c.lendable(r):
-			return fmt.Sprintf("host %s runs the resident service, which %s work does not borrow", h.Name, r.Class)
-		}
-		return ""
-	}
-	// Any host will do for most work: the preferred host first, the
-	// resident service's host last.
-	anyHost := make([]string, 0, len(hosts))
-	for _, h := range hosts {
-		anyHost = append(anyHost, h.Name)
-	}
-	slices.SortStableFunc(anyHost, func(a, b string) int {
-		return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
-			cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
-	})
-	for _, r := range queued {
-		candidates := anyHost
-		switch {
-		case r.Host != "":
-			candidates = []string{r.Host}
-		case r.Class == Development:
-			candidates = c.targets(r) // the drained target(s): development waits for them
-		}
-		need := 1
-		if r.Topology == Pair {
-			need = 2
-		}
-		var free, reasons []string
-		for _, name := range candidates {
-			h, ok := byName[name]
-			if !ok {
-				reasons = append(reasons, fmt.Sprintf("host %s is unknown", name))
-				continue
-			}
-			if r.Class == ServiceStart && h.Mode == ServiceRunning {
-				reasons = append(reasons, "the service is already running")
-				continue
-			}
-			if reason := why(r, h); reason != "" {
-				reasons = append(reasons, reason)
-			} else {
-				free = append(free, name)
-			}
-		}
-		if len(free) >= need {
-			p.grants[r.ID] = free[:need]
-			for _, h := range free[:need] {
-				taken[h] = r.ID
-			}
-			continue
-		}
-		if r.Topology == Pair {
-			for _, h := range free {
-				taken[h] = r.ID // held for the pair against lower-priority work
-			}
-			reasons = append(reasons, fmt.Sprintf("a pair needs both hosts; holding %s", strings.Join(free, ", ")))
-		}
-		if len(reasons) == 0 {
-			reasons = []string{"no host is free"}
-		}
-		p.pending[r.ID] = strings.Join(reasons, "; ")
-	}
-	return p, nil
 }
 
 func rank(name, want string) int {

@@ -14,8 +14,11 @@ import (
 // host addresses, usernames, commands, environment values, model paths,
 // credentials, raw logs or fencing tokens.
 type DashboardSnapshot struct {
-	GeneratedAt  time.Time              `json:"generated_at"`
-	Hosts        []DashboardHost        `json:"hosts"`
+	GeneratedAt time.Time       `json:"generated_at"`
+	Hosts       []DashboardHost `json:"hosts"`
+	// Queued counts every queued reservation; Reservations lists the
+	// active ones and the head of the queue (Options.DashboardQueue).
+	Queued       int                    `json:"queued"`
 	Reservations []DashboardReservation `json:"reservations"`
 }
 
@@ -43,27 +46,33 @@ type DashboardReservation struct {
 
 // Dashboard builds the sanitized snapshot. names maps host names to
 // display names (a host missing from it is shown by its name).
-// It reads the state and computes the admission plan once, in one
-// read-only transaction, for every queued reservation's position: one
-// plan per call, not one per queued request.
+// It reads the hosts, the active reservations and the head of the queue
+// in one read-only transaction: its cost follows the hosts and
+// Options.DashboardQueue, not the queue's length. A queued reservation's
+// position is the one Status reports.
 func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (DashboardSnapshot, error) {
 	var hosts []Host
 	var reqs []Request
-	position := map[string]int{}
+	var queued int
 	err := c.tx(ctx, func(tx Tx) error {
 		var err error
 		if hosts, err = tx.Hosts(); err != nil {
 			return err
 		}
-		if reqs, err = tx.Requests(Queued, Active); err != nil {
+		if reqs, err = tx.Requests(Active); err != nil {
 			return err
 		}
-		p, err := c.plan(tx)
+		if queued, err = tx.QueueLen(); err != nil {
+			return err
+		}
+		listed := 0
+		err = tx.Queue(false, func(r Request) bool {
+			reqs = append(reqs, r)
+			listed++
+			return listed < c.opts.DashboardQueue
+		})
 		if err != nil {
 			return err
-		}
-		for i, q := range p.order {
-			position[q.ID] = i + 1
 		}
 		return errRollback
 	})
@@ -80,7 +89,7 @@ func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (Da
 		return h
 	}
 	now := time.Now()
-	out := DashboardSnapshot{GeneratedAt: now.UTC(), Hosts: []DashboardHost{}, Reservations: []DashboardReservation{}}
+	out := DashboardSnapshot{GeneratedAt: now.UTC(), Hosts: []DashboardHost{}, Queued: queued, Reservations: []DashboardReservation{}}
 	for _, h := range hosts {
 		dh := DashboardHost{Name: display(h.Name), State: h.Mode, Online: c.online(h, now), Draining: h.Draining}
 		if h.Service {
@@ -89,10 +98,12 @@ func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (Da
 		}
 		out.Hosts = append(out.Hosts, dh)
 	}
+	position := 0
 	for _, r := range reqs {
 		d := DashboardReservation{ID: r.ID, Kind: r.Class, Topology: r.Topology, State: r.State}
 		if r.State == Queued {
-			d.Position = position[r.ID]
+			position++ // the queue is read from its head, in admission order
+			d.Position = position
 		}
 		for _, h := range r.Hosts {
 			d.Hosts = append(d.Hosts, display(h))

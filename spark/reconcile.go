@@ -213,14 +213,11 @@ func (c *Controller) runJob(ctx context.Context, j serviceJob) error {
 // already online: what it asked for is done, and left queued it would
 // wait for ever at the head of the queue.
 func (c *Controller) settleServiceStarts(tx Tx, hosts []Host) error {
-	reqs, err := tx.Requests(Queued)
+	reqs, err := tx.QueuedOf(ServiceStart)
 	if err != nil {
 		return err
 	}
 	for _, r := range reqs {
-		if r.Class != ServiceStart {
-			continue
-		}
 		if h := hostByName(hosts, r.Host); h.Name != "" && h.Mode == ServiceRunning {
 			if err := c.end(tx, r, Released, "the resident service is already online"); err != nil {
 				return err

@@ -3,10 +3,12 @@
 package sparktest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,13 +16,22 @@ import (
 )
 
 // Store is an in-memory spark.Store with all-or-nothing transactions.
+// A transaction writes into an overlay that is applied when it commits,
+// and the queue is kept in admission order, so a transaction's cost
+// follows what it reads and writes, not the store's size.
 type Store struct {
 	mu       sync.Mutex
 	hosts    map[string]spark.Host
 	requests map[string]spark.Request
-	events   []spark.Event
-	token    int64
-	seq      int64
+	queue    []qkey // the queued requests, in admission order
+	// the queued requests' IDs by class and by pull request, and every
+	// request's by state
+	byClass map[spark.Class]map[string]bool
+	byPR    map[prKey]map[string]bool
+	byState map[spark.State]map[string]bool
+	events  []spark.Event
+	token   int64
+	seq     int64
 	// Fail makes every transaction fail (the store is unavailable).
 	Fail bool
 }
@@ -29,35 +40,117 @@ var _ spark.Store = (*Store)(nil)
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{hosts: map[string]spark.Host{}, requests: map[string]spark.Request{}}
+	return &Store{hosts: map[string]spark.Host{}, requests: map[string]spark.Request{},
+		byClass: map[spark.Class]map[string]bool{}, byPR: map[prKey]map[string]bool{}, byState: map[spark.State]map[string]bool{}}
+}
+
+// qkey is a queued request's place in admission order.
+type qkey struct {
+	priority int
+	seq      int64
+	id       string
+}
+
+func keyOf(r spark.Request) qkey { return qkey{r.Priority, r.Seq, r.ID} }
+
+// admission orders keys in admission order.
+func admission(a, b qkey) int {
+	return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.seq, b.seq), strings.Compare(a.id, b.id))
+}
+
+type prKey struct {
+	repo   string
+	number int
+}
+
+// index adds (or, with !add, removes) queued r to the class and pull
+// request indexes.
+func (s *Store) index(r spark.Request, add bool) {
+	set := func(m map[string]bool) {
+		if add {
+			m[r.ID] = true
+		} else {
+			delete(m, r.ID)
+		}
+	}
+	if s.byClass[r.Class] == nil {
+		s.byClass[r.Class] = map[string]bool{}
+	}
+	set(s.byClass[r.Class])
+	if r.PR != nil {
+		k := prKey{r.PR.Repo, r.PR.Number}
+		if s.byPR[k] == nil {
+			s.byPR[k] = map[string]bool{}
+		}
+		set(s.byPR[k])
+	}
 }
 
 // ErrUnavailable is what a failing Store returns.
 var ErrUnavailable = errors.New("sparktest: store unavailable")
 
 type tx struct {
-	hosts    map[string]spark.Host
-	requests map[string]spark.Request
-	events   []spark.Event
-	token    int64
-	seq      int64
+	s      *Store
+	hosts  map[string]spark.Host
+	writes map[string]spark.Request // requests written in this transaction
+	events []spark.Event
+	token  int64
+	seq    int64
 }
 
-// Tx runs fn on a copy and commits it only when fn succeeds.
+// Tx runs fn on an overlay and commits it only when fn succeeds.
 func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Fail {
 		return ErrUnavailable
 	}
-	t := &tx{hosts: map[string]spark.Host{}, requests: make(map[string]spark.Request, len(s.requests)), events: s.events, token: s.token, seq: s.seq}
-	maps.Copy(t.hosts, s.hosts)
-	maps.Copy(t.requests, s.requests)
+	t := &tx{s: s, hosts: maps.Clone(s.hosts), writes: map[string]spark.Request{}, events: s.events, token: s.token, seq: s.seq}
 	if err := fn(t); err != nil {
 		return err
 	}
-	s.hosts, s.requests, s.events, s.token, s.seq = t.hosts, t.requests, t.events, t.token, t.seq
+	s.commit(t.writes)
+	s.hosts, s.events, s.token, s.seq = t.hosts, t.events, t.token, t.seq
 	return nil
+}
+
+// commit applies a transaction's writes. A few writes move their
+// requests within the queue; many rebuild it.
+func (s *Store) commit(writes map[string]spark.Request) {
+	rebuild := len(writes) > 64 && len(writes) > len(s.queue)/8
+	for id, r := range writes {
+		if old, ok := s.requests[id]; ok {
+			delete(s.byState[old.State], id)
+		}
+		if s.byState[r.State] == nil {
+			s.byState[r.State] = map[string]bool{}
+		}
+		s.byState[r.State][id] = true
+		if old, ok := s.requests[id]; ok && old.State == spark.Queued {
+			s.index(old, false)
+			if !rebuild {
+				i, _ := slices.BinarySearchFunc(s.queue, keyOf(old), admission)
+				s.queue = slices.Delete(s.queue, i, i+1)
+			}
+		}
+		s.requests[id] = r
+		if r.State == spark.Queued {
+			s.index(r, true)
+			if !rebuild {
+				i, _ := slices.BinarySearchFunc(s.queue, keyOf(r), admission)
+				s.queue = slices.Insert(s.queue, i, keyOf(r))
+			}
+		}
+	}
+	if rebuild {
+		s.queue = s.queue[:0]
+		for _, r := range s.requests {
+			if r.State == spark.Queued {
+				s.queue = append(s.queue, keyOf(r))
+			}
+		}
+		slices.SortFunc(s.queue, admission)
+	}
 }
 
 // SetFail sets Fail while other goroutines may be in a transaction.
@@ -71,41 +164,143 @@ func (s *Store) SetFail(fail bool) {
 func (s *Store) Close() error { return nil }
 
 func (t *tx) Hosts() ([]spark.Host, error) {
-	out := make([]spark.Host, 0, len(t.hosts))
-	for _, h := range t.hosts {
-		out = append(out, h)
-	}
-	slices.SortFunc(out, func(a, b spark.Host) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	out := slices.Collect(maps.Values(t.hosts))
+	slices.SortFunc(out, func(a, b spark.Host) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 func (t *tx) PutHost(h spark.Host) error { t.hosts[h.Name] = h; return nil }
 
+// each calls fn with every request as this transaction sees it.
+func (t *tx) each(fn func(spark.Request)) {
+	for id, r := range t.s.requests {
+		if _, ok := t.writes[id]; !ok {
+			fn(r)
+		}
+	}
+	for _, r := range t.writes {
+		fn(r)
+	}
+}
+
+func bySeq(rs []spark.Request) []spark.Request {
+	slices.SortFunc(rs, func(a, b spark.Request) int { return cmp.Compare(a.Seq, b.Seq) })
+	return rs
+}
+
 func (t *tx) Requests(states ...spark.State) ([]spark.Request, error) {
 	var out []spark.Request
-	for _, r := range t.requests {
-		if len(states) == 0 || slices.Contains(states, r.State) {
+	if len(states) == 0 {
+		t.each(func(r spark.Request) { out = append(out, r) })
+		return bySeq(out), nil
+	}
+	for _, st := range states {
+		out = append(out, t.indexed(t.s.byState[st], func(r spark.Request) bool { return r.State == st })...)
+	}
+	return bySeq(out), nil
+}
+
+// queued calls fn with each queued request this transaction sees, in
+// admission order, until fn returns false: the committed queue merged
+// with the ones this transaction queued.
+func (t *tx) queued(fn func(spark.Request) bool) {
+	var mine []spark.Request
+	for _, r := range t.writes {
+		if r.State == spark.Queued {
+			mine = append(mine, r)
+		}
+	}
+	slices.SortFunc(mine, func(a, b spark.Request) int { return admission(keyOf(a), keyOf(b)) })
+	for _, k := range t.s.queue {
+		if _, ok := t.writes[k.id]; ok {
+			continue // this transaction's version is in mine, or it left the queue
+		}
+		r := t.s.requests[k.id]
+		for len(mine) > 0 && spark.Before(mine[0], r) {
+			if !fn(mine[0]) {
+				return
+			}
+			mine = mine[1:]
+		}
+		if !fn(r) {
+			return
+		}
+	}
+	for _, r := range mine {
+		if !fn(r) {
+			return
+		}
+	}
+}
+
+func (t *tx) Queue(borrowersOnly bool, fn func(spark.Request) bool) error {
+	t.queued(func(r spark.Request) bool { return (borrowersOnly && !spark.Borrower(r)) || fn(r) })
+	return nil
+}
+
+func (t *tx) QueuedOf(class spark.Class) ([]spark.Request, error) {
+	return t.indexed(t.s.byClass[class], func(r spark.Request) bool { return r.State == spark.Queued && r.Class == class }), nil
+}
+
+func (t *tx) QueuedForPR(repo string, number int) ([]spark.Request, error) {
+	return t.indexed(t.s.byPR[prKey{repo, number}], func(r spark.Request) bool {
+		return r.State == spark.Queued && r.PR != nil && r.PR.Repo == repo && r.PR.Number == number
+	}), nil
+}
+
+// indexed lists, in submission order, the requests this transaction sees
+// among the committed ones in ids (an index) and its own writes for which
+// match (the index's condition) is true.
+func (t *tx) indexed(ids map[string]bool, match func(spark.Request) bool) []spark.Request {
+	var out []spark.Request
+	for id := range ids {
+		if _, ok := t.writes[id]; !ok {
+			out = append(out, t.s.requests[id])
+		}
+	}
+	for _, r := range t.writes {
+		if match(r) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b spark.Request) int { return int(a.Seq - b.Seq) })
-	return out, nil
+	return bySeq(out)
+}
+
+func (t *tx) QueueLen() (int, error) {
+	n := len(t.s.queue)
+	for id, r := range t.writes {
+		if old, ok := t.s.requests[id]; ok && old.State == spark.Queued {
+			n--
+		}
+		if r.State == spark.Queued {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (t *tx) QueueAhead(r spark.Request) (int, error) {
+	n, _ := slices.BinarySearchFunc(t.s.queue, keyOf(r), admission)
+	for id, w := range t.writes {
+		if old, ok := t.s.requests[id]; ok && old.State == spark.Queued && spark.Before(old, r) {
+			n--
+		}
+		if w.State == spark.Queued && w.ID != r.ID && spark.Before(w, r) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (t *tx) Request(id string) (spark.Request, bool, error) {
-	r, ok := t.requests[id]
+	if r, ok := t.writes[id]; ok {
+		return r, true, nil
+	}
+	r, ok := t.s.requests[id]
 	return r, ok, nil
 }
 
-func (t *tx) PutRequest(r spark.Request) error { t.requests[r.ID] = r; return nil }
+func (t *tx) PutRequest(r spark.Request) error { t.writes[r.ID] = r; return nil }
 func (t *tx) NextToken() (int64, error)        { t.token++; return t.token, nil }
 func (t *tx) NextSeq() (int64, error)          { t.seq++; return t.seq, nil }
 func (t *tx) AppendEvent(e spark.Event) error {

@@ -40,15 +40,81 @@ CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, doc
 INSERT INTO counters (name, value) VALUES ('token', 0), ('seq', 0);
 `,
 	2: `INSERT INTO counters (name, value) VALUES ('epoch', 0);`,
+	// The queue in admission order, borrowers, classes and pull requests
+	// as indexes; the queue's length as a counter kept by triggers.
+	3: `
+ALTER TABLE requests ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN class TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN borrower INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE requests ADD COLUMN pr TEXT;
+UPDATE requests SET
+	priority = coalesce(json_extract(doc, '$.priority'), 0),
+	class = coalesce(json_extract(doc, '$.class'), ''),
+	borrower = (json_extract(doc, '$.class') = 'development' OR json_extract(doc, '$.topology') = 'pair' OR coalesce(json_extract(doc, '$.host'), '') != ''),
+	pr = CASE WHEN json_extract(doc, '$.pr') IS NULL THEN NULL ELSE json_extract(doc, '$.pr.repo') || '#' || json_extract(doc, '$.pr.number') END;
+CREATE INDEX requests_queue ON requests (priority DESC, seq) WHERE state = 'queued';
+CREATE INDEX requests_borrowers ON requests (priority DESC, seq) WHERE state = 'queued' AND borrower;
+CREATE INDEX requests_queued_class ON requests (class, seq) WHERE state = 'queued';
+CREATE INDEX requests_queued_pr ON requests (pr, seq) WHERE state = 'queued';
+INSERT INTO counters (name, value) VALUES ('queued', (SELECT count(*) FROM requests WHERE state = 'queued'));
+CREATE TRIGGER requests_queued_insert AFTER INSERT ON requests WHEN new.state = 'queued'
+BEGIN UPDATE counters SET value = value + 1 WHERE name = 'queued'; END;
+CREATE TRIGGER requests_queued_update AFTER UPDATE OF state ON requests WHEN (old.state = 'queued') != (new.state = 'queued')
+BEGIN UPDATE counters SET value = value + CASE WHEN new.state = 'queued' THEN 1 ELSE -1 END WHERE name = 'queued'; END;
+CREATE TRIGGER requests_queued_delete AFTER DELETE ON requests WHEN old.state = 'queued'
+BEGIN UPDATE counters SET value = value - 1 WHERE name = 'queued'; END;
+`,
 }
 
 // SchemaVersion is the version Open migrates to.
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// Every statement a transaction runs, prepared once when the store
+// opens: parsing them again in every transaction cost more than running
+// them.
+const (
+	qHosts      = `SELECT doc FROM hosts ORDER BY name`
+	qPutHost    = `INSERT INTO hosts (name, doc) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET doc = excluded.doc`
+	qAll        = `SELECT doc FROM requests ORDER BY seq`
+	qInStates   = `SELECT doc FROM requests WHERE state IN (SELECT value FROM json_each(?)) ORDER BY seq`
+	qRequest    = `SELECT doc FROM requests WHERE id = ?`
+	qPutRequest = `INSERT INTO requests (id, state, seq, doc, priority, class, borrower, pr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc = excluded.doc,
+	priority = excluded.priority, class = excluded.class, borrower = excluded.borrower, pr = excluded.pr`
+	qQueue       = `SELECT doc FROM requests INDEXED BY requests_queue WHERE state = 'queued' ORDER BY priority DESC, seq`
+	qBorrowers   = `SELECT doc FROM requests INDEXED BY requests_borrowers WHERE state = 'queued' AND borrower ORDER BY priority DESC, seq`
+	qQueuedOf    = `SELECT doc FROM requests INDEXED BY requests_queued_class WHERE state = 'queued' AND class = ? ORDER BY seq`
+	qQueuedForPR = `SELECT doc FROM requests INDEXED BY requests_queued_pr WHERE state = 'queued' AND pr = ? ORDER BY seq`
+	qQueueLen    = `SELECT value FROM counters WHERE name = 'queued'`
+	qQueueAhead  = `SELECT
+	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority > ?1) +
+	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority = ?1 AND seq < ?2)`
+	qNext   = `UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`
+	qEvent  = `INSERT INTO events (at, doc) VALUES (?, ?)`
+	qEvents = `SELECT doc FROM (SELECT id, doc FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`
+)
+
+var statements = []string{qHosts, qPutHost, qAll, qInStates, qRequest, qPutRequest, qQueue, qBorrowers,
+	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents}
+
+// prepare prepares every statement, after the schema is current.
+func (s *Store) prepare() error {
+	s.stmts = make(map[string]*sql.Stmt, len(statements))
+	for _, q := range statements {
+		st, err := s.db.Prepare(q)
+		if err != nil {
+			return fmt.Errorf("sqlitestore: prepare: %w", err)
+		}
+		s.stmts[q] = st
+	}
+	return nil
+}
 
 // Store is a SQLite-backed spark.Store.
 type Store struct {
 	db    *sql.DB
-	epoch int64 // the database's restore epoch: the high bits of every fencing token
+	stmts map[string]*sql.Stmt // by query, prepared once
+	epoch int64                // the database's restore epoch: the high bits of every fencing token
 }
 
 var _ spark.Store = (*Store)(nil)
@@ -329,7 +395,10 @@ func (s *Store) migrate() error {
 	if _, err := tx.Exec(`UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	return s.prepare()
 }
 
 // Close closes the database.
@@ -341,7 +410,7 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: begin: %w", err)
 	}
-	if err := fn(&sqlTx{tx: tx, epoch: s.epoch}); err != nil {
+	if err := fn(&sqlTx{tx: tx, stmts: s.stmts, epoch: s.epoch}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -353,11 +422,23 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 
 type sqlTx struct {
 	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
 	epoch int64
 }
 
+// query, queryRow and exec run a prepared statement in the transaction.
+func (t *sqlTx) query(q string, args ...any) (*sql.Rows, error) {
+	return t.tx.Stmt(t.stmts[q]).Query(args...)
+}
+func (t *sqlTx) queryRow(q string, args ...any) *sql.Row {
+	return t.tx.Stmt(t.stmts[q]).QueryRow(args...)
+}
+func (t *sqlTx) exec(q string, args ...any) (sql.Result, error) {
+	return t.tx.Stmt(t.stmts[q]).Exec(args...)
+}
+
 func (t *sqlTx) Hosts() ([]spark.Host, error) {
-	rows, err := t.tx.Query(`SELECT doc FROM hosts ORDER BY name`)
+	rows, err := t.query(qHosts)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: hosts: %w", err)
 	}
@@ -386,7 +467,7 @@ func (t *sqlTx) PutHost(h spark.Host) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO hosts (name, doc) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET doc = excluded.doc`, h.Name, string(doc))
+	_, err = t.exec(qPutHost, h.Name, string(doc))
 	if err != nil {
 		return fmt.Errorf("sqlitestore: put host: %w", err)
 	}
@@ -397,17 +478,12 @@ func (t *sqlTx) Requests(states ...spark.State) ([]spark.Request, error) {
 	var rows *sql.Rows
 	var err error
 	if len(states) == 0 {
-		rows, err = t.tx.Query(`SELECT doc FROM requests ORDER BY seq`)
+		rows, err = t.query(qAll)
 	} else {
-		args := make([]any, len(states))
-		marks := "?"
-		for i, s := range states {
-			args[i] = string(s)
-			if i > 0 {
-				marks += ", ?"
-			}
+		var in []byte
+		if in, err = json.Marshal(states); err == nil {
+			rows, err = t.query(qInStates, string(in))
 		}
-		rows, err = t.tx.Query(`SELECT doc FROM requests WHERE state IN (`+marks+`) ORDER BY seq`, args...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: requests: %w", err)
@@ -417,7 +493,7 @@ func (t *sqlTx) Requests(states ...spark.State) ([]spark.Request, error) {
 
 func (t *sqlTx) Request(id string) (spark.Request, bool, error) {
 	var doc string
-	switch err := t.tx.QueryRow(`SELECT doc FROM requests WHERE id = ?`, id).Scan(&doc); {
+	switch err := t.queryRow(qRequest, id).Scan(&doc); {
 	case errors.Is(err, sql.ErrNoRows):
 		return spark.Request{}, false, nil
 	case err != nil:
@@ -435,17 +511,88 @@ func (t *sqlTx) PutRequest(r spark.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT INTO requests (id, state, seq, doc) VALUES (?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc = excluded.doc`, r.ID, string(r.State), r.Seq, string(doc))
+	var pr any
+	if r.PR != nil {
+		pr = prKey(r.PR.Repo, r.PR.Number)
+	}
+	_, err = t.exec(qPutRequest,
+		r.ID, string(r.State), r.Seq, string(doc), r.Priority, string(r.Class), spark.Borrower(r), pr)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: put request: %w", err)
 	}
 	return nil
 }
 
+func prKey(repo string, number int) string { return repo + "#" + strconv.Itoa(number) }
+
+// Queue reads the queue from its index in admission order, a row at a
+// time, and stops reading when fn says so.
+func (t *sqlTx) Queue(borrowersOnly bool, fn func(spark.Request) bool) error {
+	q := qQueue
+	if borrowersOnly {
+		q = qBorrowers
+	}
+	rows, err := t.query(q)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: queue: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var doc []byte
+		if err := rows.Scan(&doc); err != nil {
+			return fmt.Errorf("sqlitestore: queue: %w", err)
+		}
+		var r spark.Request
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return fmt.Errorf("sqlitestore: decode request: %w", err)
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlitestore: queue: %w", err)
+	}
+	return nil
+}
+
+func (t *sqlTx) QueuedOf(class spark.Class) ([]spark.Request, error) {
+	rows, err := t.query(qQueuedOf, string(class))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: queued %s: %w", class, err)
+	}
+	return scan[spark.Request](rows)
+}
+
+func (t *sqlTx) QueuedForPR(repo string, number int) ([]spark.Request, error) {
+	rows, err := t.query(qQueuedForPR, prKey(repo, number))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: queued for %s: %w", prKey(repo, number), err)
+	}
+	return scan[spark.Request](rows)
+}
+
+func (t *sqlTx) QueueLen() (int, error) {
+	var n int
+	if err := t.queryRow(qQueueLen).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlitestore: queue length: %w", err)
+	}
+	return n, nil
+}
+
+// QueueAhead counts the index entries before r's place in the queue.
+func (t *sqlTx) QueueAhead(r spark.Request) (int, error) {
+	var n int
+	err := t.queryRow(qQueueAhead, r.Priority, r.Seq).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlitestore: queue position: %w", err)
+	}
+	return n, nil
+}
+
 func (t *sqlTx) next(name string) (int64, error) {
 	var v int64
-	if err := t.tx.QueryRow(`UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`, name).Scan(&v); err != nil {
+	if err := t.queryRow(qNext, name).Scan(&v); err != nil {
 		return 0, fmt.Errorf("sqlitestore: next %s: %w", name, err)
 	}
 	return v, nil
@@ -467,7 +614,7 @@ func (t *sqlTx) AppendEvent(e spark.Event) error {
 	if err != nil {
 		return err
 	}
-	if _, err := t.tx.Exec(`INSERT INTO events (at, doc) VALUES (?, ?)`, e.At.UTC().Format(time.RFC3339Nano), string(doc)); err != nil {
+	if _, err := t.exec(qEvent, e.At.UTC().Format(time.RFC3339Nano), string(doc)); err != nil {
 		return fmt.Errorf("sqlitestore: event: %w", err)
 	}
 	return nil
@@ -477,7 +624,7 @@ func (t *sqlTx) Events(limit int) ([]spark.Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := t.tx.Query(`SELECT doc FROM (SELECT id, doc FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`, limit)
+	rows, err := t.query(qEvents, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: events: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -226,49 +225,6 @@ func queued(tb testing.TB, n int) *spark.Controller {
 		}
 	}
 	return c
-}
-
-// BenchmarkReconcile measures one admission pass over 100 (realistic) and
-// 10,000 queued requests on the SQLite store, reporting the median and
-// 99th-percentile latency.
-func BenchmarkReconcile(b *testing.B) {
-	for _, n := range []int{100, 10_000} {
-		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
-			c := queued(b, n)
-			var lat []time.Duration
-			b.ResetTimer()
-			for b.Loop() {
-				for _, h := range []string{"spark-1", "spark-2"} {
-					c.Heartbeat(ctx, spark.HostReport{Host: h})
-				}
-				start := time.Now()
-				if err := c.Reconcile(ctx); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		})
-	}
-}
-
-// BenchmarkDashboard builds the sanitized dashboard over 100 (realistic),
-// 1,000 and 10,000 queued requests on the SQLite store: one admission
-// plan per call (it was one per queued request, quadratic).
-func BenchmarkDashboard(b *testing.B) {
-	for _, n := range []int{100, 1_000, 10_000} {
-		b.Run(fmt.Sprintf("queued=%d", n), func(b *testing.B) {
-			c := queued(b, n)
-			b.ResetTimer()
-			for b.Loop() {
-				if _, err := c.Dashboard(ctx, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }
 
 // The dashboard's queue positions are the ones Status reports: one plan

@@ -1,0 +1,217 @@
+package spark
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// plan is one admission pass over the head of the queue, in priority
+// order, then submission order.
+type plan struct {
+	c       *Controller
+	now     time.Time
+	order   []Request           // the queued requests the pass read, in admission order
+	grants  map[string][]string // request -> hosts
+	pending map[string]string   // request -> why it waits, for those read
+	taken   map[string]Request  // host -> the request that takes or holds it
+	byName  map[string]Host
+	anyHost []string // the preferred host first, the resident service's last
+}
+
+// plan decides admission without writing anything. Priority is
+// non-preemptive: only free hosts are placed. A pair request holds the
+// free hosts it needs against lower-priority work until both are free; a
+// higher-priority request may still take a held host (a waiting pair never
+// blocks more important work: no priority inversion).
+//
+// It reads the queue in admission order only while some host is still
+// open to what follows: once every host is taken or unavailable it stops,
+// and once the hosts left are open only to borrowers (a host draining for
+// development, the service's host below the lending priority) it reads
+// only borrowers. Its cost follows the hosts, not the queue's length.
+func (c *Controller) plan(tx Tx) (*plan, error) {
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{c: c, now: time.Now(), grants: map[string][]string{}, pending: map[string]string{},
+		taken: map[string]Request{}, byName: map[string]Host{}}
+	for _, h := range hosts {
+		p.byName[h.Name] = h
+		p.anyHost = append(p.anyHost, h.Name)
+	}
+	slices.SortStableFunc(p.anyHost, func(a, b string) int {
+		return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
+			cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
+	})
+	var last *Request // the last request read from the whole queue
+	stopped := !p.open(nil)
+	if !stopped {
+		err = tx.Queue(false, func(r Request) bool {
+			p.place(r)
+			last = &p.order[len(p.order)-1]
+			stopped = !p.open(&r)
+			return !stopped
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if stopped && p.openToBorrowers() {
+		err = tx.Queue(true, func(r Request) bool {
+			if last != nil && !Before(*last, r) {
+				return true // read already
+			}
+			p.place(r)
+			return p.openToBorrowers()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// free reports whether host h is available to some request at all.
+func (p *plan) free(h Host) bool {
+	_, held := p.taken[h.Name]
+	return h.Managed && p.c.online(h, p.now) && !held && (h.Mode == Idle || h.Mode == ServiceRunning)
+}
+
+// open reports whether a request after last (or any request, when last is
+// nil) may still be granted a host. Every later request has at most
+// last's priority.
+func (p *plan) open(last *Request) bool {
+	for _, h := range p.byName {
+		if !p.free(h) {
+			continue
+		}
+		switch {
+		case h.Draining:
+		case h.Mode == ServiceRunning && last != nil && last.Priority < p.c.opts.LendMinPriority:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// openToBorrowers reports whether some host is free for a borrower.
+func (p *plan) openToBorrowers() bool {
+	for _, h := range p.byName {
+		if p.free(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// place grants r the hosts it needs, or records why it waits.
+func (p *plan) place(r Request) {
+	p.order = append(p.order, r)
+	grant, hold, why := p.decide(r)
+	for _, h := range append(grant, hold...) {
+		p.taken[h] = r // a pair holds the free hosts it needs against lower-priority work
+	}
+	if grant != nil {
+		p.grants[r.ID] = grant
+	} else {
+		p.pending[r.ID] = why
+	}
+}
+
+// reason is why r waits: what the pass recorded, or, for a request it
+// did not read, what the hosts look like to r after every request ahead
+// of it was placed.
+func (p *plan) reason(r Request) string {
+	if why, ok := p.pending[r.ID]; ok {
+		return why
+	}
+	if _, ok := p.grants[r.ID]; ok {
+		return ""
+	}
+	_, _, why := p.decide(r)
+	return why
+}
+
+// decide is what r gets from the hosts as the requests ahead of it left
+// them: the hosts granted, or the hosts a waiting pair holds and why it
+// waits.
+func (p *plan) decide(r Request) (grant, hold []string, why string) {
+	free, reasons := p.candidates(r)
+	need := 1
+	if r.Topology == Pair {
+		need = 2
+	}
+	if len(free) >= need {
+		return free[:need], nil, ""
+	}
+	if r.Topology == Pair {
+		hold = free
+		reasons = append(reasons, fmt.Sprintf("a pair needs both hosts; holding %s", strings.Join(free, ", ")))
+	}
+	if len(reasons) == 0 {
+		reasons = []string{"no host is free"}
+	}
+	return nil, hold, strings.Join(reasons, "; ")
+}
+
+// candidates are the hosts free for r, and why each other one is not.
+func (p *plan) candidates(r Request) (free, reasons []string) {
+	candidates := p.anyHost
+	switch {
+	case r.Host != "":
+		candidates = []string{r.Host}
+	case r.Class == Development:
+		candidates = p.c.targets(r) // the drained target(s): development waits for them
+	}
+	for _, name := range candidates {
+		h, ok := p.byName[name]
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("host %s is unknown", name))
+			continue
+		}
+		if r.Class == ServiceStart && h.Mode == ServiceRunning {
+			reasons = append(reasons, "the service is already running")
+			continue
+		}
+		if why := p.why(r, h); why != "" {
+			reasons = append(reasons, why)
+		} else {
+			free = append(free, name)
+		}
+	}
+	return free, reasons
+}
+
+// why explains why host h cannot take r ("" when it can). A host is
+// claimed only by a request ahead of r.
+func (p *plan) why(r Request, h Host) string {
+	c := p.c
+	claim, claimed := p.taken[h.Name]
+	claimed = claimed && claim.ID != r.ID && Before(claim, r)
+	switch {
+	case !h.Managed:
+		return fmt.Sprintf("host %s is not managed", h.Name)
+	case !c.online(h, p.now):
+		return fmt.Sprintf("host %s is offline (no fresh heartbeat)", h.Name)
+	case claimed:
+		return fmt.Sprintf("host %s is claimed by request %s", h.Name, claim.ID)
+	case h.Mode == Leased:
+		return fmt.Sprintf("host %s is running request %s", h.Name, h.Lease)
+	case h.Mode == ReleaseRequired:
+		return fmt.Sprintf("host %s needs cleanup (release required)", h.Name)
+	case h.Mode == Lending, h.Mode == Restoring:
+		return fmt.Sprintf("host %s is %s the resident service", h.Name, map[Mode]string{Lending: "stopping", Restoring: "restoring"}[h.Mode])
+	case h.Mode == OutOfService:
+		return fmt.Sprintf("host %s is out of service after failed restores", h.Name)
+	case h.Draining && r.Class != Development:
+		return fmt.Sprintf("host %s is draining for development", h.Name)
+	case h.Mode == ServiceRunning && !c.lendable(r):
+		return fmt.Sprintf("host %s runs the resident service, which %s work does not borrow", h.Name, r.Class)
+	}
+	return ""
+}
