@@ -346,6 +346,24 @@ func (c *Controller) expire(tx Tx, now time.Time) error {
 	return nil
 }
 
+// History returns, oldest first, at most limit events after the one with
+// ID after (0: from the first), each with its ID: what a mirror reads to
+// catch up with the event log.
+func (c *Controller) History(ctx context.Context, after int64, limit int) ([]Event, error) {
+	var out []Event
+	err := c.tx(ctx, func(tx Tx) error {
+		var err error
+		if out, err = tx.EventsSince(after, limit); err == nil {
+			err = errRollback
+		}
+		return err
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return out, err
+}
+
 // Events returns the newest events, for a dashboard.
 func (c *Controller) Events(ctx context.Context, limit int) ([]Event, error) {
 	var out []Event

@@ -45,6 +45,10 @@ type Tx interface {
 	NextSeq() (int64, error)
 	AppendEvent(Event) error
 	Events(limit int) ([]Event, error)
+	// EventsSince lists, oldest first, at most limit events whose ID is
+	// greater than after: the event log read as a history, with each
+	// event's ID set.
+	EventsSince(after int64, limit int) ([]Event, error)
 }
 
 // Borrower reports whether r may take a host that other work of its

@@ -120,6 +120,9 @@ type Host struct {
 // Event is one observable happening. It never carries addresses, commands,
 // environment values, paths, credentials or fencing tokens.
 type Event struct {
+	// ID is the event's place in the log (from 1, increasing), set when
+	// it is read as history (Tx.EventsSince, Controller.History).
+	ID      int64     `json:"id,omitempty"`
 	At      time.Time `json:"at"`
 	Kind    string    `json:"kind"`
 	Request string    `json:"request,omitempty"`

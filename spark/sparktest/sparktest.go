@@ -308,6 +308,16 @@ func (t *tx) AppendEvent(e spark.Event) error {
 	return nil
 }
 
+func (t *tx) EventsSince(after int64, limit int) ([]spark.Event, error) {
+	var out []spark.Event
+	for i := max(after, 0); i < int64(len(t.events)) && len(out) < limit; i++ {
+		e := t.events[i]
+		e.ID = i + 1
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 func (t *tx) Events(limit int) ([]spark.Event, error) {
 	if limit <= 0 || limit > len(t.events) {
 		limit = len(t.events)

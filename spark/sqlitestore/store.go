@@ -89,13 +89,14 @@ ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc =
 	qQueueAhead  = `SELECT
 	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority > ?1) +
 	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority = ?1 AND seq < ?2)`
-	qNext   = `UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`
-	qEvent  = `INSERT INTO events (at, doc) VALUES (?, ?)`
-	qEvents = `SELECT doc FROM (SELECT id, doc FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`
+	qNext        = `UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`
+	qEvent       = `INSERT INTO events (at, doc) VALUES (?, ?)`
+	qEvents      = `SELECT doc FROM (SELECT id, doc FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`
+	qEventsSince = `SELECT id, doc FROM events WHERE id > ? ORDER BY id LIMIT ?`
 )
 
 var statements = []string{qHosts, qPutHost, qAll, qInStates, qRequest, qPutRequest, qQueue, qBorrowers,
-	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents}
+	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents, qEventsSince}
 
 // prepare prepares every statement, after the schema is current.
 func (s *Store) prepare() error {
@@ -618,6 +619,32 @@ func (t *sqlTx) AppendEvent(e spark.Event) error {
 		return fmt.Errorf("sqlitestore: event: %w", err)
 	}
 	return nil
+}
+
+func (t *sqlTx) EventsSince(after int64, limit int) ([]spark.Event, error) {
+	rows, err := t.query(qEventsSince, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: events since %d: %w", after, err)
+	}
+	defer rows.Close()
+	var out []spark.Event
+	for rows.Next() {
+		var id int64
+		var doc []byte
+		if err := rows.Scan(&id, &doc); err != nil {
+			return nil, fmt.Errorf("sqlitestore: events since %d: %w", after, err)
+		}
+		var e spark.Event
+		if err := json.Unmarshal(doc, &e); err != nil {
+			return nil, fmt.Errorf("sqlitestore: decode event %d: %w", id, err)
+		}
+		e.ID = id
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlitestore: events since %d: %w", after, err)
+	}
+	return out, nil
 }
 
 func (t *sqlTx) Events(limit int) ([]spark.Event, error) {
