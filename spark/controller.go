@@ -503,7 +503,11 @@ type HostReport struct {
 }
 
 // Heartbeat records a host's liveness. A release-required host whose GPU
-// is clean again returns to service.
+// is clean again returns to service. An idle host that reports GPU
+// processes no lease holds (left behind by an expired lease, or started
+// outside the controller) becomes release-required, with an alert, until
+// a heartbeat shows it clean: admission never trusts a host running
+// processes it does not know.
 func (c *Controller) Heartbeat(ctx context.Context, hr HostReport) error {
 	return c.tx(ctx, func(tx Tx) error {
 		hosts, err := tx.Hosts()
@@ -518,6 +522,13 @@ func (c *Controller) Heartbeat(ctx context.Context, hr HostReport) error {
 				return fmt.Errorf("%w: host %s is not managed", ErrUnauthorized, hr.Host)
 			}
 			h.LastHeartbeat, h.GPUProcesses = time.Now(), hr.GPUProcesses
+			if h.Mode == Idle && h.Lease == "" && hr.GPUProcesses > 0 {
+				h.Mode = ReleaseRequired
+				if err := c.event(tx, Event{Kind: "unknown-processes", Host: h.Name, Alert: true,
+					Detail: fmt.Sprintf("%d GPU process(es) that no lease holds: no work is admitted until a heartbeat shows the host clean", hr.GPUProcesses)}); err != nil {
+					return err
+				}
+			}
 			if h.Mode == ReleaseRequired && hr.GPUProcesses == 0 && h.Lease == "" {
 				h.Mode = Idle
 				if h.Service {

@@ -78,7 +78,7 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 // free reports whether host h is available to some request at all.
 func (p *plan) free(h Host) bool {
 	_, held := p.taken[h.Name]
-	return h.Managed && p.c.online(h, p.now) && !held && (h.Mode == Idle || h.Mode == ServiceRunning)
+	return h.Managed && p.c.online(h, p.now) && !held && (h.Mode == Idle && h.GPUProcesses == 0 || h.Mode == ServiceRunning)
 }
 
 // open reports whether a request after last (or any request, when last is
@@ -204,6 +204,8 @@ func (p *plan) why(r Request, h Host) string {
 		return fmt.Sprintf("host %s is running request %s", h.Name, h.Lease)
 	case h.Mode == ReleaseRequired:
 		return fmt.Sprintf("host %s needs cleanup (release required)", h.Name)
+	case h.Mode == Idle && h.GPUProcesses > 0:
+		return fmt.Sprintf("host %s reports %d GPU process(es) that no lease holds", h.Name, h.GPUProcesses)
 	case h.Mode == Lending, h.Mode == Restoring:
 		return fmt.Sprintf("host %s is %s the resident service", h.Name, map[Mode]string{Lending: "stopping", Restoring: "restoring"}[h.Mode])
 	case h.Mode == OutOfService:

@@ -148,6 +148,9 @@ func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould(t *testing.T) {
 			hosts, _ := tx.Hosts()
 			for _, h := range hosts {
 				h.Mode, h.Draining = modes[rng.IntN(len(modes))], rng.IntN(5) == 0
+				if rng.IntN(4) == 0 {
+					h.GPUProcesses = 1 + rng.IntN(3)
+				}
 				if rng.IntN(6) > 0 {
 					h.LastHeartbeat = now
 				}

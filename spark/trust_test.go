@@ -1,0 +1,58 @@
+package spark_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// An idle host whose heartbeat reports GPU processes no lease holds is
+// never admitted to: it is release-required, with an alert, until a
+// heartbeat shows it clean.
+func TestAdmission_AHostWithProcessesNoLeaseHoldsIsNeverAdmittedTo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var alerts []spark.Event
+		f := newFleet(t, func(o *spark.Options) { o.OnAlert = func(e spark.Event) { alerts = append(alerts, e) } })
+		f.beat(t, 0, 5) // spark-2, the preferred host, runs five processes nobody leased
+		r := f.submit(t, spark.SubmitRequest{Class: spark.BackgroundCI})
+		f.reconcile(t)
+		if st := f.status(t, r.ID); st.Request.State != spark.Queued {
+			t.Fatalf("background CI was admitted to %v beside unknown processes", st.Request.Hosts)
+		}
+		if h := f.host(t, "spark-2"); h.Mode != spark.ReleaseRequired {
+			t.Errorf("spark-2 is %s, want release-required", h.Mode)
+		}
+		if len(alerts) != 1 || alerts[0].Kind != "unknown-processes" || alerts[0].Host != "spark-2" {
+			t.Errorf("alerts %+v, want one unknown-processes alert for spark-2", alerts)
+		}
+		f.beat(t, 0, 0)
+		f.reconcile(t)
+		if st := f.status(t, r.ID); st.Request.State != spark.Active || st.Request.Hosts[0] != "spark-2" {
+			t.Errorf("after a clean heartbeat: %s on %v, want active on spark-2", st.Request.State, st.Request.Hosts)
+		}
+	})
+}
+
+// Processes that appear after a lease ended cleanly (the lease's last
+// heartbeat showed none) still keep the host out until it is clean.
+func TestHeartbeat_ProcessesReportedAfterALeaseEndedMakeTheHostReleaseRequired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t)
+		r := f.submit(t, spark.SubmitRequest{Class: spark.ManualPR, PR: pr(1, "abc")})
+		f.reconcile(t)
+		st := f.status(t, r.ID)
+		if err := f.c.Release(ctx, r.ID, st.Request.Token); err != nil {
+			t.Fatal(err)
+		}
+		f.beat(t, 0, 2)
+		if h := f.host(t, "spark-2"); h.Mode != spark.ReleaseRequired {
+			t.Fatalf("spark-2 is %s after reporting 2 processes with no lease, want release-required", h.Mode)
+		}
+		next := f.submit(t, spark.SubmitRequest{Class: spark.BackgroundCI})
+		f.reconcile(t)
+		if got := f.status(t, next.ID).Request.State; got != spark.Queued {
+			t.Errorf("the next request is %s, want queued while spark-2 is not clean", got)
+		}
+	})
+}
