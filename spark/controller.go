@@ -35,7 +35,11 @@ type Options struct {
 	// LendMinPriority is the lowest priority that may borrow the service
 	// host (default 70: merge CI and above). Development, pairs and
 	// requests naming the host always may.
-	LendMinPriority  int
+	LendMinPriority int
+	// PairMaxWait bounds a queued pair's wait (default 1 h): once it has
+	// waited this long, the pair goes ahead of all work but development,
+	// holding each host that frees up until it has both.
+	PairMaxWait      time.Duration
 	HeartbeatTimeout time.Duration // default 90 s
 	Service          ResidentService
 	RestoreAttempts  int           // bounded restore policy (default 5)
@@ -79,6 +83,9 @@ func (o *Options) defaults() {
 	o.Durations = durations
 	if o.LendMinPriority == 0 {
 		o.LendMinPriority = 70
+	}
+	if o.PairMaxWait <= 0 {
+		o.PairMaxWait = time.Hour
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = 90 * time.Second

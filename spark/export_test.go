@@ -21,13 +21,13 @@ func ComparePlans(ctx context.Context, c *Controller) (head, full map[string]str
 			return err
 		}
 		slices.SortFunc(queued, func(a, b Request) int {
-			if Before(a, b) {
+			if p.ahead(a, b) {
 				return -1
 			}
 			return 1
 		})
 		all := &plan{c: c, now: p.now, grants: map[string][]string{}, pending: map[string]string{},
-			taken: map[string]Request{}, byName: p.byName, anyHost: p.anyHost}
+			taken: map[string]Request{}, byName: p.byName, anyHost: p.anyHost, placed: map[string]bool{}}
 		for _, r := range queued {
 			all.place(r)
 		}

@@ -19,13 +19,20 @@ type plan struct {
 	taken   map[string]Request  // host -> the request that takes or holds it
 	byName  map[string]Host
 	anyHost []string // the preferred host first, the resident service's last
+	placed  map[string]bool
+	// overdue are the queued pairs that have waited Options.PairMaxWait:
+	// they go ahead of everything but development.
+	overdue []Request
 }
 
 // plan decides admission without writing anything. Priority is
 // non-preemptive: only free hosts are placed. A pair request holds the
 // free hosts it needs against lower-priority work until both are free; a
 // higher-priority request may still take a held host (a waiting pair never
-// blocks more important work: no priority inversion).
+// blocks more important work: no priority inversion). A pair's wait is
+// bounded all the same: once it has waited Options.PairMaxWait, it goes
+// ahead of all work but development, so that a stream of one-host work
+// cannot keep it waiting for ever.
 //
 // It reads the queue in admission order only while some host is still
 // open to what follows: once every host is taken or unavailable it stops,
@@ -38,7 +45,7 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{c: c, now: time.Now(), grants: map[string][]string{}, pending: map[string]string{},
-		taken: map[string]Request{}, byName: map[string]Host{}}
+		taken: map[string]Request{}, byName: map[string]Host{}, placed: map[string]bool{}}
 	for _, h := range hosts {
 		p.byName[h.Name] = h
 		p.anyHost = append(p.anyHost, h.Name)
@@ -47,12 +54,24 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
 			cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
 	})
-	var last *Request // the last request read from the whole queue
+	if err := tx.Queue(true, func(r Request) bool {
+		if p.overduePair(r) {
+			p.overdue = append(p.overdue, r)
+		}
+		return true
+	}); err != nil {
+		return nil, err
+	}
 	stopped := !p.open(nil)
 	if !stopped {
 		err = tx.Queue(false, func(r Request) bool {
+			if p.urgency(r) > 0 {
+				for _, o := range p.overdue {
+					p.place(o)
+				}
+				p.overdue = nil
+			}
 			p.place(r)
-			last = &p.order[len(p.order)-1]
 			stopped = !p.open(&r)
 			return !stopped
 		})
@@ -62,9 +81,6 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 	}
 	if stopped && p.openToBorrowers() {
 		err = tx.Queue(true, func(r Request) bool {
-			if last != nil && !Before(*last, r) {
-				return true // read already
-			}
 			p.place(r)
 			return p.openToBorrowers()
 		})
@@ -109,8 +125,40 @@ func (p *plan) openToBorrowers() bool {
 	return false
 }
 
-// place grants r the hosts it needs, or records why it waits.
+// urgency is r's rank before priority: development first, then the
+// overdue pairs, then the rest.
+func (p *plan) urgency(r Request) int {
+	switch {
+	case r.Class == Development:
+		return 0
+	case p.overduePair(r):
+		return 1
+	}
+	return 2
+}
+
+// overduePair reports whether r is a pair that has waited
+// Options.PairMaxWait.
+func (p *plan) overduePair(r Request) bool {
+	return r.Topology == Pair && !r.Submitted.IsZero() && p.now.Sub(r.Submitted) >= p.c.opts.PairMaxWait
+}
+
+// ahead reports whether a goes before b in this pass: by urgency, then in
+// admission order.
+func (p *plan) ahead(a, b Request) bool {
+	if ua, ub := p.urgency(a), p.urgency(b); ua != ub {
+		return ua < ub
+	}
+	return Before(a, b)
+}
+
+// place grants r the hosts it needs, or records why it waits. A request
+// placed already is left as it is.
 func (p *plan) place(r Request) {
+	if p.placed[r.ID] {
+		return
+	}
+	p.placed[r.ID] = true
 	p.order = append(p.order, r)
 	grant, hold, why := p.decide(r)
 	for _, h := range append(grant, hold...) {
@@ -188,11 +236,11 @@ func (p *plan) candidates(r Request) (free, reasons []string) {
 }
 
 // why explains why host h cannot take r ("" when it can). A host is
-// claimed only by a request ahead of r.
+// claimed only by a request ahead of r in this pass.
 func (p *plan) why(r Request, h Host) string {
 	c := p.c
 	claim, claimed := p.taken[h.Name]
-	claimed = claimed && claim.ID != r.ID && Before(claim, r)
+	claimed = claimed && claim.ID != r.ID && p.ahead(claim, r)
 	switch {
 	case !h.Managed:
 		return fmt.Sprintf("host %s is not managed", h.Name)

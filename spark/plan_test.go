@@ -161,7 +161,8 @@ func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould(t *testing.T) {
 			for i := range rng.IntN(40) {
 				seq, _ := tx.NextSeq()
 				cl := classes[rng.IntN(len(classes))]
-				r := spark.Request{ID: fmt.Sprintf("r%02d", i), Class: cl, Topology: spark.Single, Priority: prio[cl], Seq: seq, State: spark.Queued}
+				r := spark.Request{ID: fmt.Sprintf("r%02d", i), Class: cl, Topology: spark.Single, Priority: prio[cl], Seq: seq, State: spark.Queued,
+					Submitted: now.Add(-time.Duration(rng.IntN(150)) * time.Minute)} // some pairs overdue
 				switch rng.IntN(6) {
 				case 0:
 					r.Topology = spark.Pair

@@ -3,8 +3,11 @@ package spark_test
 import (
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparktest"
 )
 
 // An idle host whose heartbeat reports GPU processes no lease holds is
@@ -54,5 +57,59 @@ func TestHeartbeat_ProcessesReportedAfterALeaseEndedMakeTheHostReleaseRequired(t
 		if got := f.status(t, next.ID).Request.State; got != spark.Queued {
 			t.Errorf("the next request is %s, want queued while spark-2 is not clean", got)
 		}
+	})
+}
+
+// A stream of one-host work of a higher class cannot keep a pair waiting
+// past PairMaxWait: after the bound the pair goes first and gets both
+// hosts as soon as both are free.
+func TestPair_AStreamOfSinglesCannotKeepAPairWaitingPastTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := spark.Options{Hosts: []spark.HostConfig{{Name: "a", Managed: true}, {Name: "b", Managed: true}},
+			PairTest: true, PairMaxWait: time.Hour}
+		c, err := spark.New(sparktest.NewStore(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		beat := func() {
+			for _, h := range []string{"a", "b"} {
+				c.Heartbeat(ctx, spark.HostReport{Host: h})
+			}
+		}
+		beat()
+		pair, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Topology: spark.Pair})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for range 20 {
+			for range 2 {
+				if _, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			beat()
+			if err := c.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st, err := c.Status(ctx, pair.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Request.State == spark.Active {
+				if waited := time.Since(start); waited > opts.PairMaxWait+20*time.Minute {
+					t.Errorf("the pair waited %s, past its bound of %s and one round", waited, opts.PairMaxWait)
+				}
+				return
+			}
+			_, live, _ := c.Snapshot(ctx)
+			for _, r := range live {
+				if r.State == spark.Active {
+					c.Release(ctx, r.ID, r.Token)
+				}
+			}
+			faketime.Advance(20 * time.Minute)
+		}
+		t.Fatalf("the pair still waits after 20 rounds of merge-CI singles (%s)", time.Since(start))
 	})
 }
