@@ -35,6 +35,7 @@ type fleetFile struct {
 	Hosts            []spark.HostConfig `yaml:"hosts"`
 	PreferredHost    string             `yaml:"preferred_host"`
 	PairTest         bool               `yaml:"pair_test"`
+	PairMaxWait      time.Duration      `yaml:"pair_max_wait"`
 	HeartbeatTimeout time.Duration      `yaml:"heartbeat_timeout"`
 	LendMinPriority  int                `yaml:"lend_min_priority"`
 	RestoreAttempts  int                `yaml:"restore_attempts"`
@@ -47,6 +48,9 @@ type fleetFile struct {
 	// failed restore of the resident service): a shell command run with
 	// the alert in SPARK_ALERT_KIND, _HOST, _REQUEST, _DETAIL and _AT.
 	AlertCommand string `yaml:"alert_command"`
+	// MongoURI, when set, mirrors the sanitized state and the history into
+	// MongoDB (docs/fleet.md). It may hold a password: it is never logged.
+	MongoURI string `yaml:"mongo_uri"`
 }
 
 // githubSettings override the seed's GitHub integration (labels, commands,
@@ -71,6 +75,7 @@ type fleet struct {
 	github    sparkgh.Config
 	schedules []schedule
 	alertCmd  string
+	mongoURI  string
 }
 
 // serviceCommands drive the resident service: each is a shell command run
@@ -110,7 +115,7 @@ func loadFleet(data []byte) (fleet, error) {
 	if err != nil {
 		return fleet{}, err
 	}
-	return fleet{opts: opts, github: gh, schedules: scheds, alertCmd: strings.TrimSpace(f.AlertCommand)}, nil
+	return fleet{opts: opts, github: gh, schedules: scheds, alertCmd: strings.TrimSpace(f.AlertCommand), mongoURI: strings.TrimSpace(f.MongoURI)}, nil
 }
 
 // alerter runs the fleet file's alert command for each alert, in the
@@ -165,12 +170,13 @@ func (f fleetFile) options() (spark.Options, error) {
 	opts := spark.Options{
 		Hosts: f.Hosts, PreferredHost: f.PreferredHost, PairTest: f.PairTest, HeartbeatTimeout: f.HeartbeatTimeout,
 		LendMinPriority: f.LendMinPriority, RestoreAttempts: f.RestoreAttempts, RestoreBackoff: f.RestoreBackoff,
+		PairMaxWait: f.PairMaxWait,
 	}
 	switch {
 	case len(f.Hosts) == 0:
 		return opts, fmt.Errorf("%w: hosts: list at least one host (name, managed, service)", errFleet)
-	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0:
-		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts and lend_min_priority cannot be negative", errFleet)
+	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0 || f.PairMaxWait < 0:
+		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts, lend_min_priority and pair_max_wait cannot be negative", errFleet)
 	}
 	if len(f.Durations) > 0 {
 		known := spark.DefaultDurations()

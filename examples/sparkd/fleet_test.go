@@ -29,7 +29,7 @@ func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
 	opts := f.opts
 	want := spark.SeedOptions()
 	want.PairTest, want.HeartbeatTimeout, want.LendMinPriority, want.RestoreAttempts, want.RestoreBackoff = false, 90*time.Second, 70, 5, 30*time.Second
-	want.Durations = spark.DefaultDurations()
+	want.Durations, want.PairMaxWait = spark.DefaultDurations(), time.Hour
 	if diff := cmp.Diff(want, opts, cmpopts.IgnoreFields(spark.Options{}, "Service")); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
