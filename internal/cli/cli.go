@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,6 +80,86 @@ func Refuse(fs *flag.FlagSet, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Fprintf(fs.Output(), "%s: %s\n", fs.Name(), msg)
 	return fmt.Errorf("%w: %s", ErrUsage, msg)
+}
+
+// Require refuses the command line (Refuse) when a flag named in names
+// still has its zero value: empty, 0 or 0s, whether it was left out or
+// given empty (-head ""). A default from the environment counts as given.
+func Require(fs *flag.FlagSet, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil {
+			panic("cli: Require: no flag -" + n)
+		}
+		switch f.Value.String() {
+		case "", "0", "0s":
+			missing = append(missing, "-"+n)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return Refuse(fs, "%s is required (%s -h lists the flags)", missing[0], fs.Name())
+	}
+	return Refuse(fs, "%s are required (%s -h lists the flags)", List(missing, "and"), fs.Name())
+}
+
+// List joins items as prose: "a", "a and b", "a, b and c" (with "or" for
+// alternatives).
+func List(items []string, and string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " " + and + " " + items[len(items)-1]
+}
+
+// Subcommand is one verb of a command that has several:
+//
+//	command VERB [flags] [arguments]
+//
+// Run gets the arguments after the verb, parses them into the verb's own
+// flag set (Flags, or FlagsAndArgs for positional arguments), refuses
+// what it cannot run (Refuse, Require) and does the work; its error goes
+// to Status.
+type Subcommand struct {
+	Name  string
+	Usage string // one line: its flags and arguments, for the command's help
+	Run   func(args []string) error
+}
+
+// Dispatch runs the subcommand args[0] names with the arguments after it:
+// every command with subcommands takes its verb first and each verb its
+// own flags after it. Alone, -h, -help, --help or help lists the
+// subcommands on stderr and returns flag.ErrHelp; no subcommand, or one it
+// does not know, is refused in one line on stderr (an error wrapping
+// ErrUsage).
+func Dispatch(command string, stderr io.Writer, args []string, subs ...Subcommand) error {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.Name
+	}
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "usage: %s %s [flags] (%s -h lists them)\n", command, strings.Join(names, "|"), command)
+		return fmt.Errorf("%w: no subcommand", ErrUsage)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stderr, "usage:")
+		for _, s := range subs {
+			fmt.Fprintf(stderr, "  %s %s %s\n", command, s.Name, s.Usage)
+		}
+		fmt.Fprintf(stderr, "\n%s SUBCOMMAND -h lists a subcommand's flags.\n", command)
+		return flag.ErrHelp
+	}
+	for _, s := range subs {
+		if s.Name == args[0] {
+			return s.Run(args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "%s: unknown subcommand %q: use %s (%s -h lists them)\n", command, args[0], List(names, "or"), command)
+	return fmt.Errorf("%w: unknown subcommand %q", ErrUsage, args[0])
 }
 
 // Status is the exit status for what a command's work returned: 0 for nil

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,6 +136,100 @@ func TestFirstLine(t *testing.T) {
 	} {
 		if got := cli.FirstLine(tc.in, tc.n); got != tc.want {
 			t.Errorf("FirstLine(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestRequire_AFlagLeftOutOrGivenEmptyIsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args   []string
+		env    string // -repo's default, as from GITHUB_REPOSITORY
+		stderr string
+	}{
+		"all given":          {[]string{"-head", "h", "-pr", "7"}, "o/r", ""},
+		"one left out":       {[]string{"-head", "h"}, "o/r", "tool: -pr is required (tool -h lists the flags)\n"},
+		"two left out":       {nil, "o/r", "tool: -head and -pr are required (tool -h lists the flags)\n"},
+		"given empty":        {[]string{"-head", "", "-pr", "7"}, "o/r", "tool: -head is required"},
+		"no default":         {[]string{"-head", "h", "-pr", "7"}, "", "tool: -repo is required"},
+		"a zero duration":    {[]string{"-head", "h", "-pr", "7", "-wait", "0s"}, "o/r", ""},
+		"three of them gone": {[]string{"-pr", "0"}, "", "tool: -repo, -head and -pr are required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			fs := flag.NewFlagSet("tool", flag.ContinueOnError)
+			fs.SetOutput(&stderr)
+			fs.String("repo", tc.env, "")
+			fs.String("head", "", "")
+			fs.Int("pr", 0, "")
+			fs.Duration("wait", 0, "") // not required: its zero is a value
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := cli.Require(fs, "repo", "head", "pr")
+			if (tc.stderr == "") != (err == nil) || err != nil && (!errors.Is(err, cli.ErrUsage) || cli.Status(err) != 2) {
+				t.Errorf("Require = %v, want a refusal: %v", err, tc.stderr != "")
+			}
+			if !strings.HasPrefix(stderr.String(), tc.stderr) || tc.stderr == "" && stderr.Len() > 0 {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			}
+		})
+	}
+}
+
+func TestDispatch_OneSubcommandStyle(t *testing.T) {
+	var ran []string
+	subs := []cli.Subcommand{
+		{Name: "collect", Usage: "-dir DIR", Run: func(args []string) error {
+			fs := flag.NewFlagSet("tool collect", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			dir := fs.String("dir", "", "")
+			if err := cli.Flags(fs, args); err != nil {
+				return err
+			}
+			ran = append(ran, "collect "+*dir)
+			return nil
+		}},
+		{Name: "summarize", Usage: "", Run: func(args []string) error { ran = append(ran, "summarize"); return errors.New("the work failed") }},
+	}
+	for name, tc := range map[string]struct {
+		args   []string
+		status int
+		ran    []string
+		stderr string
+	}{
+		"its flags after the verb": {[]string{"collect", "-dir", "d"}, 0, []string{"collect d"}, ""},
+		"a work failure":           {[]string{"summarize"}, 1, []string{"summarize"}, ""},
+		"help":                     {[]string{"-h"}, 0, nil, "  tool collect -dir DIR\n"},
+		"help as a word":           {[]string{"help"}, 0, nil, "tool SUBCOMMAND -h lists"},
+		"no subcommand":            {nil, 2, nil, "usage: tool collect|summarize [flags] (tool -h lists them)\n"},
+		"an unknown one":           {[]string{"publish"}, 2, nil, `tool: unknown subcommand "publish": use collect or summarize (tool -h lists them)` + "\n"},
+		"a flag before the verb":   {[]string{"-dir", "d", "collect"}, 2, nil, `unknown subcommand "-dir"`},
+		"a stray argument":         {[]string{"collect", "extra"}, 2, nil, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ran = nil
+			var stderr bytes.Buffer
+			err := cli.Dispatch("tool", &stderr, tc.args, subs...)
+			if got := cli.Status(err); got != tc.status || !slices.Equal(ran, tc.ran) {
+				t.Errorf("status %d, ran %q; want %d, %q (%v)", got, ran, tc.status, tc.ran, err)
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.stderr)
+			}
+			if tc.status == 2 && strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+				t.Errorf("a refusal takes one line: %q", stderr.String())
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	for _, tc := range []struct {
+		items []string
+		want  string
+	}{{nil, ""}, {[]string{"a"}, "a"}, {[]string{"a", "b"}, "a or b"}, {[]string{"a", "b", "c"}, "a, b or c"}} {
+		if got := cli.List(tc.items, "or"); got != tc.want {
+			t.Errorf("List(%q) = %q, want %q", tc.items, got, tc.want)
 		}
 	}
 }
