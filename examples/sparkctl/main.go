@@ -1,14 +1,19 @@
 // Command sparkctl is the command-line client of sparkd:
 //
-//	sparkctl request -class development [-topology single|pair] [-host spark-2] [-duration 2h]
+//	sparkctl request [-class development] [-topology single|pair] [-host spark-2] [-duration 2h]
 //	sparkctl wait    ID      # blocks until the lease is active (or ends)
 //	sparkctl status  ID      # state, queue position and pending reason
 //	sparkctl release ID TOKEN  # then says whether each host it held is clean
 //	sparkctl cancel  ID      # queued work only
 //	sparkctl hosts
-//	sparkctl [-owner NAME] mcp       # the same lease API for local agents: an MCP server on stdin/stdout
-//	sparkctl [-host H] heartbeat   # the host agent's liveness report, with its GPU's process count
-//	sparkctl [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] preflight ID
+//	sparkctl mcp [-owner NAME]       # the same lease API for local agents: an MCP server on stdin/stdout
+//	sparkctl heartbeat [-host H]     # the host agent's liveness report, with its GPU's process count
+//	sparkctl preflight [-host H] [-workdir DIR] [-min-free-gb 50] [-service-host] [-interconnect-cmd CMD] [-service-released-cmd CMD] ID
+//
+// Each verb takes its own flags after it, before its arguments; flags
+// given before the verb (sparkctl -host H heartbeat) are the verb's too.
+// A flag the verb does not take, or an argument too many or too few, is
+// refused with exit status 2 before anything is sent.
 //
 // preflight runs on the leased host before a job starts (the managed
 // runner's step): the lease must be active and hold this host (-host or
@@ -84,48 +89,147 @@ const (
 // stdin is what sparkctl mcp reads its client's messages from.
 var stdin io.Reader = os.Stdin
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sparkctl", flag.ContinueOnError)
+// settings are the flags; each verb registers the ones it takes.
+type settings struct {
+	addr, tokenFile              string
+	class, topology, host, owner string
+	duration                     time.Duration
+	pf                           preflightOptions
+}
+
+// define registers the named flag of settings on fs.
+func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) string) {
+	switch name {
+	case "class":
+		fs.StringVar(&s.class, name, "development", "workload class")
+	case "topology":
+		fs.StringVar(&s.topology, name, "single", "single or pair")
+	case "host":
+		fs.StringVar(&s.host, name, "", "request: a specific host; heartbeat, preflight: the host this runs on (default SPARK_HOST)")
+	case "duration":
+		fs.DurationVar(&s.duration, name, 0, "lease length, e.g. 3h (default and maximum: the class's configured length)")
+	case "owner":
+		fs.StringVar(&s.owner, name, getenv("USER"), "who asks")
+	case "workdir":
+		fs.StringVar(&s.pf.workdir, name, ".", "the job's work directory")
+	case "min-free-gb":
+		fs.IntVar(&s.pf.minFreeGB, name, 50, "free space the job needs in -workdir, GiB")
+	case "service-host":
+		fs.BoolVar(&s.pf.serviceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "this host runs the resident service, which must have released it (default: SPARK_SERVICE_HOST=true)")
+	case "interconnect-cmd":
+		fs.StringVar(&s.pf.interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
+	case "service-released-cmd":
+		fs.StringVar(&s.pf.serviceReleased, name, getenv("SPARK_SERVICE_RELEASED_CMD"), "with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
+	default:
+		panic("sparkctl: no flag -" + name)
+	}
+}
+
+// flagSet is a verb's flag set: -addr and -token-file, then its own.
+func (s *settings) flagSet(name string, getenv func(string) string, stderr io.Writer, flags []string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", or(getenv("SPARK_ADDR"), "http://127.0.0.1:8765"), "sparkd address")
-	tokenFile := fs.String("token-file", getenv("SPARK_TOKEN_FILE"), "file holding the API token")
-	class := fs.String("class", "development", "request: workload class")
-	topology := fs.String("topology", "single", "request: single or pair")
-	host := fs.String("host", "", "request: a specific host; heartbeat, preflight: the host this runs on (default SPARK_HOST)")
-	duration := fs.Duration("duration", 0, "request: lease length (default and maximum: the class's configured length)")
-	owner := fs.String("owner", getenv("USER"), "request: who asks")
-	var pf preflightOptions
-	fs.StringVar(&pf.workdir, "workdir", ".", "preflight: the job's work directory")
-	fs.IntVar(&pf.minFreeGB, "min-free-gb", 50, "preflight: free space the job needs in -workdir, GiB")
-	fs.BoolVar(&pf.serviceHost, "service-host", getenv("SPARK_SERVICE_HOST") == "true", "preflight: this host runs the resident service, which must have released it (default: SPARK_SERVICE_HOST=true)")
-	fs.StringVar(&pf.interconnect, "interconnect-cmd", getenv("SPARK_INTERCONNECT_CMD"), "preflight, pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
-	fs.StringVar(&pf.serviceReleased, "service-released-cmd", getenv("SPARK_SERVICE_RELEASED_CMD"), "preflight, with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
-	if err := cli.FlagsAndArgs(fs, args); err != nil {
+	fs.StringVar(&s.addr, "addr", or(getenv("SPARK_ADDR"), "http://127.0.0.1:8765"), "sparkd address (default SPARK_ADDR)")
+	fs.StringVar(&s.tokenFile, "token-file", getenv("SPARK_TOKEN_FILE"), "file holding the API token (default SPARK_TOKEN_FILE; SPARK_TOKEN wins)")
+	for _, f := range flags {
+		s.define(fs, f, getenv)
+	}
+	return fs
+}
+
+// verb is one subcommand: its flags (besides -addr and -token-file) and
+// its positional arguments, exactly that many.
+type verb struct {
+	name  string
+	flags []string
+	args  []string
+}
+
+var verbs = []verb{
+	{"request", []string{"class", "topology", "host", "duration", "owner"}, nil},
+	{"wait", nil, []string{"ID"}},
+	{"status", nil, []string{"ID"}},
+	{"release", nil, []string{"ID", "TOKEN"}},
+	{"cancel", nil, []string{"ID"}},
+	{"hosts", nil, nil},
+	{"heartbeat", []string{"host"}, nil},
+	{"preflight", []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}, []string{"ID"}},
+	{"mcp", []string{"owner"}, nil},
+}
+
+func (v verb) usage() string {
+	var parts []string
+	for _, f := range v.flags {
+		parts = append(parts, "[-"+f+" …]")
+	}
+	return strings.Join(append(parts, v.args...), " ")
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var subs []cli.Subcommand
+	for _, v := range verbs {
+		subs = append(subs, cli.Subcommand{Name: v.name, Usage: v.usage(), Run: func(args []string) error {
+			var s settings
+			fs := s.flagSet("sparkctl "+v.name, getenv, stderr, v.flags)
+			if err := cli.FlagsAndArgs(fs, args); err != nil {
+				return err
+			}
+			if fs.NArg() != len(v.args) {
+				want := "no arguments"
+				if len(v.args) > 0 {
+					want = strings.Join(v.args, " ")
+				}
+				return cli.Refuse(fs, "takes %s, got %q (flags go before the arguments)", want, fs.Args())
+			}
+			return s.do(ctx, fs, fs.Args(), getenv, stdout, stderr)
+		}})
+	}
+	// Flags before the verb (sparkctl -host H heartbeat) are the verb's
+	// too: parsed with every verb's flags, they find the verb, and then go
+	// to it, which refuses one it does not take.
+	var all settings
+	pre := flag.NewFlagSet("sparkctl", flag.ContinueOnError)
+	pre.SetOutput(stderr)
+	pre.Usage = func() { cli.Dispatch("sparkctl", stderr, []string{"-h"}, subs...) }
+	all.flagSet("sparkctl", getenv, stderr, nil).VisitAll(func(f *flag.Flag) { pre.Var(f.Value, f.Name, f.Usage) })
+	seen := map[string]bool{}
+	for _, v := range verbs {
+		for _, f := range v.flags {
+			if !seen[f] {
+				seen[f] = true
+				all.define(pre, f, getenv)
+			}
+		}
+	}
+	if err := cli.FlagsAndArgs(pre, args); err != nil {
 		return cli.Status(err)
 	}
-	rest := fs.Args()
-	if len(rest) == 0 {
-		fmt.Fprintln(stderr, "usage: sparkctl [flags] request|wait|status|release|cancel|hosts|heartbeat|preflight|mcp [ID] [TOKEN]")
-		return 2
+	rest := pre.Args()
+	before := args[:len(args)-len(rest)]
+	if n := len(before); n > 0 && before[n-1] == "--" {
+		before = before[:n-1]
 	}
-	// How many arguments each command takes: one more or one fewer is a
-	// command line refused before anything is sent.
-	arity := map[string]int{"request": 0, "wait": 1, "status": 1, "release": 2, "cancel": 1, "hosts": 0, "heartbeat": 0, "preflight": 1, "mcp": 0}
-	n, known := arity[rest[0]]
-	switch {
-	case !known:
-		fmt.Fprintf(stderr, "sparkctl: unknown command %q: use request, wait, status, release, cancel, hosts, heartbeat, preflight or mcp\n", rest[0])
-		return 2
-	case len(rest)-1 != n:
-		fmt.Fprintf(stderr, "sparkctl %s takes %d argument(s), got %d: %q\n", rest[0], n, len(rest)-1, rest[1:])
-		return 2
+	if len(rest) > 0 {
+		args = append(append([]string{rest[0]}, before...), rest[1:]...)
+	} else {
+		args = nil
 	}
+	err := cli.Dispatch("sparkctl", stderr, args, subs...)
+	if code := cli.Status(err); code != 1 {
+		return code
+	}
+	fmt.Fprintln(stderr, "sparkctl:", err)
+	return 1
+}
+
+// do runs verb fs.Name() with its arguments.
+func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := strings.TrimPrefix(fs.Name(), "sparkctl ")
 	token := getenv("SPARK_TOKEN")
-	if token == "" && *tokenFile != "" {
-		data, err := os.ReadFile(*tokenFile)
+	if token == "" && s.tokenFile != "" {
+		data, err := os.ReadFile(s.tokenFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "sparkctl:", err)
-			return 2
+			return cli.Refuse(fs, "-token-file: %v", err)
 		}
 		token = strings.TrimSpace(string(data))
 	}
@@ -133,26 +237,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Every command calls the controller's API, which refuses a
 		// request without its token: say so before anything is sent
 		// (an MCP server would otherwise start and fail every tool).
-		fmt.Fprintln(stderr, "sparkctl: no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to")
-		return 2
+		return cli.Refuse(fs, "no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to")
 	}
-	cl, err := spark.NewAPIClient(*addr, token, httpClient)
+	cl, err := spark.NewAPIClient(s.addr, token, httpClient)
 	if err != nil {
-		fmt.Fprintln(stderr, "sparkctl:", err)
-		return 2
-	}
-	print := func(v any) { out, _ := json.MarshalIndent(v, "", "  "); fmt.Fprintln(stdout, string(out)) }
-	need := func(n int) bool {
-		if len(rest) < n+1 {
-			fmt.Fprintf(stderr, "sparkctl %s needs %d argument(s)\n", rest[0], n)
-			return false
-		}
-		return true
+		return cli.Refuse(fs, "-addr: %v", err)
 	}
 	// Only wait and mcp wait on purpose. Any other command bounds its
 	// calls, so a controller that stopped answering fails it (closed) in
 	// a minute, not at the client's long-poll limit.
-	switch rest[0] {
+	switch cmd {
 	case "wait", "mcp":
 	case "preflight":
 		var cancel context.CancelFunc
@@ -163,99 +257,104 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ctx, cancel = context.WithTimeout(ctx, callTimeout)
 		defer cancel()
 	}
-	switch rest[0] {
+	print := func(v any) { out, _ := json.MarshalIndent(v, "", "  "); fmt.Fprintln(stdout, string(out)) }
+	switch cmd {
 	case "request":
-		var st spark.Status
-		st, err = cl.Request(ctx, spark.LeaseRequest{Class: spark.Class(*class), Topology: spark.Topology(*topology), Host: *host,
-			Owner: *owner, DurationSeconds: int(duration.Seconds())})
-		if err == nil {
-			print(st)
+		if s.duration < 0 {
+			return cli.Refuse(fs, "-duration %s: want a positive lease length (or none for the class's)", s.duration)
 		}
+		st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Class(s.class), Topology: spark.Topology(s.topology), Host: s.host,
+			Owner: s.owner, DurationSeconds: int(s.duration.Seconds())})
+		if err != nil {
+			return err
+		}
+		print(statusOutput(st))
 	case "wait":
-		if !need(1) {
-			return 2
-		}
-		var st spark.Status
 		wctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
 		defer cancel()
-		st, err = cl.Wait(wctx, rest[1])
-		if err == nil {
-			print(st)
+		st, err := cl.Wait(wctx, args[0])
+		if err != nil {
+			return err
 		}
+		print(statusOutput(st))
 	case "status":
-		if !need(1) {
-			return 2
+		st, err := cl.Status(ctx, args[0])
+		if err != nil {
+			return err
 		}
-		var st spark.Status
-		if st, err = cl.Status(ctx, rest[1]); err == nil {
-			print(st)
-		}
+		print(statusOutput(st))
 	case "release":
-		if !need(2) {
-			return 2
-		}
-		tok, perr := strconv.ParseInt(rest[2], 10, 64)
+		tok, perr := strconv.ParseInt(args[1], 10, 64)
 		if perr != nil {
-			fmt.Fprintln(stderr, "sparkctl: TOKEN must be the lease's numeric fencing token")
-			return 2
+			return cli.Refuse(fs, "TOKEN %q must be the lease's numeric fencing token", args[1])
 		}
 		// Which hosts it held, for the cleanup acknowledgement after it.
-		st, serr := cl.Status(ctx, rest[1])
-		if err = cl.Release(ctx, rest[1], tok); err == nil {
-			fmt.Fprintf(stdout, "released %s", rest[1])
-			if hosts, herr := cl.Hosts(ctx); serr == nil && herr == nil {
-				_, ack := sparkmcp.Acknowledge(st.Request.Hosts, hosts)
-				fmt.Fprintf(stdout, ": %s", ack)
-			}
-			fmt.Fprintln(stdout)
+		st, serr := cl.Status(ctx, args[0])
+		if err := cl.Release(ctx, args[0], tok); err != nil {
+			return err
 		}
+		fmt.Fprintf(stdout, "released %s", args[0])
+		if hosts, herr := cl.Hosts(ctx); serr == nil && herr == nil {
+			_, ack := sparkmcp.Acknowledge(st.Request.Hosts, hosts)
+			fmt.Fprintf(stdout, ": %s", ack)
+		}
+		fmt.Fprintln(stdout)
 	case "cancel":
-		if !need(1) {
-			return 2
-		}
-		err = cl.Cancel(ctx, rest[1])
+		return cl.Cancel(ctx, args[0])
 	case "preflight":
-		if !need(1) {
-			return 2
-		}
 		// The host is what this runner's machine says it is, never taken
 		// from the lease: a job on another host must not pass as the
 		// lease's.
-		if pf.host = or(*host, getenv("SPARK_HOST")); pf.host == "" {
-			fmt.Fprintln(stderr, "sparkctl preflight needs -host or SPARK_HOST: the managed host this job runs on, which the lease must hold (set it in the runner's environment, as for heartbeat)")
-			return 2
+		pf := s.pf
+		if pf.host = or(s.host, getenv("SPARK_HOST")); pf.host == "" {
+			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this job runs on, which the lease must hold (set it in the runner's environment, as for heartbeat)")
 		}
-		if err = preflight(ctx, cl, rest[1], pf); err == nil {
-			fmt.Fprintf(stdout, "preflight passed for lease %s\n", rest[1])
+		if err := preflight(ctx, cl, args[0], pf); err != nil {
+			return err
 		}
+		fmt.Fprintf(stdout, "preflight passed for lease %s\n", args[0])
 	case "heartbeat":
-		h := or(*host, getenv("SPARK_HOST"))
+		h := or(s.host, getenv("SPARK_HOST"))
 		if h == "" {
-			fmt.Fprintln(stderr, "sparkctl heartbeat needs -host or SPARK_HOST: the managed host this runs on")
-			return 2
+			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this runs on")
 		}
-		var n int
-		if n, err = heartbeat(ctx, cl, h, spark.NvidiaSMIApps{}); err == nil {
-			fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
+		n, err := heartbeat(ctx, cl, h, spark.NvidiaSMIApps{})
+		if err != nil {
+			return err
 		}
+		fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
 	case "mcp":
 		// stdout carries the protocol; anything else goes to stderr.
-		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + or(*owner, "unknown")})
-		err = server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
+		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + or(s.owner, "unknown")})
+		return server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
 	case "hosts":
-		var hosts []map[string]any
-		if hosts, err = cl.Hosts(ctx); err == nil {
-			print(hosts)
+		hosts, err := cl.Hosts(ctx)
+		if err != nil {
+			return err
 		}
-	default:
-		fmt.Fprintf(stderr, "sparkctl: unknown command %q\n", rest[0])
-		return 2
+		if hosts == nil {
+			hosts = []map[string]any{} // none is [], not null
+		}
+		print(hosts)
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sparkctl:", err)
-		return 1
-	}
-	return 0
+	return nil
+}
+
+// statusJSON is what request, wait and status print: the controller's
+// status, with the lease length as a duration string ("3h0m0s"), never
+// the nanoseconds a time.Duration encodes to.
+type statusJSON struct {
+	spark.Status
+	Request requestJSON `json:"request"`
+}
+
+type requestJSON struct {
+	spark.Request
+	Duration string `json:"duration"`
+}
+
+func statusOutput(st spark.Status) statusJSON {
+	return statusJSON{Status: st, Request: requestJSON{Request: st.Request, Duration: st.Request.Duration.String()}}
 }
 
 // nopCloser is a writer the MCP transport may close without closing it.

@@ -52,7 +52,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 		return code, out.String() + errOut.String()
 	}
 	code, out := ctl("-class", "development", "request")
-	var st spark.Status
+	var st statusJSON
 	if err := json.Unmarshal([]byte(out), &st); code != 0 || err != nil {
 		t.Fatalf("request: %d %s", code, out)
 	}
@@ -92,6 +92,68 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	}
 	if code, _ := ctl("bogus"); code != 2 {
 		t.Error("an unknown command must exit 2")
+	}
+}
+
+// "sparkctl request -class benchmark -duration 3h", as docs/fleet.md
+// writes it: the verb's flags after the verb are taken, and the lease is
+// the one asked for, not a development lease of the default length. A
+// flag the verb does not take, or a stray argument, is refused before
+// anything is sent.
+func TestSparkctl_FlagsAfterTheSubcommandAreTaken(t *testing.T) {
+	ctx := context.Background()
+	opts := spark.SeedOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := spark.NewHandler(c, token)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	env := map[string]string{"SPARK_ADDR": srv.URL, "SPARK_TOKEN": token}
+	ctl := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	for _, args := range [][]string{
+		{"request", "-class", "benchmark", "-duration", "3h"},
+		{"-class", "benchmark", "request", "-duration", "3h"}, // before the verb, as the workflows write preflight's
+	} {
+		code, out, errOut := ctl(args...)
+		var printed struct {
+			Request struct {
+				ID       string `json:"id"`
+				Class    string `json:"class"`
+				Duration string `json:"duration"`
+			} `json:"request"`
+		}
+		if err := json.Unmarshal([]byte(out), &printed); code != 0 || err != nil {
+			t.Fatalf("%v: exit %d (%v): %s%s", args, code, err, out, errOut)
+		}
+		st, err := c.Status(ctx, printed.Request.ID)
+		if err != nil || st.Request.Class != spark.Benchmark || st.Request.Duration != 3*time.Hour {
+			t.Errorf("%v: the controller holds %+v (%v), want a benchmark lease of 3h", args, st.Request, err)
+		}
+		if printed.Request.Class != "benchmark" || printed.Request.Duration != "3h0m0s" {
+			t.Errorf("%v: printed %+v, want class benchmark and duration 3h0m0s", args, printed.Request)
+		}
+	}
+	_, before, _ := c.Snapshot(ctx)
+	for _, args := range [][]string{
+		{"hosts", "-class", "benchmark"},      // hosts takes no -class
+		{"request", "extra"},                  // a stray argument
+		{"status"},                            // its ID is missing
+		{"release", "r-1", "7", "-addr", "x"}, // flags go before the arguments
+		{"request", "-duration", "-3h"},       // no negative lease
+	} {
+		if code, out, errOut := ctl(args...); code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line", args, code, out, errOut)
+		}
+	}
+	if _, after, _ := c.Snapshot(ctx); len(after) != len(before) {
+		t.Errorf("a refused command line queued a lease: %d requests, then %d", len(before), len(after))
 	}
 }
 
