@@ -6,6 +6,8 @@
 //	gate local-relay -dispatcher LOGIN -pr N -sha SHA     # verifies evidence, publishes the local gate
 //	gate recover     -pr N [-workflow FILE] [-wait]       # dispatches at the default branch
 //
+// Each subcommand takes its flags after it; a missing required flag, an
+// unknown flag or a stray argument exits 2 before anything is read.
 // Every subcommand reads GITHUB_TOKEN, GITHUB_REPOSITORY (or -repo) and
 // GITHUB_API_URL, prints its outputs as name=value lines (with -json, as
 // one JSON object), writes them to $GITHUB_OUTPUT, and fails with an
@@ -14,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,41 +34,58 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-const usage = "usage: gate reuse|authorize|publish|local-relay|recover [flags] (gate SUBCOMMAND -h for its flags)"
-
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, usage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	var subs []cli.Subcommand
+	for _, name := range []string{"reuse", "authorize", "publish", "local-relay", "recover"} {
+		subs = append(subs, cli.Subcommand{Name: name, Usage: usages[name], Run: func(args []string) error {
+			return subcommand(ctx, name, args, getenv, stdout, stderr)
+		}})
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "gate: unknown subcommand %q: use reuse, authorize, publish, local-relay or recover (gate SUBCOMMAND -h lists its flags)\n", args[0])
-		return 2
-	}
-	fs := flag.NewFlagSet("gate "+args[0], flag.ContinueOnError)
+	// A subcommand reports its own failure (an ::error:: annotation in
+	// Actions); a refused command line is already said in one line.
+	return cli.Status(cli.Dispatch("gate", stderr, args, subs...))
+}
+
+var usages = map[string]string{
+	"reuse":       "-head SHA -tested-ref SHA",
+	"authorize":   "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]",
+	"publish":     "-head SHA -tested-ref SHA -kind KIND [evidence flags]",
+	"local-relay": "-dispatcher LOGIN -pr N -sha SHA",
+	"recover":     "-pr N [-workflow FILE] [-wait]",
+}
+
+// subcommand runs one: its flags and the shared ones (-repo, -check-name,
+// -json), the flags it cannot do without, then the work. A work failure
+// is reported here (an ::error:: annotation in Actions).
+func subcommand(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gate "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
+	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name (default GITHUB_REPOSITORY)")
 	check := fs.String("check-name", gate.DefaultCheckName, "the required check's name")
 	gha, log := ghaction.FromEnv(getenv), stdout // annotations go to the log, -json or not
 	ghaction.JSONFlag(fs, &stdout, &gha)
-	exec := cmd(fs)
-	if exit, ok := cli.Parse(fs, args[1:]); !ok {
-		return exit
+	cmd := commands[name](fs)
+	if err := cli.Flags(fs, args); err != nil {
+		return err
+	}
+	if err := cli.Require(fs, append([]string{"repo"}, cmd.need...)...); err != nil {
+		return err
+	}
+	owner, repoName, err := cli.SplitRepo("gate", *repo)
+	if err != nil {
+		return cli.Refuse(fs, "-repo %q: want owner/name", *repo)
+	}
+	if cmd.refuse != nil {
+		if err := cmd.refuse(); err != nil {
+			return cli.Refuse(fs, "%v", err)
+		}
 	}
 	outputs, err := func() ([][2]string, error) {
-		owner, name, err := cli.SplitRepo("gate", *repo)
-		if err != nil {
-			return nil, err
-		}
 		client, err := ghaction.GitHubClient(ctx, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("gate: %w", err)
 		}
-		return exec(ctx, &gate.GitHub{Client: client, Owner: owner, Repo: name}, *check)
+		return cmd.exec(ctx, &gate.GitHub{Client: client, Owner: owner, Repo: repoName}, *check)
 	}()
 	for _, kv := range outputs {
 		fmt.Fprintf(stdout, "%s=%s\n", kv[0], kv[1])
@@ -75,46 +95,58 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err != nil {
 		gha.Fail(log, stderr, err)
-		return 1
 	}
-	return 0
+	return err
 }
 
-type command func(fs *flag.FlagSet) func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error)
+// command is one subcommand's flags (registered by its constructor), the
+// ones it cannot do without, a command line it refuses otherwise, and its
+// work.
+type command struct {
+	need   []string
+	refuse func() error // nil, or why the command line cannot run
+	exec   func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error)
+}
 
-var commands = map[string]command{
-	"reuse": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
-		head := fs.String("head", "", "the authorized PR head SHA")
-		ref := fs.String("tested-ref", "", "the tested merge SHA")
-		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+var commands = map[string]func(fs *flag.FlagSet) command{
+	"reuse": func(fs *flag.FlagSet) command {
+		head := fs.String("head", "", "the authorized PR head SHA (required)")
+		ref := fs.String("tested-ref", "", "the tested merge SHA (required)")
+		return command{need: []string{"head", "tested-ref"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
 			d := gate.LookupReuse(ctx, gh, *head, *ref, check)
 			out := [][2]string{{"reuse", strconv.FormatBool(d.Reuse)}, {"reason", d.Reason}}
 			if d.From != nil {
 				out = append(out, [2]string{"from_id", strconv.FormatInt(d.From.ID, 10)}, [2]string{"from_url", d.From.URL})
 			}
 			return out, nil // fails open: any error already answered "run"
-		}
+		}}
 	},
-	"authorize": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
-		actor := fs.String("actor", "", "the user asking (GITHUB_ACTOR)")
+	"authorize": func(fs *flag.FlagSet) command {
+		actor := fs.String("actor", "", "the user asking (GITHUB_ACTOR; required)")
 		pr := fs.Int("pr", 0, "pull request number")
 		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
 		role := fs.String("min-role", "maintain", "maintain or admin")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it")
 		classified := fs.String("classified-head", "", "the head the classifier listed the changed files at (classify's head_sha); a head that moved since is refused")
-		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+		refuse := func() error {
+			if (*pr != 0) == (*ref != "") {
+				return errors.New("give -pr N or -ref REF: one of them, not both")
+			}
+			return nil
+		}
+		return command{need: []string{"actor"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
 			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label, ClassifiedHead: *classified})
 			if err != nil {
 				return nil, err
 			}
 			return [][2]string{{"head_sha", a.HeadSHA}, {"tested_ref", a.TestedRef}, {"pr", strconv.Itoa(a.PR)}, {"role", a.Role},
 				{"local_gpu_validation", strconv.FormatBool(a.LocalValidation)}}, nil
-		}
+		}}
 	},
-	"publish": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
-		head := fs.String("head", "", "the authorized PR head SHA")
-		ref := fs.String("tested-ref", "", "the tested merge SHA")
-		kind := fs.String("kind", "", "paid, reused, failed, not-required or skipped")
+	"publish": func(fs *flag.FlagSet) command {
+		head := fs.String("head", "", "the authorized PR head SHA (required)")
+		ref := fs.String("tested-ref", "", "the tested merge SHA (required)")
+		kind := fs.String("kind", "", "paid, reused, failed, not-required or skipped (required)")
 		fromID := fs.Int64("reused-from-id", 0, "with -kind reused: the check reused")
 		fromURL := fs.String("reused-from-url", "", "with -kind reused: its link")
 		gpu := fs.String("gpu-required", "", "with -kind not-required: the classifier's gpu output (must be false)")
@@ -128,7 +160,7 @@ var commands = map[string]command{
 		url := fs.String("details-url", "", "link to the run")
 		pr := fs.Int("pr", 0, "the pull request: re-read first, and nothing is published while it carries -local-label")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU")
-		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+		return command{need: []string{"head", "tested-ref", "kind"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
 			if *pr != 0 && gate.Kind(*kind) != gate.KindLocal {
 				// The label may have been added after authorization; the
 				// local relay's gate must not be overridden.
@@ -171,14 +203,14 @@ var commands = map[string]command{
 				return nil, err
 			}
 			return [][2]string{{"published", "true"}, {"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
-		}
+		}}
 	},
-	"local-relay": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
-		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR)")
-		pr := fs.Int("pr", 0, "pull request number")
-		sha := fs.String("sha", "", "the head SHA to publish for")
+	"local-relay": func(fs *flag.FlagSet) command {
+		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR; required)")
+		pr := fs.Int("pr", 0, "pull request number (required)")
+		sha := fs.String("sha", "", "the head SHA to publish for (required)")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label")
-		return func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+		return command{need: []string{"dispatcher", "pr", "sha"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
 			ev, err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label})
 			if err != nil {
 				return nil, err
@@ -189,13 +221,13 @@ var commands = map[string]command{
 				return nil, err
 			}
 			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}}, nil
-		}
+		}}
 	},
-	"recover": func(fs *flag.FlagSet) func(context.Context, *gate.GitHub, string) ([][2]string, error) {
-		pr := fs.Int("pr", 0, "pull request number")
+	"recover": func(fs *flag.FlagSet) command {
+		pr := fs.Int("pr", 0, "pull request number (required)")
 		wf := fs.String("workflow", "runpod-gpu-test.yml", "the GPU workflow file")
 		wait := fs.Bool("wait", false, "follow the dispatched run to completion")
-		return func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+		return command{need: []string{"pr", "workflow"}, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
 			res, err := gate.Recover(ctx, gh, gate.RecoverRequest{Workflow: *wf, PR: *pr, Wait: *wait})
 			if res.Ref == "" {
 				return nil, err // nothing was dispatched: no outputs
@@ -205,7 +237,7 @@ var commands = map[string]command{
 				out = append(out, [2]string{"run_id", strconv.FormatInt(res.Run.ID, 10)}, [2]string{"conclusion", res.Run.Conclusion}, [2]string{"url", res.Run.URL})
 			}
 			return out, err
-		}
+		}}
 	},
 }
 

@@ -93,7 +93,7 @@ func TestSubcommands(t *testing.T) {
 		t.Errorf("GITHUB_OUTPUT:\n%s", got)
 	}
 	// A refused recovery dispatches nothing and prints no empty output.
-	if code, out := runGate(t, env, "recover"); code != 1 || strings.Contains(out, "ref=") {
+	if code, out := runGate(t, env, "recover"); code != 2 || strings.Contains(out, "ref=") {
 		t.Errorf("a refused recovery: exit %d, output %q", code, out)
 	}
 }
