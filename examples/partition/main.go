@@ -48,8 +48,6 @@ var exampleList []byte
 //go:embed example/cuda_test_partition.tsv
 var examplePartition []byte
 
-const subcommands = "check, select, shards, verify-objects, chain, chain-state, chain-status, batches, checkpoint or restore"
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
@@ -59,39 +57,35 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if len(args) == 0 {
 		args = []string{"check", "-example"}
 	}
-	var err error
-	switch args[0] {
-	case "check":
-		var ok bool
-		ok, err = check(args[1:], gha, stdin, stdout, stderr)
-		if err == nil && !ok {
-			if gha.Actions {
-				fmt.Fprintln(stdout, "::error::partition: the test partition does not match the inventory; see the lines above")
-			}
-			return 1
+	mismatch := false // check ran and the partition does not match
+	sub := func(name, usage string, f func(args []string, gha ghaction.Env, stdout, stderr io.Writer) error) cli.Subcommand {
+		return cli.Subcommand{Name: name, Usage: usage, Run: func(args []string) error { return f(args, gha, stdout, stderr) }}
+	}
+	err := cli.Dispatch("partition", stderr, args,
+		cli.Subcommand{Name: "check", Usage: "[-inventory FILE|-] [-format nextest|go] PARTITION.tsv... | -example", Run: func(args []string) error {
+			ok, err := check(args, gha, stdin, stdout, stderr)
+			mismatch = err == nil && !ok
+			return err
+		}},
+		sub("select", "-category single-gpu [-render nextest|go|lines|not-run] [-require-tests] PARTITION.tsv...", selectLane),
+		sub("shards", "-n 4 UNITS.json", shards),
+		sub("verify-objects", "-present LINK.sha256 SHARD.sha256...", verifyObjects),
+		sub("chain", "-estimate 10h [-job-cap 6h] [-depth 2]", chain),
+		sub("chain-state", "-state STATE.json -cell NAME -link N [-done]", chainState),
+		sub("chain-status", "-cells '[\"a\",\"b\"]' [-cell NAME] [-require-done] DIR|STATE.json...", chainStatus),
+		sub("batches", "-jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]", batches),
+		sub("checkpoint", "-o CKPT.tar DIR", func(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+			return checkpoint("checkpoint", args, gha, stdout, stderr)
+		}),
+		sub("restore", "-i CKPT.tar DIR", func(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
+			return checkpoint("restore", args, gha, stdout, stderr)
+		}),
+	)
+	if mismatch {
+		if gha.Actions {
+			fmt.Fprintln(stdout, "::error::partition: the test partition does not match the inventory; see the lines above")
 		}
-	case "select":
-		err = selectLane(args[1:], gha, stdout, stderr)
-	case "shards":
-		err = shards(args[1:], gha, stdout, stderr)
-	case "verify-objects":
-		err = verifyObjects(args[1:], gha, stdout, stderr)
-	case "chain":
-		err = chain(args[1:], gha, stdout, stderr)
-	case "chain-state":
-		err = chainState(args[1:], gha, stdout, stderr)
-	case "chain-status":
-		err = chainStatus(args[1:], gha, stdout, stderr)
-	case "batches":
-		err = batches(args[1:], gha, stdout, stderr)
-	case "checkpoint", "restore":
-		err = checkpoint(args[0], args[1:], gha, stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, "usage: partition "+subcommands+" [flags] (partition SUBCOMMAND -h)")
-		return 0
-	default:
-		fmt.Fprintf(stderr, "partition: unknown subcommand %q: use %s\n", args[0], subcommands)
-		return 2
+		return 1
 	}
 	code := cli.Status(err)
 	if code == 1 {
@@ -125,6 +119,17 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 	example := fs.Bool("example", false, "check the bundled example")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return false, err
+	}
+	switch {
+	case *example && fs.NArg() > 0:
+		return false, cli.Refuse(fs, "-example checks the bundled partition: name no partition files (%q)", fs.Args())
+	case !*example && fs.NArg() == 0:
+		return false, cli.Refuse(fs, "name at least one partition file (or -example for the bundled one)")
+	}
+	switch *format {
+	case "nextest", "go":
+	default:
+		return false, cli.Refuse(fs, "-format %q: use nextest or go", *format)
 	}
 	var (
 		invData []byte
@@ -184,6 +189,8 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 	if gha.Echo != nil {
 		// The whole report only with -json: a first adoption can list
 		// thousands of tests, too many for a step output.
+		// An empty list is [], not null.
+		r.New, r.Stale, r.Duplicates = nonNil(r.New), nonNil(r.Stale), nonNil(r.Duplicates)
 		report, err := json.Marshal(r)
 		if err != nil {
 			return false, fmt.Errorf("partition: %w", err)
@@ -191,6 +198,14 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 		outputs = append(outputs, [2]string{"report", string(report)})
 	}
 	return ok, gha.SetOutputs(outputs...)
+}
+
+// nonNil is s, or an empty slice for nil: JSON [] instead of null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // selectLane prints a lane; in Actions it also writes the outputs filter
@@ -205,6 +220,17 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	requireTests := fs.Bool("require-tests", false, "exit 1 when the lane selects no test (a paid pod would run nothing)")
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() == 0 {
+		return cli.Refuse(fs, "name at least one partition file")
+	}
+	if err := cli.Require(fs, "category"); err != nil {
+		return err
+	}
+	switch *render {
+	case "nextest", "go", "lines", "not-run":
+	default:
+		return cli.Refuse(fs, "-render %q: use nextest, go, lines or not-run", *render)
 	}
 	p, err := readPartitions(fs.Args())
 	if err != nil {
@@ -581,7 +607,7 @@ func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d job(s) in %d batch(es): %v\n", *jobs, len(sizes), sizes)
-	data, _ := json.Marshal(sizes)
+	data, _ := json.Marshal(nonNil(sizes))
 	return gha.SetOutputs([2]string{"batches", string(data)})
 }
 
