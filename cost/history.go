@@ -349,7 +349,10 @@ type RefSummary struct {
 	Retested float64 `json:"retested_spend"`
 }
 
-// StageTotal sums one stage over the runs where it is known.
+// StageTotal sums one stage over the runs where it is known and whose
+// paid window the spend counts: the stages add up to the accepted pods'
+// spend (Spend.Total less Spend.Rejected). A run the spend leaves out
+// (ExcludedRun) is left out of the stages too, and counted unknown.
 type StageTotal struct {
 	Stage   string  `json:"stage"`
 	Seconds float64 `json:"seconds"`
@@ -367,22 +370,35 @@ type Unknowns struct {
 	NoDeletionEvidence int `json:"no_deletion_evidence"`
 }
 
+// ExcludedRun is an accepted pod whose paid window the summary cannot
+// count: no confirmed deletion, an unknown start or an unknown price. It is
+// listed apart and left out of both the spend and the stage totals, so the
+// stage table still adds up to the total.
+type ExcludedRun struct {
+	RunID   int64  `json:"run_id"`
+	Attempt int    `json:"run_attempt"`
+	PodID   string `json:"pod_id"`
+	GPU     string `json:"gpu,omitempty"`
+	Reason  string `json:"reason"`
+}
+
 // Summary is the offline cost history.
 type Summary struct {
-	Version            int          `json:"version"`
-	Runs               int          `json:"run_attempts"`
-	Automatic          int          `json:"automatic"`
-	Manual             int          `json:"manual_confirmations"`
-	ReusedGates        int          `json:"reused_gates"`
-	RejectedCandidates int          `json:"rejected_candidates"`
-	RepeatedRefs       []RefSummary `json:"repeated_automatic_refs"`
-	Spend              Spend        `json:"spend"`
-	PerGPU             []GPUSpend   `json:"per_gpu"`
-	PerDay             []DaySpend   `json:"per_day"`
-	Stages             []StageTotal `json:"stages"`
-	Unknown            Unknowns     `json:"unknown"`
-	Reaper             *ReaperSpend `json:"reaper,omitempty"` // present when reaper records were saved
-	Notes              []string     `json:"notes"`
+	Version            int           `json:"version"`
+	Runs               int           `json:"run_attempts"`
+	Automatic          int           `json:"automatic"`
+	Manual             int           `json:"manual_confirmations"`
+	ReusedGates        int           `json:"reused_gates"`
+	RejectedCandidates int           `json:"rejected_candidates"`
+	RepeatedRefs       []RefSummary  `json:"repeated_automatic_refs"`
+	Spend              Spend         `json:"spend"`
+	PerGPU             []GPUSpend    `json:"per_gpu"`
+	PerDay             []DaySpend    `json:"per_day"`
+	Stages             []StageTotal  `json:"stages"`
+	Excluded           []ExcludedRun `json:"excluded_runs"` // listed apart: in neither the spend nor the stages
+	Unknown            Unknowns      `json:"unknown"`
+	Reaper             *ReaperSpend  `json:"reaper,omitempty"` // present when reaper records were saved
+	Notes              []string      `json:"notes"`
 }
 
 // ReaperSpend is what the orphan reaper's saved decisions record: the
@@ -554,7 +570,8 @@ func summarize(evs []evidence) Summary {
 	slices.SortFunc(evs, func(a, b evidence) int {
 		return cmp.Or(a.run.CreatedAt.Compare(b.run.CreatedAt), cmp.Compare(a.run.ID, b.run.ID), cmp.Compare(a.run.Attempt, b.run.Attempt))
 	})
-	s := Summary{Version: ReportVersion, Notes: []string{NoteEstimates, NoteStorage,
+	// Every list is [] when empty, never null.
+	s := Summary{Version: ReportVersion, RepeatedRefs: []RefSummary{}, PerGPU: []GPUSpend{}, PerDay: []DaySpend{}, Stages: []StageTotal{}, Excluded: []ExcludedRun{}, Notes: []string{NoteEstimates, NoteStorage,
 		"Compare GPU rankings only on matched workloads and revisions; totals alone do not select a GPU policy."}}
 	gpus := map[string]*GPUSpend{}
 	days := map[string]*DaySpend{}
@@ -594,17 +611,23 @@ func summarize(evs []evidence) Summary {
 				g.Pods++
 				g.Rejected += a.EstimatedCost
 			}
-			accepted := 0.0
+			accepted, excluded := 0.0, ""
 			switch {
 			case r.PodID == "":
 			case r.DeletedAt == nil:
 				s.Unknown.NoDeletionEvidence++
+				excluded = "no deletion evidence: its paid window has no end"
 			case !r.Window.Known:
 				s.Unknown.UnknownWindow++
+				excluded = "unknown start: its paid window is unknown"
 			case !r.Window.CostKnown():
 				s.Unknown.UnknownPrice++
+				excluded = "unknown price"
 			default:
 				accepted = r.Window.Cost
+			}
+			if excluded != "" {
+				s.Excluded = append(s.Excluded, ExcludedRun{RunID: ev.run.ID, Attempt: ev.run.Attempt, PodID: r.PodID, GPU: r.GPUTypeID, Reason: excluded})
 			}
 			if r.PodID != "" {
 				g := gpu(gpus, r.GPUTypeID)
@@ -631,8 +654,8 @@ func summarize(evs []evidence) Summary {
 					stages[st.Name] = t
 					stageOrder = append(stageOrder, st.Name)
 				}
-				if st.Seconds == nil {
-					t.Unknown++
+				if st.Seconds == nil || excluded != "" {
+					t.Unknown++ // a window the spend leaves out is left out here too
 					continue
 				}
 				t.Known++
@@ -696,7 +719,14 @@ func (s Summary) Markdown() string {
 	if len(s.Stages) > 0 {
 		b.WriteString("\n| stage | known runs | unknown runs | seconds | USD |\n| --- | --- | --- | --- | --- |\n")
 		for _, st := range s.Stages {
-			fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.2f |\n", st.Stage, st.Known, st.Unknown, st.Seconds, st.Cost)
+			fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.4f |\n", st.Stage, st.Known, st.Unknown, st.Seconds, st.Cost)
+		}
+		fmt.Fprintf(&b, "| rejected candidates | | | | %.4f |\n| **total** | | | | **%.4f** |\n", s.Spend.Rejected, s.Spend.Total)
+	}
+	if len(s.Excluded) > 0 {
+		b.WriteString("\nListed apart, in neither the spend nor the stages:\n\n| run | pod | GPU | why |\n| --- | --- | --- | --- |\n")
+		for _, x := range s.Excluded {
+			fmt.Fprintf(&b, "| %d attempt %d | `%s` | %s | %s |\n", x.RunID, x.Attempt, x.PodID, x.GPU, x.Reason)
 		}
 	}
 	u := s.Unknown

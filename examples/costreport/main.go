@@ -30,25 +30,11 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	const usage = "usage: costreport collect|summarize [flags] (costreport collect -h, costreport summarize -h list them)"
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return 2
-	}
-	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprintln(stdout, usage)
-		return 0
-	}
-	var err error
-	switch args[0] {
-	case "collect":
-		err = collect(ctx, args[1:], getenv, stdout, stderr)
-	case "summarize":
-		err = summarize(args[1:], getenv, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "costreport: unknown subcommand %q: use collect or summarize\n", args[0])
-		return 2
-	}
+	err := cli.Dispatch("costreport", stderr, args,
+		cli.Subcommand{Name: "collect", Usage: "-repo owner/name -since YYYY-MM-DD -until YYYY-MM-DD -dir DIR [-workflow FILE] [-reaper-workflow FILE]",
+			Run: func(args []string) error { return collect(ctx, args, getenv, stdout, stderr) }},
+		cli.Subcommand{Name: "summarize", Usage: "-dir DIR [-out DIR] [-json]",
+			Run: func(args []string) error { return summarize(args, getenv, stdout, stderr) }})
 	code := cli.Status(err)
 	if code == 1 {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
@@ -59,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func collect(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("costreport collect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name")
+	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name (default GITHUB_REPOSITORY)")
 	workflow := fs.String("workflow", "runpod-gpu-test.yml", "the paid GPU workflow file")
 	reaper := fs.String("reaper-workflow", "runpod-reap.yml", "the orphan reaper's workflow file, whose decision artifacts are the recovery record (\"\": skip)")
 	since := fs.String("since", "", "first UTC day, YYYY-MM-DD (inclusive)")
@@ -67,6 +53,12 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	dir := fs.String("dir", "", "where to save evidence (outside the repository)")
 	if err := cli.Flags(fs, args); err != nil {
 		return err
+	}
+	if err := cli.Require(fs, "repo"); err != nil {
+		return err
+	}
+	if _, _, err := cli.SplitRepo("costreport", *repo); err != nil {
+		return cli.Refuse(fs, "-repo %q: want owner/name", *repo)
 	}
 	s, err1 := time.Parse(time.DateOnly, *since)
 	u, err2 := time.Parse(time.DateOnly, *until)
