@@ -79,6 +79,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
+	if !o.simulate && o.pod == "" && o.provision == "" {
+		return cli.Status(cli.Refuse(fs, "-pod is required (the provision step's pod_id output), or -provision with its result"))
+	}
 	if err := cleanup(ctx, o, getenv, gha, stdout, log); err != nil {
 		gha.Fail(log, stderr, err)
 		return 1

@@ -100,14 +100,22 @@ func TestCleanupRecordsCacheObservationsAfterTheDeletion(t *testing.T) {
 	}
 }
 
+// Without its key cleanup fails (exit 1); without a pod to delete, key or
+// not, the command line is refused (exit 2, one line on stderr).
 func TestCleanupRefusesWithoutKeyOrPod(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string
+		args []string
+		code int
 		want string
-	}{{nil, "RUNPOD_API_KEY is not set"}, {map[string]string{"RUNPOD_API_KEY": "rpa_x"}, "-pod is required"}} {
+	}{
+		{nil, []string{"-pod", "p1"}, 1, "RUNPOD_API_KEY is not set"},
+		{map[string]string{"RUNPOD_API_KEY": "rpa_x"}, nil, 2, "-pod is required"},
+		{nil, []string{"-pod", ""}, 2, "-pod is required"},
+	} {
 		var stdout, stderr strings.Builder
-		if code := run(context.Background(), nil, func(k string) string { return tc.env[k] }, &stdout, &stderr); code != 1 || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
-			t.Errorf("exit %d: %s%s", code, stdout.String(), stderr.String())
+		if code := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &stdout, &stderr); code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d: %s%s", tc.args, code, stdout.String(), stderr.String())
 		}
 	}
 }

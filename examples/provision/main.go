@@ -84,11 +84,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
+	if err := required(fs, o); err != nil {
+		return cli.Status(err)
+	}
 	if err := provision(ctx, o, getenv, stdout, stderr); err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// required refuses a real run's command line without what it cannot buy
+// a pod without: the ownership tags the reaper relies on, and one CUDA
+// proof for the pods to run before their runners register.
+func required(fs *flag.FlagSet, o options) error {
+	if o.simulate {
+		return nil
+	}
+	if err := cli.Require(fs, "repo", "run-id"); err != nil {
+		return err
+	}
+	switch {
+	case o.startup.Proof == "" && o.startup.ProofPath == "":
+		return cli.Refuse(fs, "a real run needs the CUDA proof: -proof FILE (built from ./examples/smoke) or -proof-path PATH (inside the runner image)")
+	case o.startup.Proof != "" && o.startup.ProofPath != "":
+		return cli.Refuse(fs, "-proof and -proof-path are alternatives: pass one")
+	}
+	return nil
 }
 
 // world is what Provision runs against: real services or the simulation.
@@ -101,6 +123,10 @@ type world struct {
 }
 
 func provision(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) error {
+	narration := stdout // -json writes only its document to stdout
+	if o.json {
+		narration = stderr
+	}
 	cfg, err := loadConfig(o)
 	if err != nil {
 		return err
@@ -128,7 +154,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 		return err
 	}
 	if w.skipped != "" {
-		fmt.Fprintf(stdout, "paid path skipped: %s\n", w.skipped)
+		fmt.Fprintf(narration, "paid path skipped: %s\n", w.skipped)
 		gha := ghaction.FromEnv(getenv)
 		return errors.Join(gha.AppendSummary("### RunPod provisioning\n\nSkipped: "+w.skipped+".\n"),
 			gha.SetOutputs([2]string{"paid_path_skipped", "true"}))
@@ -139,7 +165,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 		if o.image, err = runpod.ResolveImage(ctx, o.image); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "image: %s\n", o.image)
+		fmt.Fprintf(narration, "image: %s\n", o.image)
 	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
@@ -175,7 +201,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	}
 	deps := runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: o.head, Log: log}
 	res, perr := runpod.Provision(ctx, deps, cfg, plan, tmpl)
-	if err := report(o, tmpl.Owner, res, getenv, stdout); err != nil {
+	if err := report(o, tmpl.Owner, res, getenv, stdout, narration); err != nil {
 		return err
 	}
 	if perr != nil {
@@ -278,7 +304,7 @@ func scenario(w world) {
 	w.fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"})
 }
 
-func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(string) string, stdout io.Writer) error {
+func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(string) string, stdout, narration io.Writer) error {
 	gha := ghaction.FromEnv(getenv)
 	if err := gha.AppendSummary("### RunPod provisioning\n\n" + res.Markdown()); err != nil {
 		return err
@@ -312,7 +338,7 @@ func report(o options, owner runpod.Ownership, res runpod.Result, getenv func(st
 		} else {
 			outputs = append(outputs, [2]string{"retention_record", rec.Name()}, [2]string{"retention_file", o.retentionFile})
 		}
-		fmt.Fprintf(stdout, "kept for debugging, still billing: %s (retention record %s)\n", strings.Join(rec.PodIDs, ", "), rec.Name())
+		fmt.Fprintf(narration, "kept for debugging, still billing: %s (retention record %s)\n", strings.Join(rec.PodIDs, ", "), rec.Name())
 	}
 	if err := gha.SetOutputs(outputs...); err != nil {
 		return errors.Join(retErr, err)

@@ -73,7 +73,7 @@ func pinnedTiers(t *testing.T) string {
 
 func TestRealModeNeedsCredentials(t *testing.T) {
 	env := map[string]string{"GITHUB_ACTIONS": "true"}
-	args := []string{"-proof-path", "/usr/local/bin/gpugate-smoke", "-nvrtc-tiers", pinnedTiers(t)}
+	args := []string{"-proof-path", "/usr/local/bin/gpugate-smoke", "-nvrtc-tiers", pinnedTiers(t), "-repo", "o/r", "-run-id", "9"}
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut); code != 1 || !strings.Contains(out.String(), "::error::provision: RUNPOD_API_KEY is not set") {
 		t.Errorf("exit %d, stdout %q", code, out.String())
@@ -88,22 +88,35 @@ func TestRealModeNeedsCredentials(t *testing.T) {
 // The seed: the proof runs "BEFORE the GitHub runner registers — so an
 // incompatible host is rejected before any dependency setup or test
 // execution". A real run that could not start the proof, or whose proof
-// would refuse an unpinned NVRTC package on every pod, buys nothing.
+// would refuse an unpinned NVRTC package on every pod, buys nothing: no
+// proof, two proofs, or no ownership tags are a refused command line
+// (exit 2, one line on stderr); a proof that cannot run fails (exit 1).
 func TestRealModeRefusesToBuyPodsThatCannotProveCUDA(t *testing.T) {
 	env := map[string]string{"GITHUB_ACTIONS": "true", "RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}
+	owner := []string{"-repo", "o/r", "-run-id", "9"}
 	for name, tc := range map[string]struct {
 		args []string
+		code int
 		want string
 	}{
-		"no proof":        {nil, "no CUDA proof"},
-		"unpinned NVRTC":  {[]string{"-proof-path", "/usr/local/bin/gpugate-smoke"}, "pin its sha256"},
-		"both proofs":     {[]string{"-proof-path", "/p", "-proof", "f", "-nvrtc-tiers", pinnedTiers(t)}, "alternatives"},
-		"not an ELF file": {[]string{"-proof", pinnedTiers(t), "-nvrtc-tiers", pinnedTiers(t)}, "not an ELF executable"},
+		"no proof":        {owner, 2, "needs the CUDA proof"},
+		"both proofs":     {append([]string{"-proof-path", "/p", "-proof", "f", "-nvrtc-tiers", pinnedTiers(t)}, owner...), 2, "alternatives"},
+		"no ownership":    {[]string{"-proof-path", "/p", "-nvrtc-tiers", pinnedTiers(t)}, 2, "-repo and -run-id are required"},
+		"no run":          {[]string{"-proof-path", "/p", "-nvrtc-tiers", pinnedTiers(t), "-repo", "o/r"}, 2, "-run-id is required"},
+		"unpinned NVRTC":  {append([]string{"-proof-path", "/usr/local/bin/gpugate-smoke"}, owner...), 1, "pin its sha256"},
+		"not an ELF file": {append([]string{"-proof", pinnedTiers(t), "-nvrtc-tiers", pinnedTiers(t)}, owner...), 1, "not an ELF executable"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), tc.args, func(k string) string { return env[k] }, &out, &errOut)
-		if code != 1 || !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), "image:") {
-			t.Errorf("%s: exit %d, stdout %q; want a refusal naming %q before anything is resolved or bought", name, code, out.String(), tc.want)
+		said := out.String() // a failure is an annotation in Actions
+		if tc.code == 2 {
+			said = errOut.String() // a refusal is one line on stderr
+			if out.Len() != 0 || strings.Count(strings.TrimSpace(said), "\n") != 0 {
+				t.Errorf("%s: stdout %q, stderr %q; want one line on stderr only", name, out.String(), said)
+			}
+		}
+		if code != tc.code || !strings.Contains(said, tc.want) || strings.Contains(out.String(), "image:") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %d naming %q before anything is resolved or bought", name, code, out.String(), errOut.String(), tc.code, tc.want)
 		}
 	}
 }

@@ -15,6 +15,6 @@ import (
 // neither, it stops naming both ways to authenticate.
 func TestRealMode_GitHubAppCredentialsAreEnough(t *testing.T) {
 	githubtest.CheckCredentials(t, func(getenv func(string) string) error {
-		return reap(context.Background(), options{}, getenv, io.Discard)
+		return reap(context.Background(), options{}, getenv, io.Discard, io.Discard)
 	}, func(err error) bool { return errors.Is(err, ghaction.ErrNoToken) })
 }

@@ -71,14 +71,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
-	if err := reap(ctx, o, getenv, stdout); err != nil {
+	if !o.sim {
+		if err := cli.Require(fs, "repo", "workflow"); err != nil {
+			return cli.Status(err)
+		}
+		if _, _, err := cli.SplitRepo("reap", o.repo); err != nil {
+			return cli.Status(cli.Refuse(fs, "-repo %q: want owner/name", o.repo))
+		}
+	}
+	if err := reap(ctx, o, getenv, stdout, stderr); err != nil {
 		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
 		return 1
 	}
 	return 0
 }
 
-func reap(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) error {
+func reap(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) error {
 	var deps runpod.ReapDeps
 	var fake *runpodtest.Server
 	if o.sim {
@@ -113,6 +121,9 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 	pol := runpod.ReapPolicy{Repository: o.repo, Workflow: o.workflow, CompletedGrace: o.grace, Lifetime: o.lifetime, Execute: o.execute, CancelRuns: o.cancel}
 	now := time.Now()
 	ds, sweepErr := runpod.Reap(ctx, deps, pol, now)
+	if ds == nil {
+		ds = []runpod.ReapDecision{} // no pods is [], not null
+	}
 	doc := Document{Repository: o.repo, Workflow: o.workflow, SweptAt: now.UTC(), Execute: o.execute, Decisions: ds}
 	if sweepErr != nil {
 		doc.Error = sweepErr.Error()
@@ -132,7 +143,11 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout io.
 		writeTable(stdout, doc)
 	}
 	if w := otherWorkflows(doc); w != "" {
-		ghaction.FromEnv(getenv).Warn(stdout, stdout, w) // beside the decisions table
+		beside := stdout // beside the decisions table; -json writes only JSON to stdout
+		if o.json {
+			beside = stderr
+		}
+		ghaction.FromEnv(getenv).Warn(stdout, beside, w)
 	}
 	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
 		return err

@@ -53,8 +53,20 @@ func TestSimulateDryRunThenExecute(t *testing.T) {
 
 func TestRealModeNeedsCredentials(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), nil, func(string) string { return "" }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "RUNPOD_API_KEY") {
+	if code := run(context.Background(), []string{"-repo", "o/r"}, func(string) string { return "" }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "RUNPOD_API_KEY") {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// Without the repository its pods must be tagged with, a real sweep is a
+// refused command line: exit 2, before any credential is read.
+func TestRealMode_ARepositoryIsRequired(t *testing.T) {
+	env := map[string]string{"RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}
+	for _, args := range [][]string{nil, {"-repo", "o"}, {"-repo", "o/r", "-workflow", ""}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr); code != 2 || stdout.Len() != 0 || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line", args, code, stdout.String(), stderr.String())
+		}
 	}
 }
 

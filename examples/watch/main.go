@@ -70,6 +70,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
+	if !o.simulate {
+		if err := cli.Require(fs, "pod", "run-id", "repo"); err != nil {
+			return cli.Status(err)
+		}
+		if _, _, err := cli.SplitRepo("watch", o.repo); err != nil {
+			return cli.Status(cli.Refuse(fs, "-repo %q: want owner/name", o.repo))
+		}
+	}
 	res, err := watch(ctx, o, getenv, stdout, stderr)
 	if res.Outcome != "" {
 		if werr := ghaction.FromEnv(getenv).SetOutputs([2]string{"outcome", res.Outcome}, [2]string{"deleted", strconv.FormatBool(res.Deleted)}); werr != nil && err == nil {

@@ -30,11 +30,14 @@ func TestSimulateDeletesThenCancels(t *testing.T) {
 	})
 }
 
+// A real watch without its pod, run or repository is a refused command
+// line (exit 2, one line), with or without credentials.
 func TestRealModeNeedsArguments(t *testing.T) {
-	env := map[string]string{"RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "-pod") {
-		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	for _, env := range []map[string]string{{"RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}, nil} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), nil, func(k string) string { return env[k] }, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-pod, -run-id and -repo are required") || stdout.Len() != 0 {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
 	}
 }
 
