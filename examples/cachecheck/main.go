@@ -65,6 +65,19 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
+	switch {
+	case *tree == "" && len(treeRules.Required)+len(treeRules.Excluded) > 0:
+		return cli.Status(cli.Refuse(fs, "-require and -exclude check a tree: give -tree DIR"))
+	case *explain != "" && !*key:
+		return cli.Status(cli.Refuse(fs, "-explain compares keys: give -key"))
+	case *find != "":
+		if err := cli.Require(fs, "repo"); err != nil {
+			return cli.Status(err)
+		}
+		if _, _, err := cli.SplitRepo("cachecheck", *repo); err != nil {
+			return cli.Status(cli.Refuse(fs, "-repo %q: want owner/name", *repo))
+		}
+	}
 	gha := ghaction.FromEnv(getenv)
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
 	if *tree != "" {
@@ -92,7 +105,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 0
 	}
 	if *find != "" {
-		return findArtifact(*find, *repo, *trusted, getenv, gha, stdout, fail)
+		return findArtifact(*find, *repo, *trusted, *asJSON, getenv, gha, stdout, fail)
 	}
 	if *key || *embeds {
 		spec := cachetrust.RustWorkspaceSpec()
@@ -116,7 +129,15 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			if err != nil {
 				return fail(err)
 			}
-			fmt.Fprintf(stdout, "%d embedded file(s), all inputs of the key\n", len(es))
+			if *asJSON {
+				if es == nil {
+					es = []cachetrust.Embed{} // none is [], not null
+				}
+				out, _ := json.MarshalIndent(es, "", "  ")
+				fmt.Fprintln(stdout, string(out))
+			} else {
+				fmt.Fprintf(stdout, "%d embedded file(s), all inputs of the key\n", len(es))
+			}
 			return 0
 		}
 		k, err := cachetrust.Key(os.DirFS(*dir), spec)
@@ -286,7 +307,7 @@ func localActions(dir string) []string {
 // an optimisation: a miss, for whatever reason, exits 0 with empty outputs
 // and the workflow builds afresh. Only a command that cannot look at all
 // (no repository, no token) fails.
-func findArtifact(key, repo, trusted string, getenv func(string) string, gha ghaction.Env, stdout io.Writer, fail func(error) int) int {
+func findArtifact(key, repo, trusted string, asJSON bool, getenv func(string) string, gha ghaction.Env, stdout io.Writer, fail func(error) int) int {
 	owner, name, err := cli.SplitRepo("cachecheck", repo)
 	if err != nil {
 		return fail(err)
@@ -306,10 +327,15 @@ func findArtifact(key, repo, trusted string, getenv func(string) string, gha gha
 		p.RepositoryID, p.DefaultBranch = r.GetID(), r.GetDefaultBranch()
 		art, source = cachetrust.FindArtifact(ctx, client, p, key)
 	}
-	fmt.Fprintln(stdout, source)
 	id, run := "", ""
 	if art != nil {
 		id, run = strconv.FormatInt(art.ID, 10), strconv.FormatInt(art.RunID, 10)
+	}
+	if asJSON {
+		out, _ := json.MarshalIndent(map[string]string{"artifact_id": id, "artifact_run_id": run, "source": source}, "", "  ")
+		fmt.Fprintln(stdout, string(out))
+	} else {
+		fmt.Fprintln(stdout, source)
 	}
 	if err := gha.SetOutputs([2]string{"artifact_id", id}, [2]string{"artifact_run_id", run}); err != nil {
 		return fail(err)

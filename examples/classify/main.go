@@ -73,9 +73,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
-	if !o.checkGlobs && !o.example && o.base == "" && o.pr == 0 && o.changes == "" {
-		fmt.Fprintln(stderr, "classify: name the change to classify: -base REV (with -head), -pr N, -changes FILE (- for stdin), or -example for the bundled one")
-		return 2
+	if err := refuse(fs, o); err != nil {
+		return cli.Status(err)
 	}
 	gha := ghaction.FromEnv(getenv)
 	if o.checkGlobs {
@@ -94,6 +93,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return 1
 	}
 	return 0
+}
+
+// refuse refuses a command line that names no change to classify, more
+// than one, or a pull request without its repository.
+func refuse(fs *flag.FlagSet, o options) error {
+	sources := 0
+	for _, set := range []bool{o.base != "", o.pr != 0, o.changes != "", o.example} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case o.checkGlobs && sources > 0:
+		return cli.Refuse(fs, "-check-globs reads the policy and the tracked files; it takes no -base, -pr, -changes or -example")
+	case o.checkGlobs:
+		return nil
+	case sources == 0:
+		return cli.Refuse(fs, "name the change to classify: -base REV (with -head), -pr N, -changes FILE (- for stdin), or -example for the bundled one")
+	case sources > 1:
+		return cli.Refuse(fs, "name one change: -base, -pr, -changes or -example")
+	case o.pr != 0:
+		if _, _, err := cli.SplitRepo("classify", o.repo); err != nil {
+			return cli.Refuse(fs, "-pr needs -repo owner/name (default GITHUB_REPOSITORY), got %q", o.repo)
+		}
+	}
+	return nil
 }
 
 // loadPolicy loads -policy, or the bundled example policy.

@@ -63,10 +63,8 @@ func TestActionsOutputsAndSummary(t *testing.T) {
 func TestFailureIsAnErrorAnnotation(t *testing.T) {
 	tests := map[string][]string{
 		"bad change":     {"-changes", "-"},
-		"two sources":    {"-changes", "-", "-pr", "3"},
 		"missing policy": {"-policy", "/nonexistent/policy.yml", "-example"},
 		"pr no token":    {"-pr", "3", "-repo", "o/r"},
-		"pr bad repo":    {"-pr", "3", "-repo", "nope"},
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -76,8 +74,20 @@ func TestFailureIsAnErrorAnnotation(t *testing.T) {
 			}
 		})
 	}
-	if code, _, _ := runMain(t, nil, "", "stray"); code != 2 {
-		t.Errorf("stray argument: exit %d, want 2", code)
+	// A command line that cannot name one change is refused: exit 2, one
+	// line on stderr, no annotation.
+	for name, args := range map[string][]string{
+		"stray":            {"stray"},
+		"two sources":      {"-changes", "-", "-pr", "3"},
+		"pr no repo":       {"-pr", "3"},
+		"pr bad repo":      {"-pr", "3", "-repo", "nope"},
+		"example and pr":   {"-example", "-pr", "3", "-repo", "o/r"},
+		"globs and a diff": {"-check-globs", "-base", "main"},
+	} {
+		code, out, errOut := runMain(t, map[string]string{"GITHUB_ACTIONS": "true"}, "", args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and one line on stderr", name, code, out, errOut)
+		}
 	}
 }
 
@@ -118,8 +128,8 @@ func TestCheckGlobsFailsOnAMisspeltDeviceControlGlob(t *testing.T) {
 	if code, out, errOut := runMain(t, nil, "", "-policy", pol, "-dir", dir, "-check-globs"); code != 0 || !strings.Contains(out, "matches at least one of the 2 tracked files") {
 		t.Errorf("the fixed glob: exit %d: %s%s", code, out, errOut)
 	}
-	if code, _, _ := runMain(t, nil, "", "-policy", pol, "-dir", dir, "-check-globs", "-changes", "-"); code != 1 {
-		t.Errorf("-check-globs with -changes: exit %d, want 1", code)
+	if code, _, _ := runMain(t, nil, "", "-policy", pol, "-dir", dir, "-check-globs", "-changes", "-"); code != 2 {
+		t.Errorf("-check-globs with -changes: exit %d, want 2", code)
 	}
 }
 
