@@ -77,6 +77,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 	fs := flag.NewFlagSet("sparkd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: sparkd [flags]   (serves the fleet; or sparkd backup|restore -db FILE -file FILE, sparkd backup -h)")
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:8765", "listen address")
 	dbPath := fs.String("db", "", "the fleet's SQLite database (default: a new one in a new temporary directory)")
 	initDB := fs.Bool("init", false, "create the -db database when it does not exist: a new fleet (an empty or foreign file is never taken for one)")
@@ -90,6 +94,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for the host agent")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
+	}
+	if *whSecretFile != "" {
+		if err := cli.Require(fs, "github-org", "jit-dir"); err != nil {
+			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and where the host agent collects them
+		}
 	}
 	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
 	var scheds []schedule
@@ -279,9 +288,8 @@ func database(ctx context.Context, cmd string, args []string, stderr io.Writer) 
 	if exit, ok := cli.Parse(fl, args); !ok {
 		return exit
 	}
-	if *db == "" || *file == "" {
-		fmt.Fprintf(stderr, "sparkd %s: -db and -file are required\n", cmd)
-		return 2
+	if err := cli.Require(fl, "db", "file"); err != nil {
+		return cli.Status(err)
 	}
 	if cmd == "restore" {
 		if err := sqlitestore.Restore(*file, *db); err != nil {

@@ -91,13 +91,19 @@ func startSparkd(ctx context.Context, t *testing.T, args ...string) daemon {
 	return daemon{}
 }
 
+// -webhook-secret-file without -github-org and -jit-dir is a refused
+// command line: exit 2, one line, before any database is made.
 func TestWebhookNeedsItsOrganizationAndJITDirectory(t *testing.T) {
 	secretFile := t.TempDir() + "/whsecret"
 	os.WriteFile(secretFile, []byte("a-webhook-secret\n"), 0o600)
 	var logs bytes.Buffer
-	code := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-init", "-db", t.TempDir() + "/spark.db", "-webhook-secret-file", secretFile}, &logs, nil)
-	if code != 1 || !strings.Contains(logs.String(), "-github-org") {
+	db := t.TempDir() + "/spark.db"
+	code := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-init", "-db", db, "-webhook-secret-file", secretFile}, &logs, nil)
+	if code != 2 || !strings.Contains(logs.String(), "-github-org and -jit-dir are required") || strings.Count(strings.TrimSpace(logs.String()), "\n") != 0 {
 		t.Errorf("exit %d: %s", code, logs.String())
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a refused command line created the database")
 	}
 	if strings.Contains(logs.String(), "a-webhook-secret") {
 		t.Error("the webhook secret was printed")
