@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	res, err := smoke.Run(ctx, cfg)
-	resultJSON, _ := json.MarshalIndent(res, "", "  ")
+	resultJSON, _ := json.MarshalIndent(resultOutput(res), "", "  ")
 	if *resultFile != "" {
 		// WriteFile's mode passes through the umask; the job runs as
 		// another user, so the mode is set again.
@@ -140,8 +140,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, env smo
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintln(stdout, "CUDA proof passed")
+	if !*asJSON {
+		fmt.Fprintln(stdout, "CUDA proof passed")
+	}
 	return 0
+}
+
+// resultJSON is the proof's result as -json and -result write it: each
+// step's duration is a duration string ("1.234s"), never the nanoseconds
+// a time.Duration encodes to.
+type resultJSON struct {
+	smoke.Result
+	Steps []stepJSON `json:"steps"`
+}
+
+type stepJSON struct {
+	smoke.StepResult
+	Duration string `json:"duration"`
+}
+
+func resultOutput(res smoke.Result) resultJSON {
+	out := resultJSON{Result: res, Steps: []stepJSON{}}
+	for _, s := range res.Steps {
+		out.Steps = append(out.Steps, stepJSON{StepResult: s, Duration: s.Duration.Round(time.Millisecond).String()})
+	}
+	return out
 }
 
 // compileTreeResult is -compile-only's -json document.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpugate/gpugate/smoke"
 	"github.com/gpugate/gpugate/smoke/tiers"
@@ -131,9 +132,12 @@ func TestTheProofWritesItsResultWhereThePodSays(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	data, err := os.ReadFile(file)
-	var res smoke.Result
+	var res resultJSON
 	if err != nil || json.Unmarshal(data, &res) != nil || len(res.Steps) == 0 || res.Steps[0].Step != smoke.StepDriver || res.Steps[0].Error == "" {
 		t.Errorf("result file %s (%v)", data, err)
+	}
+	if _, err := time.ParseDuration(res.Steps[0].Duration); err != nil {
+		t.Errorf("the step's duration %q is not a duration string: %v", res.Steps[0].Duration, err)
 	}
 	if info, err := os.Stat(file); err != nil || info.Mode().Perm() != 0o644 {
 		t.Errorf("the job (another user) must read it: %v %v", info, err)
