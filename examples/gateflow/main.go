@@ -9,10 +9,12 @@
 // With no flags it runs on embedded defaults, in process, without
 // credentials or network: a bundled code change, the fake RunPod (its
 // catalog snapshot) and a fake GitHub, and a scenario with a capacity miss,
-// a host that fails the CUDA proof and a 429. It then runs the same tested
-// ref again (the gate is reused; no pod is created) and a docs-only change
-// (the gate is not required; no pod is created). Simulated time runs about
-// 100x faster than real provisioning.
+// a host that fails the CUDA proof and a 429, all three in its attempt
+// table. It then runs the same tested ref again (the gate is reused; no pod
+// is created) and a docs-only change (the gate is not required; no pod is
+// created). Simulated time runs 100x faster than its schedule; money does
+// not: every second and dollar it prints is restated at real time from
+// that schedule (realtime.go), so it prints the same on every run.
 //
 //	gateflow                     # the embedded demonstration
 //	gateflow -simulate-fleet     # a month of pull requests: gpugate vs baselines
@@ -117,6 +119,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
+	if err := refuse(fs, o); err != nil {
+		return cli.Status(err)
+	}
 	narration := stdout
 	if o.json {
 		narration = io.Discard
@@ -145,6 +150,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
+}
+
+// refuse refuses a command line a mode cannot run: -real without its
+// target, its run or the CUDA proof, and a simulated month of nothing.
+func refuse(fs *flag.FlagSet, o options) error {
+	switch {
+	case o.real && o.simulateFleet:
+		return cli.Refuse(fs, "-real and -simulate-fleet are different modes: pass one")
+	case o.real:
+		if err := cli.Require(fs, "repo", "pr", "actor", "run-id"); err != nil {
+			return err // the reaper relies on the run's ownership tag, the watchdog follows its GPU job
+		}
+		if _, _, err := cli.SplitRepo("gateflow", o.repo); err != nil {
+			return cli.Refuse(fs, "-repo %q: want owner/name", o.repo)
+		}
+		switch {
+		case o.startup.Proof == "" && o.startup.ProofPath == "":
+			return cli.Refuse(fs, "-real needs the CUDA proof: -proof FILE (built from ./examples/smoke) or -proof-path PATH (inside the runner image)")
+		case o.startup.Proof != "" && o.startup.ProofPath != "":
+			return cli.Refuse(fs, "-proof and -proof-path are alternatives: pass one")
+		}
+	case o.simulateFleet:
+		if o.prsPerMonth <= 0 || o.deliveriesPerUpstreamRun < 1 {
+			return cli.Refuse(fs, "-merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
+		}
+	}
+	return nil
 }
 
 // document passes a mode's result on for -json, a nil one as no
@@ -178,7 +210,10 @@ type world struct {
 	// afterCatalog, in the demonstration, changes stock between the
 	// catalog read and the first create.
 	afterCatalog func()
-	log          *slog.Logger
+	// realTime, in the demonstration, restates the compressed run's paid
+	// seconds and dollars at real time (nil: a real run's own figures).
+	realTime *realTime
+	log      *slog.Logger
 }
 
 // outcome is what one lifecycle did.
@@ -257,6 +292,9 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 	tmpl := w.startup
 	tmpl.Image, tmpl.Owner, tmpl.Disk = w.image, w.owner, 40
 	res, perr := runpod.Provision(ctx, runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: a.HeadSHA, Log: w.log}, w.cfg, plan, tmpl)
+	if w.realTime != nil {
+		w.realTime.restate(&res)
+	}
 	oc.Result = &res
 	for _, at := range res.Attempts {
 		price := "   -   "
@@ -264,6 +302,11 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 			price = fmt.Sprintf("$%.2f/h", at.HourlyPrice)
 		}
 		fmt.Fprintf(out, "    attempt %d  %-32s %s  %-13s %5.1fs  est. $%.6f  %s\n", at.N, at.Candidate.GPUTypeID, price, at.Outcome, at.Seconds, at.EstimatedCost, cli.FirstLine(at.Reason, 80))
+		if w.realTime != nil {
+			for _, n := range w.realTime.notes(at) {
+				fmt.Fprintf(out, "               %s\n", n)
+			}
+		}
 	}
 	if perr != nil {
 		step(6, "provision", "failed: %v", perr)
@@ -274,9 +317,12 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 	marksCh := w.startJob(res.Label)
 	step(7, "hand over", "the GPU test job runs on %s", res.Label)
 	wres, werr := runpod.Watch(ctx, runpod.WatchDeps{API: w.api, Progress: w.progress, PR: w.pr, Head: a.HeadSHA, Runs: w.runs, RunID: w.runID, Log: w.log}, res.PodID, w.watch)
-	if werr != nil {
+	switch {
+	case werr != nil:
 		step(8, "watchdog", "%v", werr)
-	} else {
+	case w.realTime != nil: // how often a compressed run polled says nothing about a real one
+		step(8, "watchdog", "%s: %s", wres.Outcome, wres.Reason)
+	default:
 		step(8, "watchdog", "%s: %s (%d pod reads)", wres.Outcome, wres.Reason, wres.PodReads)
 	}
 	marks := <-marksCh
@@ -310,7 +356,12 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 		step(11, "cost", "unknown: the pod record could not be read (%v)", gerr)
 		return oc, nil
 	}
-	rep, err := cost.NewReport(podcost.Record(pod), deletedAt, marks, podcost.Rejected(res.Attempts))
+	var rep cost.Report
+	if w.realTime != nil {
+		rep, err = w.realTime.report(pod, res)
+	} else {
+		rep, err = cost.NewReport(podcost.Record(pod), deletedAt, marks, podcost.Rejected(res.Attempts))
+	}
 	if err != nil {
 		return oc, err
 	}
@@ -342,8 +393,10 @@ type demoDoc struct {
 	Runs []outcome `json:"runs"`
 	// PodCreates counts the create requests of each run, in order.
 	PodCreates []int `json:"pod_creates"`
-	// LedgerUSD is what the fake provider itself charged for every pod.
-	LedgerUSD   float64 `json:"ledger_usd"`
+	// USD is what every pod cost, the rejected candidates included, at
+	// real time: the run was TimeScale times faster, its money was not.
+	USD         float64 `json:"usd"`
+	TimeScale   int     `json:"time_scale"`
 	Throttled   int     `json:"throttled_answers"` // 429s the client rode out
 	PodsRunning int     `json:"pods_running"`      // after the last run: zero
 }
@@ -367,18 +420,22 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 		return nil, err
 	}
 	cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 10*time.Second
-	fake := runpodtest.New(runpodtest.WithSchedule(200*time.Millisecond, 300*time.Millisecond))
+	rt := &realTime{provision: 20 * time.Second, start: 30 * time.Second, proof: 30 * time.Second,
+		setup: 20 * time.Second, tests: 80 * time.Second, cleanup: 10 * time.Second,
+		throttle: runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"}}
+	fake := runpodtest.New(runpodtest.WithSchedule(compressed(rt.provision), compressed(rt.start)))
+	rt.requests = fake.Requests
 	api, err := fake.NewClient()
 	if err != nil {
 		return nil, err
 	}
 	reg := fake.NewRegistry()
-	reg.SetProofTime(300 * time.Millisecond)
+	reg.SetProofTime(compressed(rt.proof))
 	// The scenario: the cheapest card sells out after the catalog read, the
 	// next host fails its CUDA proof, and a 429 with Retry-After pauses the
 	// client once.
 	reg.FailProofOn("NVIDIA GeForce RTX 4090")
-	fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"})
+	fake.AddFault(rt.throttle)
 
 	const head1, merge1 = "7fc2a91c3b5e4d6f8a9b0c1d2e3f405162738495", "9a1b2c3d4e5f60718293a4b5c6d7e8f901234567"
 	const head2, merge2 = "5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f", "1f2e3d4c5b6a79880716253443526170f9e8d7c6"
@@ -402,9 +459,10 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 		owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: ".github/workflows/runpod-gpu-test.yml", RunID: 1, RunAttempt: 1},
 		watch: runpod.WatchOptions{SetupDeadline: 10 * time.Second, Lifetime: 30 * time.Second, Poll: 100 * time.Millisecond, StartGrace: 2 * time.Second},
 		startJob: func(string) <-chan cost.Marks {
-			return playJob(progress, 200*time.Millisecond, 800*time.Millisecond, "success")
+			return playJob(progress, compressed(rt.setup), compressed(rt.tests), "success")
 		},
 		afterCatalog: func() { fake.SetStock("NVIDIA L4", 0) },
+		realTime:     rt,
 	}
 	fmt.Fprintln(out, "== PR #42: a CUDA kernel change (first run of its tested merge ref)")
 	doc := &demoDoc{}
@@ -429,7 +487,6 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 		return doc, err
 	}
 	docsCreated := fake.Count("POST", "/v2/pods") - created - again
-	total := fake.TotalCost()
 	throttled := 0
 	for _, r := range fake.Requests() {
 		if r.Status == 429 {
@@ -438,8 +495,13 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 	}
 	fmt.Fprintf(out, "\nconclusion: CI GPU gate %s on %s for PR #42 (pod create requests: first run %d, second run %d); docs-only PR #43: gate not required, %d pods.\n",
 		first.Gate, first.Result.GPUTypeID, created, again, docsCreated) // the first run provisioned: lifecycle returned no error
-	fmt.Fprintf(out, "the fake provider's own ledger: $%.6f for every pod (the report above estimates from the pod's whole-second startedAt; simulated times are ~100x shorter than real); %d answers were 429; pods still running: %d\n", total, throttled, len(fake.Running()))
-	doc.PodCreates, doc.LedgerUSD, doc.Throttled, doc.PodsRunning = []int{created, again, docsCreated}, total, throttled, len(fake.Running())
+	usd := first.Result.RejectedCost
+	if first.Cost != nil {
+		usd += first.Cost.Window.Cost
+	}
+	fmt.Fprintf(out, "every pod cost $%.6f, the rejected candidates included; 429 answers ridden out: %d; pods still running: %d\n", usd, throttled, len(fake.Running()))
+	fmt.Fprintf(out, "(%s)\n", rt)
+	doc.PodCreates, doc.USD, doc.TimeScale, doc.Throttled, doc.PodsRunning = []int{created, again, docsCreated}, usd, timeScale, throttled, len(fake.Running())
 	if n := len(fake.Running()); n != 0 || again != 0 || docsCreated != 0 {
 		return doc, fmt.Errorf("gateflow: invariant broken: %d pods running, %d created on reuse, %d for docs", n, again, docsCreated)
 	}

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/runpod"
@@ -38,7 +41,7 @@ func TestDemoRunsTheWholeLifecycleOnEmbeddedDefaults(t *testing.T) {
 			"no-capacity", "exited", "accepted", // the capacity miss, the host failing its CUDA proof, the winner
 			"deleted (confirmed)", ":paid)", "startup/queue", "test execution",
 			"first run 3, second run 0", ":reused) — no pod created", ":not-required) — no pod created",
-			"1 answers were 429", "pods still running: 0",
+			"429 answers ridden out: 1", "pods still running: 0",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
@@ -48,6 +51,102 @@ func TestDemoRunsTheWholeLifecycleOnEmbeddedDefaults(t *testing.T) {
 			if strings.Contains(out+errOut, secret) {
 				t.Errorf("output carries a secret (%q)", secret)
 			}
+		}
+	})
+}
+
+// go run ./examples/gateflow prints the same on every run. This runs the
+// demonstration twice, at once, on the real clock (as go run does; inside
+// a synctest bubble the clock would make any output repeat) and compares.
+func TestDemo_PrintsTheSameOnEveryRun(t *testing.T) {
+	outs := make([]string, 2)
+	codes := make([]int, 2)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Go(func() { outs[i], _, codes[i] = runGateflow(t, nil) })
+	}
+	wg.Wait()
+	if codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("exit %v:\n%s", codes, outs[0])
+	}
+	if diff := cmp.Diff(outs[0], outs[1]); diff != "" {
+		t.Errorf("two runs of the demonstration differ (-first +second):\n%s", diff)
+	}
+}
+
+// The attempt table shows the scenario's three events where they happened:
+// the capacity miss, the host the CUDA proof rejected (its pod exited
+// before its runner came online), and the 429 its pod's read was answered,
+// under that attempt.
+func TestDemo_TheAttemptTableShowsTheProofRejectionAndThe429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out, errOut, code := runGateflow(t, nil)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		_, table, _ := strings.Cut(out, " 5. image")
+		table, _, _ = strings.Cut(table, " 6. provision")
+		rows := strings.Split(strings.TrimSpace(table), "\n")[1:] // after the image line
+		outcomes := []string{}
+		for _, r := range rows {
+			switch {
+			case strings.Contains(r, "no-capacity"):
+				outcomes = append(outcomes, "no-capacity")
+			case strings.Contains(r, " exited ") && strings.Contains(r, "EXITED before its runner came online"):
+				outcomes = append(outcomes, "proof rejected")
+			case strings.Contains(r, "answered 429 Too Many Requests (Retry-After: 1 s)"):
+				outcomes = append(outcomes, "429")
+			case strings.Contains(r, " accepted "):
+				outcomes = append(outcomes, "accepted")
+			}
+		}
+		if want := []string{"no-capacity", "proof rejected", "429", "accepted"}; !cmp.Equal(outcomes, want) {
+			t.Errorf("the attempt table shows %v, want %v:\n%s", outcomes, want, table)
+		}
+	})
+}
+
+// The demonstration compresses time, not money: every paid second it
+// reports is a second of its real-time schedule, and every dollar what
+// that second costs at the pod's hourly price. The accepted pod paid
+// from its container's start (20 s after the create) through the CUDA
+// proof (80 s after), the job's setup (20 s), tests (80 s) and cleanup
+// (10 s): 170 s; the pod the proof rejected paid 80 s and the 429's
+// second.
+func TestDemo_DollarsAreAtRealTimeScale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out, errOut, code := runGateflow(t, nil, "-json")
+		var doc demoDoc
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
+			t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
+		}
+		first := doc.Runs[0]
+		var seconds []float64
+		for _, a := range first.Result.Attempts {
+			seconds = append(seconds, a.Seconds)
+			if want := a.Seconds / 3600 * a.HourlyPrice; math.Abs(a.EstimatedCost-want) > 1e-12 {
+				t.Errorf("attempt %d: $%v for %v s at $%v/h, want $%v", a.N, a.EstimatedCost, a.Seconds, a.HourlyPrice, want)
+			}
+		}
+		if want := []float64{0, 81, 80}; !cmp.Equal(seconds, want) {
+			t.Errorf("the attempts paid %v s, want %v (real time)", seconds, want)
+		}
+		w := first.Cost.Window
+		if w.Seconds != 170 || math.Abs(w.Cost-170*w.HourlyPrice/3600) > 1e-12 || w.HourlyPrice != first.Result.HourlyPrice {
+			t.Errorf("the accepted pod's window: %v s, $%v at $%v/h; want 170 s at $%v/h", w.Seconds, w.Cost, w.HourlyPrice, first.Result.HourlyPrice)
+		}
+		stages := map[string]float64{}
+		for _, st := range first.Cost.Stages {
+			if st.Seconds != nil {
+				stages[st.Name] = *st.Seconds
+			}
+		}
+		want := map[string]float64{cost.StageStartup: 60, cost.StageSetup: 20, cost.StageExecution: 80, cost.StageCleanup: 10, cost.StageUnassigned: 0}
+		if !cmp.Equal(stages, want) {
+			t.Errorf("stages %v s, want %v", stages, want)
+		}
+		if total := w.Cost + first.Result.RejectedCost; math.Abs(doc.USD-total) > 1e-12 || doc.TimeScale != timeScale {
+			t.Errorf("the document says $%v at time scale %d, the runs $%v", doc.USD, doc.TimeScale, total)
 		}
 	})
 }
@@ -153,23 +252,34 @@ func TestSimulation_ReuseKeepsOnePaidRunPerTestedMergeRef(t *testing.T) {
 	})
 }
 
+// -real without its target, its run or the CUDA proof is a refused
+// command line (exit 2, one line on stderr), whatever the environment;
+// with them, a missing key or an unpinned tier table fails (exit 1). No
+// case prints the key.
 func TestRealModeRefusesWithoutCredentialsOrTargets(t *testing.T) {
+	key := map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}
+	target := []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9"}
 	for name, tc := range map[string]struct {
 		env  map[string]string
 		args []string
+		code int
 		want string
 	}{
-		"no key":    {nil, []string{"-real"}, "RUNPOD_API_KEY is not set"},
-		"no target": {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real"}, "-real needs -repo"},
-		"no run":    {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m"}, "-run-id"},
-		"no proof":  {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"}, []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9"}, "no CUDA proof"},
-		"unpinned NVRTC": {map[string]string{"RUNPOD_API_KEY": "rpa_secret_value"},
-			[]string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9", "-proof-path", "/usr/local/bin/gpugate-smoke"}, "pin its sha256"},
+		"no target":      {key, []string{"-real"}, 2, "-repo, -pr, -actor and -run-id are required"},
+		"no target, key": {nil, []string{"-real"}, 2, "-repo, -pr, -actor and -run-id are required"},
+		"no run":         {key, []string{"-real", "-repo", "o/r", "-pr", "4", "-actor", "m"}, 2, "-run-id is required"},
+		"a bad repo":     {key, []string{"-real", "-repo", "o", "-pr", "4", "-actor", "m", "-run-id", "9"}, 2, "want owner/name"},
+		"no proof":       {key, target, 2, "needs the CUDA proof"},
+		"two proofs":     {key, append(append([]string{}, target...), "-proof", "p", "-proof-path", "/p"), 2, "alternatives"},
+		"two modes":      {key, append(append([]string{}, target...), "-simulate-fleet"), 2, "different modes"},
+		"no key":         {nil, append(append([]string{}, target...), "-proof-path", "/usr/local/bin/gpugate-smoke"), 1, "RUNPOD_API_KEY is not set"},
+		"unpinned NVRTC": {key, append(append([]string{}, target...), "-proof-path", "/usr/local/bin/gpugate-smoke"), 1, "pin its sha256"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, code := runGateflow(t, tc.env, tc.args...)
-			if code != 1 || !strings.Contains(out+errOut, tc.want) || strings.Contains(out+errOut, "rpa_secret_value") {
-				t.Errorf("exit %d: %s%s", code, out, errOut)
+			refusedInOneLine := out == "" && strings.Count(strings.TrimSpace(errOut), "\n") == 0
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) || strings.Contains(out+errOut, "rpa_secret_value") || tc.code == 2 && !refusedInOneLine {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d naming %q", code, out, errOut, tc.code, tc.want)
 			}
 		})
 	}
@@ -225,10 +335,15 @@ func TestFailureModelFile(t *testing.T) {
 		}
 	}
 	// Every provider outage: nothing is ever paid for, nothing validated.
-	out, _, code := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "3", "-failure-model", write("down.yml", "outage: 1\n"))
-	if code != 0 || !strings.Contains(out, "gpugate                       0.00") {
-		t.Errorf("exit %d:\n%s", code, out)
-	}
+	// The fake's clock: the client's retries of each refused create pass
+	// instantly.
+	down := write("down.yml", "outage: 1\n")
+	synctest.Test(t, func(t *testing.T) {
+		out, _, code := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "3", "-failure-model", down)
+		if code != 0 || !strings.Contains(out, "gpugate                       0.00") {
+			t.Errorf("exit %d:\n%s", code, out)
+		}
+	})
 }
 
 func FuzzParseModel(f *testing.F) {
