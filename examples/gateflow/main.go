@@ -420,6 +420,7 @@ func demo(ctx context.Context, out io.Writer) (*demoDoc, error) {
 		return nil, err
 	}
 	cfg.StartupPoll, cfg.StartupTimeout = 100*time.Millisecond, 10*time.Second
+	// The schedule at real time; the fake and the job play it compressed.
 	rt := &realTime{provision: 20 * time.Second, start: 30 * time.Second, proof: 30 * time.Second,
 		setup: 20 * time.Second, tests: 80 * time.Second, cleanup: 10 * time.Second,
 		throttle: runpodtest.Fault{Method: "GET", Path: "/v2/pods/*", Status: 429, RetryAfter: "1"}}

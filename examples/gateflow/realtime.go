@@ -35,13 +35,6 @@ type realTime struct {
 	throttle  runpodtest.Fault // the scenario's 429
 }
 
-// demoSchedule is the demonstration's timeline.
-func demoSchedule(fake *runpodtest.Server, throttle runpodtest.Fault) *realTime {
-	return &realTime{provision: 20 * time.Second, start: 30 * time.Second, proof: 30 * time.Second,
-		setup: 20 * time.Second, tests: 80 * time.Second, cleanup: 10 * time.Second,
-		requests: fake.Requests, throttle: throttle}
-}
-
 // compressed is d as the compressed run plays it.
 func compressed(d time.Duration) time.Duration { return d / timeScale }
 
