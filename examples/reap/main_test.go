@@ -225,3 +225,21 @@ func TestRealModeReclaimsThePodOfACompletedRunOnlyWithExecute(t *testing.T) {
 		t.Errorf("running after -execute: %v, want only the untagged pod", running)
 	}
 }
+
+// A sweep whose listing failed decided nothing: with -json it prints
+// "decisions": [] beside the error, never null.
+func TestJSON_ASweepThatDecidedNothingPrintsAnEmptyList(t *testing.T) {
+	fake := runpodtest.New(runpodtest.WithSchedule(0, 0))
+	fake.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods", Status: 400, Times: 1000}) // refused, not retried
+	url := fake.Start()
+	defer fake.Close()
+	gh := httptest.NewServer(http.NotFoundHandler()) // no pod listed: no run is read
+	defer gh.Close()
+	env := map[string]string{"RUNPOD_API_KEY": runpodtest.APIKey, "RUNPOD_API_URL": url, "GITHUB_TOKEN": "t", "GITHUB_API_URL": gh.URL + "/"}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-json", "-repo", "o/r"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &doc); code != 1 || err != nil || string(doc["decisions"]) != "[]" || len(doc["error"]) == 0 {
+		t.Errorf("exit %d, decisions %s (%v), want 1 and []:\n%s%s", code, doc["decisions"], err, stdout.String(), stderr.String())
+	}
+}
