@@ -102,7 +102,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
 	var scheds []schedule
-	alertCmd := ""
+	alertCmd, mongoURI := "", ""
 	opts.Service = &sparktest.Service{} // the seed's simulated resident service
 	if *fleetFile != "" {
 		explicit := false
@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
 			return 2
 		}
-		opts, ghConfig, scheds, alertCmd = f.opts, f.github, f.schedules, f.alertCmd
+		opts, ghConfig, scheds, alertCmd, mongoURI = f.opts, f.github, f.schedules, f.alertCmd, f.mongoURI
 		if len(scheds) > 0 && *whSecretFile == "" {
 			fmt.Fprintf(stderr, "sparkd: the fleet's schedules dispatch workflows through GitHub: give -webhook-secret-file, -github-org and -jit-dir, or remove schedules (%s)\n", *fleetFile)
 			return 2
@@ -181,6 +181,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
+	}
+	if mongoURI != "" {
+		stopMirror, err := startMirror(ctx, c, mongoURI, ghConfig.HostNames, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "sparkd: %v (the fleet file's mongo_uri)\n", err)
+			return 2
+		}
+		defer stopMirror()
 	}
 	h := http.NewServeMux()
 	h.Handle("/", api)

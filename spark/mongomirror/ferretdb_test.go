@@ -1,13 +1,9 @@
 package mongomirror
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,85 +11,20 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/gpugate/gpugate/internal/ferretdbtest"
 )
 
-// The tests run against FerretDB (a MongoDB-wire-protocol server) with
-// its SQLite backend, built from internal/tools/ferretdb (its own module)
-// and started once, on loopback, for the package. Where it cannot be
-// built the tests skip saying why, unless GPUGATE_REQUIRE_FERRETDB is set
-// (as .ci/run sets it), when they fail.
-
-var ferret struct {
-	once sync.Once
-	uri  string
-	err  error
-	stop func()
-}
+// The tests run against FerretDB (a MongoDB-wire-protocol server) on
+// loopback; see internal/ferretdbtest.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if ferret.stop != nil {
-		ferret.stop()
-	}
+	ferretdbtest.Stop()
 	os.Exit(code)
 }
 
-// ferretURI is the shared server's mongodb:// URI.
-func ferretURI(t *testing.T) string {
-	t.Helper()
-	ferret.once.Do(func() { ferret.uri, ferret.stop, ferret.err = startFerret() })
-	if ferret.err != nil {
-		if os.Getenv("GPUGATE_REQUIRE_FERRETDB") != "" {
-			t.Fatalf("FerretDB is required here (GPUGATE_REQUIRE_FERRETDB): %v", ferret.err)
-		}
-		t.Skipf("skipping: these tests need a MongoDB-wire-protocol server and FerretDB could not be started: %v", ferret.err)
-	}
-	return ferret.uri
-}
-
-func startFerret() (uri string, stop func(), err error) {
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", nil, fmt.Errorf("find the module root: %w", err)
-	}
-	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(gomod))), "internal", "tools", "ferretdb")
-	dir, err := os.MkdirTemp("", "gpugate-ferretdb-")
-	if err != nil {
-		return "", nil, err
-	}
-	bin := filepath.Join(dir, "ferretdb")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = src
-	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build FerretDB in %s: %w\n%s", src, err, out)
-	}
-	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(bin, "-dir", data)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("start FerretDB: %w", err)
-	}
-	stop = func() {
-		stdin.Close() // it stops when its input closes
-		if cmd.Wait() != nil {
-			cmd.Process.Kill()
-		}
-		os.RemoveAll(dir)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "mongodb://") {
-		stop()
-		return "", nil, fmt.Errorf("FerretDB printed no URI (%q): %v", line, err)
-	}
-	return strings.TrimSpace(line), stop, nil
-}
+func ferretURI(t *testing.T) string { return ferretdbtest.URI(t) }
 
 // testClient connects to uri failing fast, as a test wants: an outage
 // shows within half a second.

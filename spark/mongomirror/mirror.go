@@ -356,7 +356,9 @@ func onlyDuplicates(err error) bool {
 // Run mirrors until ctx ends: a pass every Options.Every while MongoDB
 // is reachable; while it fails, a warning per failed pass and a wait that
 // starts at one second and doubles up to Options.MaxBackoff; when it is
-// back, the next pass catches up with everything that happened.
+// back, the next pass catches up with everything that happened. When ctx
+// ends it makes one last pass (within Options.Timeout), so that what
+// happened just before a shutdown is mirrored too.
 func (m *Mirror) Run(ctx context.Context) error {
 	return run(ctx, m.Sync, m.opts)
 }
@@ -371,7 +373,7 @@ func run(ctx context.Context, pass func(context.Context) error, opts Options) er
 		wait := opts.Every
 		if err := pass(ctx); err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return last(ctx, pass, opts)
 			}
 			failing++
 			wait = b.NextBackOff()
@@ -387,8 +389,16 @@ func run(ctx context.Context, pass func(context.Context) error, opts Options) er
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return last(ctx, pass, opts)
 		case <-t.C:
 		}
 	}
+}
+
+// last is the pass as Run stops.
+func last(ctx context.Context, pass func(context.Context) error, opts Options) error {
+	if err := pass(context.WithoutCancel(ctx)); err != nil {
+		opts.Log.Warn("mongomirror.behind", "err", err, "when", "the last pass before stopping")
+	}
+	return ctx.Err()
 }

@@ -342,7 +342,8 @@ func normalize(keys bson.D) bson.D {
 
 // While MongoDB fails, Run warns once per failed pass and waits a second,
 // then twice as long each time, never more than MaxBackoff; the pass that
-// succeeds logs the catch-up and the period is Every again.
+// succeeds logs the catch-up and the period is Every again; stopping, it
+// makes one last pass.
 func TestRun_BacksOffBoundedWhileMongoFailsAndCatchesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs recorder
@@ -371,7 +372,7 @@ func TestRun_BacksOffBoundedWhileMongoFailsAndCatchesUp(t *testing.T) {
 			gaps = append(gaps, at[i]-at[i-1])
 		}
 		s := time.Second
-		want := []time.Duration{s, 2 * s, 4 * s, 8 * s, 10 * s, 10 * s, 15 * s, 15 * s}
+		want := []time.Duration{s, 2 * s, 4 * s, 8 * s, 10 * s, 10 * s, 15 * s, 15 * s, 0}
 		if d := cmp.Diff(want, gaps); d != "" {
 			t.Errorf("the waits between passes (-want +got):\n%s", d)
 		}
