@@ -20,6 +20,7 @@ var (
 	_ Checks    = (*GitHub)(nil)
 	_ Repo      = (*GitHub)(nil)
 	_ Workflows = (*GitHub)(nil)
+	_ Commenter = (*GitHub)(nil)
 )
 
 const maxPages = 100
@@ -155,6 +156,15 @@ func (g *GitHub) Comments(ctx context.Context, number int) ([]Comment, error) {
 		opts.Page = resp.NextPage
 	}
 	return nil, errors.New("gate: more than 100 pages of comments")
+}
+
+// PostComment calls POST /repos/{owner}/{repo}/issues/{issue_number}/comments
+// (https://docs.github.com/rest/issues/comments#create-an-issue-comment).
+func (g *GitHub) PostComment(ctx context.Context, number int, body string) error {
+	if _, _, err := g.Client.Issues.CreateComment(ctx, g.Owner, g.Repo, number, &github.IssueComment{Body: github.String(body)}); err != nil {
+		return fmt.Errorf("gate: comment on #%d: %w", number, err)
+	}
+	return nil
 }
 
 // DefaultBranch calls GET /repos/{owner}/{repo}

@@ -3,6 +3,7 @@
 //	gate reuse       -head SHA -tested-ref SHA            # outputs reuse, reason, from_url
 //	gate authorize   -actor LOGIN (-pr N | -ref REF)      # outputs head_sha, tested_ref
 //	gate publish     -head SHA -tested-ref SHA -kind KIND # outputs check_id
+//	gate local-run   -pr N -lane CMD [-dir DIR]           # a maintainer's GPU: runs the lane at HEAD, posts the evidence, dispatches the relay
 //	gate local-relay -dispatcher LOGIN -pr N -sha SHA     # verifies evidence, publishes the local gate
 //	gate recover     -pr N [-workflow FILE] [-wait]       # dispatches at the default branch
 //
@@ -36,7 +37,7 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var subs []cli.Subcommand
-	for _, name := range []string{"reuse", "authorize", "publish", "local-relay", "recover"} {
+	for _, name := range []string{"reuse", "authorize", "publish", "local-run", "local-relay", "recover"} {
 		subs = append(subs, cli.Subcommand{Name: name, Usage: usages[name], Run: func(args []string) error {
 			return subcommand(ctx, name, args, getenv, stdout, stderr)
 		}})
@@ -50,6 +51,7 @@ var usages = map[string]string{
 	"reuse":       "-head SHA -tested-ref SHA",
 	"authorize":   "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]",
 	"publish":     "-head SHA -tested-ref SHA -kind KIND [evidence flags]",
+	"local-run":   "-pr N -lane CMD [-dir DIR] [-workflow FILE]",
 	"local-relay": "-dispatcher LOGIN -pr N -sha SHA",
 	"recover":     "-pr N [-workflow FILE] [-wait]",
 }
@@ -203,6 +205,25 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 				return nil, err
 			}
 			return [][2]string{{"published", "true"}, {"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
+		}}
+	},
+	"local-run": func(fs *flag.FlagSet) command {
+		pr := fs.Int("pr", 0, "the pull request whose head is checked out (required)")
+		lane := fs.String("lane", "", "the GPU lane's command, run with sh -c in -dir (required)")
+		dir := fs.String("dir", ".", "the checkout: its HEAD must be the PR's head, with no uncommitted change")
+		wf := fs.String("workflow", gate.DefaultRelayWorkflow, "the relay workflow, dispatched on the default branch")
+		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label the PR must carry")
+		return command{need: []string{"pr", "lane"}, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+			head, err := cleanHead(ctx, *dir)
+			if err != nil {
+				return nil, err
+			}
+			res, err := gate.RunLocal(ctx, gh, gh, gh, gate.LocalRun{PR: *pr, Head: head, LaneName: *lane, Label: *label, Workflow: *wf,
+				Lane: func(ctx context.Context) error { return runLane(ctx, *dir, *lane) }})
+			if err != nil {
+				return nil, err
+			}
+			return [][2]string{{"sha", head}, {"relay_ref", res.Ref}, {"lane_seconds", strconv.Itoa(int(res.Took.Seconds()))}}, nil
 		}}
 	},
 	"local-relay": func(fs *flag.FlagSet) command {

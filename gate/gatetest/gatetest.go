@@ -118,6 +118,8 @@ type Repo struct {
 	reads    map[int]int
 	OnReread func(pr *gate.PullRequest) // changes the PR on its second read
 	Fail     bool
+	// Login is who PostComment posts as (default "maintainer").
+	Login string
 }
 
 var _ gate.Repo = (*Repo)(nil)
@@ -184,6 +186,21 @@ func (r *Repo) Comments(ctx context.Context, number int) ([]gate.Comment, error)
 		return nil, ErrInjected
 	}
 	return slices.Clone(r.Comment[number]), nil
+}
+
+// PostComment adds a comment by Login.
+func (r *Repo) PostComment(ctx context.Context, number int, body string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Fail {
+		return ErrInjected
+	}
+	login := r.Login
+	if login == "" {
+		login = "maintainer"
+	}
+	r.Comment[number] = append(r.Comment[number], gate.Comment{ID: int64(len(r.Comment[number]) + 1), Author: login, Body: body})
+	return nil
 }
 
 // Workflows is a fake of workflow dispatch: each dispatch creates a run
