@@ -1,9 +1,9 @@
 // Package runpod buys GPU time from RunPod's REST v2 API without ever paying
 // twice or leaving a pod behind.
 //
-// It implements the candidate selection, request policy and shared cleanup
-// of the seed documents ("Candidate selection", "REST v2 migration and
-// request policy", "RunPod trust boundary"):
+// It implements candidate selection, the request policy and the shared
+// cleanup; ExampleProvision runs the whole loop against the in-process fake
+// of RunPod's API (runpodtest):
 //
 //   - Client: the v2 catalog and pod operations, following the published
 //     OpenAPI document. Errors are *APIError values parsed from RFC 9457

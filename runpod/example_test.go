@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"time"
 
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -107,4 +110,47 @@ func ExampleClientFromEnv() {
 	// Output:
 	// 0 <nil>
 	// true
+}
+
+// Provision buys the cheapest pod that proves it runs the project's CUDA
+// (here against the in-process fake of RunPod's API and a fake runner
+// registry), then the job's cleanup deletes it.
+func ExampleProvision() {
+	fake := runpodtest.New(runpodtest.WithSchedule(time.Millisecond, time.Millisecond))
+	api, err := fake.NewClient()
+	if err != nil {
+		panic(err)
+	}
+	reg := fake.NewRegistry()
+	reg.SetProofTime(time.Millisecond)
+	reg.FailProofOn("NVIDIA L4") // this host cannot run the project's CUDA
+	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if err != nil {
+		panic(err)
+	}
+	cfg.StartupPoll = time.Millisecond
+	ctx := context.Background()
+	offers, err := api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	if err != nil {
+		panic(err)
+	}
+	tmpl := runpod.PodTemplate{
+		Image:        "ghcr.io/actions/actions-runner@sha256:" + strings.Repeat("0", 64),
+		RunnerPrefix: "gpu-gate-1234-1",
+		Owner:        runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: 1234, RunAttempt: 1},
+	}
+	res, err := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, runpod.CandidatePlan(cfg, offers), tmpl)
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range res.Attempts {
+		fmt.Printf("%-24s %s\n", a.Candidate.GPUTypeID, a.Outcome)
+	}
+	fmt.Println("running on", res.GPUTypeID)
+	fmt.Println(runpod.Delete(ctx, api, res.PodID), len(fake.Running()), "pods left")
+	// Output:
+	// NVIDIA L4                exited
+	// NVIDIA GeForce RTX 4090  accepted
+	// running on NVIDIA GeForce RTX 4090
+	// <nil> 0 pods left
 }
