@@ -1,24 +1,18 @@
 package ghaction
 
 import (
-	"context"
-	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strconv"
-	"time"
+	"strings"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
-	"golang.org/x/oauth2"
 )
 
 // The environment of GitHub App authentication, for a long-running
@@ -33,19 +27,17 @@ const (
 // settings they cannot use.
 var ErrApp = errors.New("ghaction: GitHub App authentication")
 
-// appTokens mints installation tokens for a GitHub App: each Token call
-// signs a short-lived JWT with the App's key and exchanges it
-// (POST /app/installations/{id}/access_tokens). oauth2.ReuseTokenSource
-// caches each token until shortly before it expires.
-type appTokens struct {
+// appAuth is a GitHub App's settings: the App, its installation, its key
+// and the API base URL its tokens are minted at.
+type appAuth struct {
 	appID, installation int64
 	key                 *rsa.PrivateKey
-	client              *github.Client // unauthenticated, with the API base URL
-	now                 func() time.Time
+	baseURL             string // scheme, host and path prefix of the REST API, no trailing slash
 }
 
-// loadApp reads the App settings from getenv; nil when none is set.
-func loadApp(getenv func(string) string, base *github.Client) (*appTokens, error) {
+// loadApp reads the App settings from getenv; nil when none is set. The
+// API base URL is base's (GITHUB_API_URL, or github.com's).
+func loadApp(getenv func(string) string, base *github.Client) (*appAuth, error) {
 	id, inst, keyFile := getenv(EnvAppID), getenv(EnvAppInstallationID), getenv(EnvAppPrivateKeyFile)
 	if id == "" && inst == "" && keyFile == "" {
 		return nil, nil
@@ -66,21 +58,45 @@ func loadApp(getenv func(string) string, base *github.Client) (*appTokens, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s %s: %w", ErrApp, EnvAppPrivateKeyFile, keyFile, err)
 	}
-	return &appTokens{appID: appID, installation: installation, key: key, client: base, now: time.Now}, nil
+	return &appAuth{appID: appID, installation: installation, key: key, baseURL: strings.TrimRight(base.BaseURL.String(), "/")}, nil
 }
 
-// appJWTs is the App's own identity, for the endpoints under /app that
-// installation tokens cannot call (its webhook deliveries).
-type appJWTs struct{ a *appTokens }
+// appTransport signs each request with a fresh JWT as the App itself
+// (ghinstallation, go-github's recommendation), for the endpoints under
+// /app that installation tokens cannot call.
+func (a *appAuth) appTransport() *ghinstallation.AppsTransport {
+	t := ghinstallation.NewAppsTransportFromPrivateKey(http.DefaultTransport, a.appID, a.key)
+	t.BaseURL = a.baseURL
+	return t
+}
 
-// Token signs a fresh JWT; ReuseTokenSource keeps it for eight of its
-// nine minutes.
-func (j appJWTs) Token() (*oauth2.Token, error) {
-	jwt, err := j.a.jwt()
+// installationTransport authenticates as the App's installation: it mints
+// an installation token with the App's JWT and mints a new one shortly
+// before it expires (ghinstallation caches it). A token GitHub refuses to
+// mint fails the call with ErrApp, before the request is sent.
+func (a *appAuth) installationTransport() http.RoundTripper {
+	t := ghinstallation.NewFromAppsTransport(a.appTransport(), a.installation)
+	t.BaseURL = a.baseURL
+	return installationAuth{t, a.installation, http.DefaultTransport}
+}
+
+// installationAuth sends each request with the installation token
+// ghinstallation mints or reuses, and fails it with ErrApp, unsent, when
+// GitHub refuses to mint one.
+type installationAuth struct {
+	tokens       *ghinstallation.Transport
+	installation int64
+	next         http.RoundTripper
+}
+
+func (a installationAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := a.tokens.Token(req.Context())
 	if err != nil {
-		return nil, fmt.Errorf("%w: sign the App's JWT: %w", ErrApp, err)
+		return nil, fmt.Errorf("%w: mint an installation token for installation %d: %w", ErrApp, a.installation, err)
 	}
-	return &oauth2.Token{AccessToken: jwt, TokenType: "Bearer", Expiry: j.a.now().Add(8 * time.Minute)}, nil
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return a.next.RoundTrip(req)
 }
 
 // parseAppKey reads the RSA key GitHub issues for an App (PKCS #1 PEM), or
@@ -103,43 +119,3 @@ func parseAppKey(data []byte) (*rsa.PrivateKey, error) {
 	}
 	return rk, nil
 }
-
-// jwt is the App's RS256 JSON Web Token: issued a minute in the past (for
-// clock drift) and valid for nine minutes, inside GitHub's ten.
-func (a *appTokens) jwt() (string, error) {
-	now := a.now()
-	enc := base64.RawURLEncoding
-	header := enc.EncodeToString([]byte(`{"alg":"RS256","typ":"JWT"}`))
-	claims, err := json.Marshal(map[string]any{"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(9 * time.Minute).Unix(), "iss": strconv.FormatInt(a.appID, 10)})
-	if err != nil {
-		return "", err
-	}
-	signing := header + "." + enc.EncodeToString(claims)
-	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, a.key, crypto.SHA256, sum[:])
-	if err != nil {
-		return "", err
-	}
-	return signing + "." + enc.EncodeToString(sig), nil
-}
-
-// Token mints an installation token.
-func (a *appTokens) Token() (*oauth2.Token, error) {
-	jwt, err := a.jwt()
-	if err != nil {
-		return nil, fmt.Errorf("%w: sign the App's JWT: %w", ErrApp, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tok, _, err := a.client.WithAuthToken(jwt).Apps.CreateInstallationToken(ctx, a.installation, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mint an installation token for installation %d: %w", ErrApp, a.installation, err)
-	}
-	if tok.GetToken() == "" {
-		return nil, fmt.Errorf("%w: GitHub answered installation %d with no token", ErrApp, a.installation)
-	}
-	return &oauth2.Token{AccessToken: tok.GetToken(), TokenType: "Bearer", Expiry: tok.GetExpiresAt().Time}, nil
-}
-
-// appHTTPClient is the plain client that exchanges JWTs for tokens.
-var appHTTPClient = &http.Client{Timeout: 30 * time.Second}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/google/go-github/v66/github"
 	"golang.org/x/oauth2"
@@ -18,24 +19,21 @@ var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflo
 // GitHub App installation when GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID
 // and GITHUB_APP_PRIVATE_KEY_FILE are set, minting a fresh installation
 // token shortly before each one expires, as a process that outlives one
-// token's hour needs; otherwise with GITHUB_TOKEN. Both go through
-// golang.org/x/oauth2.
+// token's hour needs (github.com/bradleyfalzon/ghinstallation); otherwise
+// with GITHUB_TOKEN, through golang.org/x/oauth2.
 func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
 	withAPI, a, err := settings(getenv)
 	if err != nil {
 		return nil, err
 	}
-	var ts oauth2.TokenSource
 	if a != nil {
-		ts = oauth2.ReuseTokenSource(nil, a)
-	} else {
-		token := getenv("GITHUB_TOKEN")
-		if token == "" {
-			return nil, ErrNoToken
-		}
-		ts = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})
+		return withAPI(github.NewClient(&http.Client{Transport: a.installationTransport()}))
 	}
-	return withAPI(github.NewClient(oauth2.NewClient(ctx, ts)))
+	token := getenv("GITHUB_TOKEN")
+	if token == "" {
+		return nil, ErrNoToken
+	}
+	return withAPI(github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}))))
 }
 
 // RequireCredentials checks, without calling GitHub, that getenv holds a
@@ -57,7 +55,7 @@ func RequireCredentials(getenv func(string) string) error {
 // settings reads GITHUB_API_URL, as withAPI that points a client at it
 // when it names another server than github.com's, and the App's settings
 // (nil when none is set).
-func settings(getenv func(string) string) (withAPI func(*github.Client) (*github.Client, error), a *appTokens, err error) {
+func settings(getenv func(string) string) (withAPI func(*github.Client) (*github.Client, error), a *appAuth, err error) {
 	api := getenv("GITHUB_API_URL")
 	withAPI = func(c *github.Client) (*github.Client, error) {
 		if api == "" || api == "https://api.github.com" {
@@ -69,11 +67,11 @@ func settings(getenv func(string) string) (withAPI func(*github.Client) (*github
 		}
 		return e, nil
 	}
-	minting, err := withAPI(github.NewClient(appHTTPClient))
+	base, err := withAPI(github.NewClient(nil))
 	if err != nil {
 		return nil, nil, err
 	}
-	if a, err = loadApp(getenv, minting); err != nil {
+	if a, err = loadApp(getenv, base); err != nil {
 		return nil, nil, err
 	}
 	return withAPI, a, nil
@@ -92,5 +90,5 @@ func GitHubAppClient(ctx context.Context, getenv func(string) string) (*github.C
 	case a == nil:
 		return nil, fmt.Errorf("%w: set %s, %s and %s: only the App itself can read its webhook deliveries", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
 	}
-	return withAPI(github.NewClient(oauth2.NewClient(ctx, oauth2.ReuseTokenSource(nil, appJWTs{a}))))
+	return withAPI(github.NewClient(&http.Client{Transport: a.appTransport()}))
 }
