@@ -11,14 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
 
 	"github.com/gpugate/gpugate/runpod"
 )
 
 const indexBody = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
 
-// registry is an httptest OCI registry with the anonymous token flow.
+// registry is an httptest OCI registry with the anonymous token flow, as
+// the distribution spec has it: /v2/ answers 401 with the challenge.
 func registry(t *testing.T, digestOnHEAD bool) (*httptest.Server, *int) {
 	t.Helper()
 	heads := new(int)
@@ -27,6 +28,9 @@ func registry(t *testing.T, digestOnHEAD bool) (*httptest.Server, *int) {
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
+		case r.URL.Path == "/v2/": // the API's base, where a client learns how to authenticate
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="%s/token",service="test-registry"`, srv.URL))
+			w.WriteHeader(401)
 		case r.URL.Path == "/token":
 			if r.URL.Query().Get("scope") != "repository:actions/actions-runner:pull" || r.URL.Query().Get("service") != "test-registry" {
 				http.Error(w, "bad scope", 400)
@@ -125,60 +129,102 @@ func TestResolveImage_AlreadyPinnedIsKept(t *testing.T) {
 	}
 }
 
+// noNetwork fails every request and counts them: what is refused or kept
+// without a registry must never reach one.
+type noNetwork struct{ calls *int }
+
+func (n noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	*n.calls++
+	return nil, errors.New("no network in this test")
+}
+
+// A reference is refused, or kept as pinned, before any registry is asked.
 func TestParseImageRef(t *testing.T) {
-	tests := map[string]runpod.ImageRef{
-		"ghcr.io/actions/actions-runner:latest":  {Name: "ghcr.io/actions/actions-runner", Registry: "ghcr.io", Repository: "actions/actions-runner", Tag: "latest"},
-		"ubuntu":                                 {Name: "ubuntu", Registry: "registry-1.docker.io", Repository: "library/ubuntu", Tag: "latest"},
-		"localhost:5000/x/y:1.2":                 {Name: "localhost:5000/x/y", Registry: "localhost:5000", Repository: "x/y", Tag: "1.2"},
-		"nvidia/cuda:12.8.0-runtime-ubuntu24.04": {Name: "nvidia/cuda", Registry: "registry-1.docker.io", Repository: "nvidia/cuda", Tag: "12.8.0-runtime-ubuntu24.04"},
+	calls := 0
+	r := &runpod.ImageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}}
+	pinned := "sha256:" + strings.Repeat("0", 64)
+	for _, ref := range []string{"ghcr.io/actions/actions-runner:2.323.0@" + pinned, "ubuntu@" + pinned, "localhost:5000/x/y@" + pinned} {
+		if got, err := r.Resolve(context.Background(), ref); err != nil || got != ref {
+			t.Errorf("%s: %q, %v; want it kept as it is", ref, got, err)
+		}
 	}
-	for ref, want := range tests {
-		got, err := runpod.ParseImageRef(ref)
-		if err != nil {
-			t.Errorf("%s: %v", ref, err)
-			continue
+	for _, ref := range []string{"UPPER/case:latest", "bad@sha256:xyz", "a/b:" + strings.Repeat("t", 129), ""} {
+		if got, err := r.Resolve(context.Background(), ref); !errors.Is(err, runpod.ErrImage) || got != "" {
+			t.Errorf("%q: %q, %v; want ErrImage", ref, got, err)
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", ref, diff)
-		}
+	}
+	if calls != 0 {
+		t.Errorf("%d registry requests for references that need none", calls)
 	}
 }
 
+// The token flow follows a challenge as registries write it: spaces after
+// commas, parameters in any order, extra ones.
 func TestParseChallenge(t *testing.T) {
-	scheme, params, err := runpod.ParseChallenge(`Bearer realm="https://ghcr.io/token",service="ghcr.io", scope="repository:a/b:pull",x=tok`)
-	want := map[string]string{"realm": "https://ghcr.io/token", "service": "ghcr.io", "scope": "repository:a/b:pull", "x": "tok"}
-	if err != nil || scheme != "Bearer" || !cmp.Equal(want, params) {
-		t.Errorf("%s %v %v", scheme, params, err)
-	}
-	for _, bad := range []string{"", `Bearer realm="unterminated`, `Bearer realm="a" service="b"`, `="x"`, `Bearer ,=`} {
-		if _, _, err := runpod.ParseChallenge(bad); err == nil {
-			t.Errorf("%q: want an error", bad)
+	sum := sha256.Sum256([]byte(indexBody))
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer scope="repository:a/b:pull", service="reg", realm="%s/token",error="insufficient_scope"`, srv.URL))
+			w.WriteHeader(401)
+		case r.URL.Path == "/token" && r.URL.Query().Get("service") == "reg":
+			fmt.Fprint(w, `{"access_token":"TOK"}`)
+		case r.URL.Path == "/v2/a/b/manifests/c" && r.Header.Get("Authorization") == "Bearer TOK":
+			w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+			w.Header().Set("Docker-Content-Digest", digest)
+			if r.Method == http.MethodGet {
+				fmt.Fprint(w, indexBody)
+			}
+		default:
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer scope="repository:a/b:pull", service="reg", realm="%s/token"`, srv.URL))
+			w.WriteHeader(401)
 		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	got, err := (&runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}).Resolve(context.Background(), host+"/a/b:c")
+	if err != nil || got != host+"/a/b:c@"+digest {
+		t.Errorf("%q, %v", got, err)
 	}
 }
 
+// Whatever the registry answers to the challenge, resolving fails with
+// ErrImage or pins: it never panics.
 func FuzzParseChallenge(f *testing.F) {
 	f.Add(`Bearer realm="https://ghcr.io/token",service="ghcr.io",scope="repository:a/b:pull"`)
 	f.Add(`Basic realm="x\"y"`)
+	f.Add(`Bearer realm="unterminated`)
 	f.Fuzz(func(t *testing.T, h string) {
-		scheme, params, err := runpod.ParseChallenge(h)
-		if err == nil && (scheme == "" || params == nil) {
-			t.Fatalf("%q parsed to %q %v", h, scheme, params)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", h)
+			w.WriteHeader(401)
+		}))
+		defer srv.Close()
+		_, err := (&runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}).Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
+		if !errors.Is(err, runpod.ErrImage) {
+			t.Fatalf("%q: %v, want ErrImage", h, err)
 		}
 	})
 }
 
+// Any reference is refused (ErrImage) or, when pinned, kept exactly,
+// without a registry.
 func FuzzParseImageRef(f *testing.F) {
 	f.Add("ghcr.io/actions/actions-runner:latest")
 	f.Add("ubuntu@sha256:" + strings.Repeat("0", 64))
 	f.Fuzz(func(t *testing.T, ref string) {
-		img, err := runpod.ParseImageRef(ref)
-		if err != nil {
-			return
-		}
-		again, err := runpod.ParseImageRef(img.String())
-		if err != nil || again != img {
-			t.Fatalf("%q -> %q does not round-trip: %+v vs %+v (%v)", ref, img.String(), img, again, err)
+		calls := 0
+		r := &runpod.ImageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}, Keychain: authn.NewMultiKeychain()}
+		got, err := r.Resolve(context.Background(), ref)
+		switch {
+		case err != nil && !errors.Is(err, runpod.ErrImage):
+			t.Fatalf("%q: %v, want ErrImage", ref, err)
+		case err == nil && calls == 0 && got != ref:
+			t.Fatalf("%q pinned already, came back as %q", ref, got)
+		case err == nil && calls > 0:
+			t.Fatalf("%q resolved to %q with no network", ref, got)
 		}
 	})
 }
