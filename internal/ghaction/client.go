@@ -20,20 +20,22 @@ var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflo
 // and GITHUB_APP_PRIVATE_KEY_FILE are set, minting a fresh installation
 // token shortly before each one expires, as a process that outlives one
 // token's hour needs (github.com/bradleyfalzon/ghinstallation); otherwise
-// with GITHUB_TOKEN, through golang.org/x/oauth2.
+// with GITHUB_TOKEN, through golang.org/x/oauth2. A spent rate limit is
+// waited out within the caller's deadline, then reported (rateLimits).
 func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
 	withAPI, a, err := settings(getenv)
 	if err != nil {
 		return nil, err
 	}
 	if a != nil {
-		return withAPI(github.NewClient(&http.Client{Transport: a.installationTransport()}))
+		return withAPI(github.NewClient(&http.Client{Transport: newRateLimits(a.installationTransport())}))
 	}
 	token := getenv("GITHUB_TOKEN")
 	if token == "" {
 		return nil, ErrNoToken
 	}
-	return withAPI(github.NewClient(oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}))))
+	auth := &oauth2.Transport{Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}), Base: newRateLimits(nil)}
+	return withAPI(github.NewClient(&http.Client{Transport: auth}))
 }
 
 // RequireCredentials checks, without calling GitHub, that getenv holds a
@@ -90,5 +92,5 @@ func GitHubAppClient(ctx context.Context, getenv func(string) string) (*github.C
 	case a == nil:
 		return nil, fmt.Errorf("%w: set %s, %s and %s: only the App itself can read its webhook deliveries", ErrApp, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
 	}
-	return withAPI(github.NewClient(&http.Client{Transport: a.appTransport()}))
+	return withAPI(github.NewClient(&http.Client{Transport: newRateLimits(a.appTransport())}))
 }
