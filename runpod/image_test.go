@@ -202,11 +202,23 @@ func FuzzParseChallenge(f *testing.F) {
 			w.WriteHeader(401)
 		}))
 		defer srv.Close()
-		_, err := (&runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}).Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
+		hc := &http.Client{Transport: loopbackOnly{srv.Client().Transport}}
+		_, err := (&runpod.ImageResolver{HTTP: hc, PlainHTTP: true, Keychain: authn.NewMultiKeychain()}).Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
 		if !errors.Is(err, runpod.ErrImage) {
 			t.Fatalf("%q: %v, want ErrImage", h, err)
 		}
 	})
+}
+
+// loopbackOnly refuses every request that would leave this machine (a
+// fuzzed challenge's realm may name any host).
+type loopbackOnly struct{ next http.RoundTripper }
+
+func (l loopbackOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if h := req.URL.Hostname(); h != "127.0.0.1" && h != "localhost" && h != "::1" {
+		return nil, fmt.Errorf("no network in this test: %s", h)
+	}
+	return l.next.RoundTrip(req)
 }
 
 // Any reference is refused (ErrImage) or, when pinned, kept exactly,
