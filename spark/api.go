@@ -3,13 +3,13 @@ package spark
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,8 +78,17 @@ func (e *APIError) Is(target error) bool {
 // applies after.
 const maxLeaseSeconds = 366 * 24 * 60 * 60
 
-// NewHandler serves the agent and CLI API over the controller with bearer
-// token authentication:
+// NewHandler serves the API (NewAuthHandler) with one operator token.
+func NewHandler(c *Controller, token string) (http.Handler, error) {
+	if len(token) < 16 {
+		return nil, fmt.Errorf("%w: the API token must be at least 16 characters", ErrInvalid)
+	}
+	return NewAuthHandler(c, Tokens{token: {Role: RoleOperator, Name: "operator"}})
+}
+
+// NewAuthHandler serves the agent, host and CLI API over the controller,
+// each bearer token resolved by creds to its holder and each request
+// allowed only to the roles Role describes:
 //
 //	POST   /v1/leases               request a lease (201, a Status)
 //	GET    /v1/leases/{id}          status with queue position and pending reason
@@ -89,9 +98,10 @@ const maxLeaseSeconds = 366 * 24 * 60 * 60
 //	GET    /v1/hosts                sanitized host state
 //	GET    /v1/hosts/{host}/fencing ?token=N: 204 when N is the host's current lease token
 //	POST   /v1/hosts/{host}/heartbeat {"gpu_processes": N}: the host agent's liveness report
-func NewHandler(c *Controller, token string) (http.Handler, error) {
-	if len(token) < 16 {
-		return nil, fmt.Errorf("%w: the API token must be at least 16 characters", ErrInvalid)
+//	POST   /v1/leases/{id}/terminate the operator's emergency stop of active work
+func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
+	if creds == nil {
+		return nil, fmt.Errorf("%w: no credentials", ErrInvalid)
 	}
 	mux := http.NewServeMux()
 	write := func(w http.ResponseWriter, status int, v any) {
@@ -115,6 +125,20 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 		if err := dec.Decode(&lr); err != nil {
 			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
 			return
+		}
+		cred := credentialOf(r.Context())
+		switch {
+		case cred.Role == RoleHost:
+			fail(w, forbidden(cred, "ask for leases"))
+			return
+		case lr.PR != nil || lr.Class == ManualPR:
+			fail(w, fmt.Errorf("%w: pull-request work enters only through the verified GitHub integration (a maintainer's label or command), never through the API", ErrUnauthorized))
+			return
+		case cred.Role == RoleAgent && lr.Class != Development && lr.Class != ServiceStart:
+			fail(w, forbidden(cred, fmt.Sprintf("ask for %s work: agents ask for development and service-start leases", lr.Class)))
+			return
+		case cred.Role == RoleAgent || lr.Owner == "":
+			lr.Owner = cred.Name // attributed to who asked
 		}
 		if lr.DurationSeconds < 0 || lr.DurationSeconds > maxLeaseSeconds {
 			fail(w, fmt.Errorf("%w: duration_seconds %d: want 0 (the class default) up to the class limit", ErrInvalid, lr.DurationSeconds))
@@ -181,13 +205,32 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
 			return
 		}
+		if err := allowed(r.Context(), c, r.PathValue("id"), "release"); err != nil {
+			fail(w, err)
+			return
+		}
 		if err := c.Release(r.Context(), r.PathValue("id"), body.Token); err != nil {
 			fail(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /v1/leases/{id}/terminate", func(w http.ResponseWriter, r *http.Request) {
+		if cred := credentialOf(r.Context()); cred.Role != RoleOperator {
+			fail(w, forbidden(cred, "terminate work: that is the operator's"))
+			return
+		}
+		if err := c.terminate(r.Context(), r.PathValue("id")); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("DELETE /v1/leases/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if err := allowed(r.Context(), c, r.PathValue("id"), "cancel"); err != nil {
+			fail(w, err)
+			return
+		}
 		if err := c.Cancel(r.Context(), r.PathValue("id")); err != nil {
 			fail(w, err)
 			return
@@ -198,6 +241,10 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 		token, err := strconv.ParseInt(r.URL.Query().Get("token"), 10, 64)
 		if err != nil {
 			fail(w, fmt.Errorf("%w: token %q: want the lease's numeric fencing token", ErrInvalid, r.URL.Query().Get("token")))
+			return
+		}
+		if cred := credentialOf(r.Context()); cred.Role != RoleOperator && (cred.Role != RoleHost || cred.Name != r.PathValue("host")) {
+			fail(w, forbidden(cred, "check fencing on host "+r.PathValue("host")))
 			return
 		}
 		if err := c.CheckToken(r.Context(), r.PathValue("host"), token); err != nil {
@@ -220,6 +267,11 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 			fail(w, fmt.Errorf("%w: gpu_processes is required and cannot be negative; an agent that cannot count them sends no heartbeat", ErrInvalid))
 			return
 		}
+		if cred := credentialOf(r.Context()); cred.Role != RoleHost || cred.Name != r.PathValue("host") {
+			// Only the host itself reports it clean.
+			fail(w, forbidden(cred, "report the heartbeat of host "+r.PathValue("host")))
+			return
+		}
 		if err := c.Heartbeat(r.Context(), HostReport{Host: r.PathValue("host"), GPUProcesses: *body.GPUProcesses}); err != nil {
 			fail(w, err)
 			return
@@ -238,15 +290,37 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 		}
 		write(w, http.StatusOK, out)
 	})
-	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		cred, known := creds.Lookup(token)
+		if !ok || token == "" || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="spark"`)
 			write(w, http.StatusUnauthorized, APIError{Code: "unauthorized", Message: "a bearer token is required"})
 			return
 		}
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credKey{}, cred)))
 	}), nil
+}
+
+// allowed says whether the request's credential may act (release,
+// cancel) on lease id: an operator on any, an agent on its own, a host on
+// the lease that holds it.
+func allowed(ctx context.Context, c *Controller, id, act string) error {
+	cred := credentialOf(ctx)
+	if cred.Role == RoleOperator {
+		return nil
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cred.Role == RoleAgent && st.Request.Owner == cred.Name:
+		return nil
+	case cred.Role == RoleHost && act == "release" && slices.Contains(st.Request.Hosts, cred.Name):
+		return nil
+	}
+	return forbidden(cred, act+" lease "+id)
 }
 
 // APIClient is the agent and CLI client of the API.
@@ -346,6 +420,11 @@ func (a *APIClient) Wait(ctx context.Context, id string) (Status, error) {
 // Release releases an active lease with its fencing token.
 func (a *APIClient) Release(ctx context.Context, id string, token int64) error {
 	return a.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/release", nil, map[string]int64{"token": token}, nil)
+}
+
+// Terminate is the operator's emergency stop of active work.
+func (a *APIClient) Terminate(ctx context.Context, id string) error {
+	return a.do(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/terminate", nil, nil, nil)
 }
 
 // Cancel cancels queued work.

@@ -17,12 +17,17 @@ import (
 
 const apiToken = "test-token-0123456789"
 
+// hostToken is spark-2's own credential.
+const hostToken = "host-token-spark-2-0123"
+
 // setupAPI serves a seed fleet's controller on a loopback server and
-// returns a client of it.
+// returns a client of it, with the operator's token (spark-2's agent has
+// hostToken).
 func setupAPI(t *testing.T) (*fleet, *httptest.Server, *spark.APIClient) {
 	t.Helper()
 	f := newFleet(t)
-	h, err := spark.NewHandler(f.c, apiToken)
+	h, err := spark.NewAuthHandler(f.c, spark.Tokens{apiToken: {Role: spark.RoleOperator, Name: "ops"},
+		hostToken: {Role: spark.RoleHost, Name: "spark-2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +82,7 @@ func TestAPI_RequestWaitStatusReleaseCancel(t *testing.T) {
 	if err := cl.Cancel(ctx, second.Request.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.ManualPR, Topology: spark.Pair, PR: pr(9, "abc")}); !errors.Is(err, spark.ErrPairRefused) {
+	if _, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Topology: spark.Pair}); !errors.Is(err, spark.ErrPairRefused) {
 		t.Errorf("pair: %v", err)
 	}
 	hosts, err := cl.Hosts(ctx)
@@ -146,7 +151,8 @@ func TestAPIClient_FailuresKeepTheirCause(t *testing.T) {
 // a report that does not say how many GPU processes run is refused, since
 // absent must never read as a clean GPU, and an unknown host is refused.
 func TestAPI_HostHeartbeat(t *testing.T) {
-	f, srv, cl := setupAPI(t)
+	f, srv, _ := setupAPI(t)
+	cl, _ := spark.NewAPIClient(srv.URL, hostToken, srv.Client())
 	if err := cl.Heartbeat(ctx, "spark-2", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +170,7 @@ func TestAPI_HostHeartbeat(t *testing.T) {
 	}
 	for _, body := range []string{`{}`, `{"gpu_processes": -1}`, `{"gpu_processes": 0, "extra": 1}`, `not json`} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/hosts/spark-2/heartbeat", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+apiToken)
+		req.Header.Set("Authorization", "Bearer "+hostToken)
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -576,6 +576,11 @@ func (c *Controller) Terminate(ctx context.Context, id, key string) error {
 	if c.opts.EmergencyKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(c.opts.EmergencyKey)) != 1 {
 		return fmt.Errorf("%w: emergency termination needs the emergency key", ErrUnauthorized)
 	}
+	return c.terminate(ctx, id)
+}
+
+// terminate ends active work now; the caller has authorized it.
+func (c *Controller) terminate(ctx context.Context, id string) error {
 	return c.tx(ctx, func(tx Tx) error {
 		r, err := mustRequest(tx, id)
 		switch {

@@ -43,17 +43,23 @@ func Example() {
 func ExampleAPIClient_Heartbeat() {
 	ctx := context.Background()
 	c, _ := spark.New(sparktest.NewStore(), spark.Options{Hosts: []spark.HostConfig{{Name: "gpu-a", Managed: true}}})
-	h, _ := spark.NewHandler(c, "an-api-token-of-16+-chars")
+	// Each holder has its own token: the operator, and the host's agent,
+	// which may report only gpu-a's heartbeat.
+	h, _ := spark.NewAuthHandler(c, spark.Tokens{
+		"an-operator-token-0123": {Role: spark.RoleOperator, Name: "ops"},
+		"gpu-a-agent-token-0123": {Role: spark.RoleHost, Name: "gpu-a"},
+	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	cl, _ := spark.NewAPIClient(srv.URL, "an-api-token-of-16+-chars", srv.Client())
+	cl, _ := spark.NewAPIClient(srv.URL, "an-operator-token-0123", srv.Client())
+	host, _ := spark.NewAPIClient(srv.URL, "gpu-a-agent-token-0123", srv.Client())
 
 	st, _ := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	c.Reconcile(ctx)
 	st, _ = cl.Status(ctx, st.Request.ID)
 	fmt.Println("before any heartbeat:", st.Request.State)
 
-	cl.Heartbeat(ctx, "gpu-a", 0) // a clean GPU
+	host.Heartbeat(ctx, "gpu-a", 0) // a clean GPU
 	c.Reconcile(ctx)
 	st, _ = cl.Status(ctx, st.Request.ID)
 	fmt.Println("after one:", st.Request.State, st.Request.Hosts)

@@ -25,6 +25,9 @@ import (
 
 const token = "ctl-test-token-0123456789"
 
+// spark3Token is spark-3's host credential.
+const spark3Token = "spark-3-host-token-0123"
+
 func TestCommandsAgainstTheAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -41,7 +44,8 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := spark.NewHandler(c, token)
+	// The operator's token, and spark-3's agent's own.
+	h, _ := spark.NewAuthHandler(c, spark.Tokens{token: {Role: spark.RoleOperator, Name: "ops"}, spark3Token: {Role: spark.RoleHost, Name: "spark-3"}})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	go sparktest.RunAdmission(ctx, c, 20*time.Millisecond, "spark-1", "spark-2")
@@ -76,7 +80,9 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 	env["SPARK_HOST"] = st.Request.Hosts[0]
 	preflightOnTheHost(t, ctl, st.Request.ID)
 	delete(env, "SPARK_HOST")
+	env["SPARK_TOKEN"] = spark3Token // the host agent's credential
 	heartbeatFromTheHost(t, ctl, c)
+	env["SPARK_TOKEN"] = token
 	if code, out := ctl("release", st.Request.ID, strconv.FormatInt(st.Request.Token, 10)); code != 0 || !strings.Contains(out, "released "+st.Request.ID+": ") || !strings.Contains(out, st.Request.Hosts[0]+" ") {
 		t.Errorf("release: %d %s", code, out)
 	}

@@ -141,13 +141,18 @@ func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
 	os.WriteFile(fleet, []byte("hosts:\n  - {name: gpu-a, managed: true}\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet)
+	tokens, hostTok := hostToken(t, dir, "gpu-a")
+	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet, "-tokens", tokens)
 	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
+	host, _ := spark.NewAPIClient(d.addr, hostTok, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil || st.Request.State != spark.Queued || !strings.Contains(st.Pending, "gpu-a") {
 		t.Fatalf("before any heartbeat: %+v %v", st, err)
 	}
-	if err := cl.Heartbeat(ctx, "gpu-a", 0); err != nil {
+	if err := cl.Heartbeat(ctx, "gpu-a", 0); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("the operator's token reported the host: %v, want ErrUnauthorized", err)
+	}
+	if err := host.Heartbeat(ctx, "gpu-a", 0); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -250,4 +255,16 @@ func TestAlertCommandReceivesTheAlert(t *testing.T) {
 	if !strings.Contains(logs.String(), "sparkd.alert_failed kind=lend-failed host=spark-1") || strings.Contains(logs.String(), "T0K3N") {
 		t.Errorf("log:\n%s", logs.String())
 	}
+}
+
+// hostToken mints host's token with sparkd token into a token file in
+// dir, returning the file and the token.
+func hostToken(t *testing.T, dir, host string) (file, token string) {
+	t.Helper()
+	file = filepath.Join(dir, "tokens")
+	var out, errOut bytes.Buffer
+	if code := mintToken([]string{"-tokens", file, "-role", "host", "-name", host}, &out, &errOut); code != 0 {
+		t.Fatalf("sparkd token: exit %d: %s", code, errOut.String())
+	}
+	return file, strings.TrimSpace(out.String())
 }

@@ -75,16 +75,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
 		return database(ctx, args[0], args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "token" {
+		return mintToken(args[1:], os.Stdout, stderr)
+	}
 	fs := flag.NewFlagSet("sparkd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sparkd [flags]   (serves the fleet; or sparkd backup|restore -db FILE -file FILE, sparkd backup -h)")
+		fmt.Fprintln(stderr, "usage: sparkd [flags]   (serves the fleet; or sparkd backup|restore -db FILE -file FILE; sparkd token -tokens FILE -role host|agent|operator -name NAME)")
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8765", "listen address")
 	dbPath := fs.String("db", "", "the fleet's SQLite database (default: a new one in a new temporary directory)")
 	initDB := fs.Bool("init", false, "create the -db database when it does not exist: a new fleet (an empty or foreign file is never taken for one)")
-	tokenFile := fs.String("token-file", "", "API token file (default: generated beside the database)")
+	tokenFile := fs.String("token-file", "", "the operator's API token file (default: generated beside the database)")
+	tokensFile := fs.String("tokens", "", "hashed API tokens of hosts, agents and operators, one \"role name sha256:<hex>\" per line (sparkd token adds one); read again when it changes")
 	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts' heartbeats (without -fleet)")
 	fleetFile := fs.String("fleet", "", "the fleet (YAML; see fleet.example.yml): real hosts that heartbeat themselves, and the resident service's commands")
 	every := fs.Duration("reconcile", 2*time.Second, "admission cadence")
@@ -177,7 +181,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	api, err := spark.NewHandler(c, token)
+	if len(token) < 16 {
+		fmt.Fprintf(stderr, "sparkd: the API token in %s is shorter than 16 characters\n", file)
+		return 1
+	}
+	creds := spark.Credentials(spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})
+	if *tokensFile != "" {
+		tf, err := spark.LoadTokenFile(*tokensFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "sparkd: -tokens:", err)
+			return 2
+		}
+		creds = spark.AnyOf{creds, tf}
+	}
+	api, err := spark.NewAuthHandler(c, creds)
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1

@@ -31,13 +31,15 @@ func TestSparkd_MirrorsTheFleetIntoTheMongoURI(t *testing.T) {
 	os.WriteFile(fleet, []byte("hosts:\n  - {name: gpu-a, managed: true}\nmongo_uri: "+plain+"\n"), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet)
+	tokens, hostTok := hostToken(t, dir, "gpu-a")
+	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet, "-tokens", tokens)
 	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
+	host, _ := spark.NewAPIClient(d.addr, hostTok, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.Heartbeat(ctx, "gpu-a", 0); err != nil {
+	if err := host.Heartbeat(ctx, "gpu-a", 0); err != nil {
 		t.Fatal(err)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

@@ -1,0 +1,213 @@
+package spark
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Role is what an API credential may do. Each holder gets the least it
+// needs:
+//
+//   - RoleHost: one host's agent. It reports that host's heartbeat,
+//     checks fencing tokens on it, and releases the lease that holds it;
+//     nothing for any other host.
+//   - RoleAgent: a developer or a local agent, named. It asks for
+//     development and service-start leases, attributed to its name, and
+//     releases or cancels only its own.
+//   - RoleOperator: an operator. It may also ask for CI classes without
+//     a pull request, release or cancel any lease, check any host's
+//     fencing, and terminate active work in an emergency.
+//
+// Pull-request work (a PR reference, the manual-pr class) enters only
+// through the verified GitHub integration, never through the API.
+type Role string
+
+// The roles.
+const (
+	RoleHost     Role = "host"
+	RoleAgent    Role = "agent"
+	RoleOperator Role = "operator"
+)
+
+// Credential is who holds an API token.
+type Credential struct {
+	Role Role
+	Name string // the host (RoleHost) or the person or agent
+}
+
+// Credentials resolves a bearer token to its holder.
+type Credentials interface {
+	Lookup(token string) (Credential, bool)
+}
+
+// HashToken is how a token is stored: "sha256:" and the hex SHA-256 of
+// the token. A token file holds only these.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// NewToken returns a fresh random API token (32 bytes, hex).
+func NewToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// tokenTable is a set of hashed tokens.
+type tokenTable map[[sha256.Size]byte]Credential
+
+func (t tokenTable) Lookup(token string) (Credential, bool) {
+	sum := sha256.Sum256([]byte(token))
+	for h, c := range t { // every entry compared, in constant time each
+		if subtle.ConstantTimeCompare(h[:], sum[:]) == 1 {
+			return c, true
+		}
+	}
+	return Credential{}, false
+}
+
+// TokenFile is Credentials kept in a file of lines
+//
+//	role name sha256:<hex>
+//
+// (# starts a comment), which the operator edits to add, rotate or
+// revoke a token: the file is read again when it changes, so no restart
+// is needed. A change that does not parse keeps the last good table and
+// is reported by Err.
+type TokenFile struct {
+	path    string
+	mu      sync.Mutex
+	mtime   time.Time
+	size    int64
+	table   tokenTable
+	lastErr error
+	checked time.Time
+}
+
+// LoadTokenFile reads a token file; it must parse.
+func LoadTokenFile(path string) (*TokenFile, error) {
+	f := &TokenFile{path: path}
+	if err := f.reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// ParseTokens parses token-file lines.
+func ParseTokens(data []byte) (map[string]Credential, error) {
+	out := map[string]Credential{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("%w: token file line %d: want \"role name sha256:<hex>\"", ErrInvalid, n)
+		}
+		role, name, hash := Role(fields[0]), fields[1], fields[2]
+		if !slices.Contains([]Role{RoleHost, RoleAgent, RoleOperator}, role) {
+			return nil, fmt.Errorf("%w: token file line %d: role %q: want host, agent or operator", ErrInvalid, n, role)
+		}
+		raw, err := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
+		if !strings.HasPrefix(hash, "sha256:") || err != nil || len(raw) != sha256.Size {
+			return nil, fmt.Errorf("%w: token file line %d: the third field is a token's hash (sparkd token prints the line to add), never the token", ErrInvalid, n)
+		}
+		if _, dup := out[hash]; dup {
+			return nil, fmt.Errorf("%w: token file line %d: the same token twice", ErrInvalid, n)
+		}
+		out[hash] = Credential{Role: role, Name: name}
+	}
+	return out, sc.Err()
+}
+
+func (f *TokenFile) reload() error {
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		return fmt.Errorf("%w: token file: %w", ErrInvalid, err)
+	}
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("%w: token file: %w", ErrInvalid, err)
+	}
+	entries, err := ParseTokens(data)
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, f.path)
+	}
+	t := tokenTable{}
+	for hash, c := range entries {
+		raw, _ := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
+		t[[sha256.Size]byte(raw)] = c
+	}
+	f.table, f.mtime, f.size = t, fi.ModTime(), fi.Size()
+	return nil
+}
+
+// Lookup finds the token's holder, reading the file again first when it
+// changed.
+func (f *TokenFile) Lookup(token string) (Credential, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fi, err := os.Stat(f.path); err == nil && (!fi.ModTime().Equal(f.mtime) || fi.Size() != f.size) {
+		f.lastErr = f.reload()
+	}
+	return f.table.Lookup(token)
+}
+
+// Err is why the last change of the file was not taken (nil when it was).
+func (f *TokenFile) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastErr
+}
+
+// Tokens are fixed credentials by token, for a controller whose tokens
+// are not in a file (tests, a single operator token).
+type Tokens map[string]Credential
+
+// Lookup finds the token's holder.
+func (t Tokens) Lookup(token string) (Credential, bool) {
+	table := tokenTable{}
+	for tok, c := range t {
+		table[sha256.Sum256([]byte(tok))] = c
+	}
+	return table.Lookup(token)
+}
+
+// AnyOf tries each Credentials in turn.
+type AnyOf []Credentials
+
+// Lookup finds the token's holder in the first that knows it.
+func (a AnyOf) Lookup(token string) (Credential, bool) {
+	for _, c := range a {
+		if cred, ok := c.Lookup(token); ok {
+			return cred, true
+		}
+	}
+	return Credential{}, false
+}
+
+type credKey struct{}
+
+func credentialOf(ctx context.Context) Credential {
+	c, _ := ctx.Value(credKey{}).(Credential)
+	return c
+}
+
+// forbidden is the refusal of a request its credential may not make.
+func forbidden(c Credential, what string) error {
+	return fmt.Errorf("%w: a %s credential (%s) may not %s", ErrUnauthorized, c.Role, c.Name, what)
+}

@@ -1,0 +1,144 @@
+package spark_test
+
+import (
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// Each credential does only what its role may: a host reports and checks
+// only itself, an agent asks only for development and service-start and
+// acts only on its own leases, pull-request work never enters through the
+// API, and only the operator terminates.
+func TestAPI_EachCredentialDoesOnlyWhatItsRoleMay(t *testing.T) {
+	f := newFleet(t)
+	tokens := spark.Tokens{
+		"operator-token-0123456": {Role: spark.RoleOperator, Name: "ops"},
+		"spark-1-host-token-012": {Role: spark.RoleHost, Name: "spark-1"},
+		"spark-2-host-token-012": {Role: spark.RoleHost, Name: "spark-2"},
+		"alice-agent-token-0123": {Role: spark.RoleAgent, Name: "alice"},
+		"bob-agent-token-012345": {Role: spark.RoleAgent, Name: "bob"},
+	}
+	h, err := spark.NewAuthHandler(f.c, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	as := func(tok string) *spark.APIClient { c, _ := spark.NewAPIClient(srv.URL, tok, srv.Client()); return c }
+	ops, host1, host2, alice, bob := as("operator-token-0123456"), as("spark-1-host-token-012"), as("spark-2-host-token-012"), as("alice-agent-token-0123"), as("bob-agent-token-012345")
+
+	// alice's development lease, granted on spark-2
+	dev, err := alice.Request(ctx, spark.LeaseRequest{Class: spark.Development})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.beat(t, 0, 0)
+	f.reconcile(t)
+	st := f.status(t, dev.Request.ID)
+	if st.Request.State != spark.Active || st.Request.Owner != "alice" {
+		t.Fatalf("alice's lease: %+v", st.Request)
+	}
+	queued, err := alice.Request(ctx, spark.LeaseRequest{Class: spark.Development, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, spark.ErrUnauthorized) {
+			t.Errorf("%s: %v, want ErrUnauthorized", what, err)
+		}
+	}
+	allowed := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v, want it allowed", what, err)
+		}
+	}
+	_, err = alice.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
+	refused("an agent asking for merge CI", err)
+	_, err = ops.Request(ctx, spark.LeaseRequest{Class: spark.ManualPR, PR: pr(3, "abc")})
+	refused("the operator asking for PR work", err)
+	_, err = alice.Request(ctx, spark.LeaseRequest{Class: spark.Development, PR: pr(3, "abc")})
+	refused("an agent naming a PR", err)
+	_, err = host2.Request(ctx, spark.LeaseRequest{Class: spark.Development})
+	refused("a host asking for a lease", err)
+	refused("a host reporting the other host", host2.Heartbeat(ctx, "spark-1", 0))
+	refused("the operator reporting a host clean", ops.Heartbeat(ctx, "spark-2", 0))
+	refused("a host checking the other host's fencing", host1.CheckToken(ctx, "spark-2", st.Request.Token))
+	refused("a host releasing the other host's lease", host1.Release(ctx, dev.Request.ID, st.Request.Token))
+	refused("an agent cancelling another's request", bob.Cancel(ctx, queued.Request.ID))
+	refused("an agent releasing another's lease", bob.Release(ctx, dev.Request.ID, st.Request.Token))
+	refused("an agent terminating", alice.Terminate(ctx, dev.Request.ID))
+	refused("a host terminating", host2.Terminate(ctx, dev.Request.ID))
+
+	allowed("a host reporting itself", host2.Heartbeat(ctx, "spark-2", 0))
+	allowed("a host checking its own fencing", host2.CheckToken(ctx, "spark-2", st.Request.Token))
+	allowed("an agent cancelling its own request", alice.Cancel(ctx, queued.Request.ID))
+	allowed("the operator terminating", ops.Terminate(ctx, dev.Request.ID))
+	if got := f.status(t, dev.Request.ID).Request.State; got != spark.Terminated {
+		t.Errorf("after the operator's terminate the lease is %s", got)
+	}
+}
+
+// An agent's lease is attributed to the agent that asked, whatever owner
+// its request names.
+func TestAPI_ALeaseIsAttributedToTheAgentThatAskedForIt(t *testing.T) {
+	f := newFleet(t)
+	h, _ := spark.NewAuthHandler(f.c, spark.Tokens{"alice-agent-token-0123": {Role: spark.RoleAgent, Name: "alice"}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	alice, _ := spark.NewAPIClient(srv.URL, "alice-agent-token-0123", srv.Client())
+	st, err := alice.Request(ctx, spark.LeaseRequest{Class: spark.Development, Owner: "the-maintainer"})
+	if err != nil || st.Request.Owner != "alice" {
+		t.Errorf("owner %q (%v), want alice", st.Request.Owner, err)
+	}
+}
+
+// A token file holds only hashes; editing it adds, rotates and revokes
+// tokens without a restart, and an edit that does not parse keeps the
+// last good tokens and says why.
+func TestTokenFile_HoldsOnlyHashesAndRotatesWithoutRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	oldTok, newTok := spark.NewToken(), spark.NewToken()
+	write := func(content string, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(path, at, at) // a visible change, whatever the clock's resolution
+	}
+	start := time.Now()
+	write("# the agents\nagent alice "+spark.HashToken(oldTok)+"\n", start)
+	tf, err := spark.LoadTokenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := tf.Lookup(oldTok); !ok || c.Name != "alice" {
+		t.Fatalf("the token in the file: %+v %v", c, ok)
+	}
+	write("agent alice "+spark.HashToken(newTok)+"\n", start.Add(time.Second))
+	if _, ok := tf.Lookup(oldTok); ok {
+		t.Error("the rotated-out token still works")
+	}
+	if c, ok := tf.Lookup(newTok); !ok || c.Role != spark.RoleAgent {
+		t.Error("the new token does not work without a restart")
+	}
+	write("agent alice "+newTok+"\n", start.Add(2*time.Second)) // a plain token by mistake
+	if _, ok := tf.Lookup(newTok); !ok {
+		t.Error("a broken edit dropped the last good tokens")
+	}
+	if !errors.Is(tf.Err(), spark.ErrInvalid) {
+		t.Errorf("Err() = %v, want ErrInvalid for the broken edit", tf.Err())
+	}
+	data, _ := os.ReadFile(path)
+	if _, err := spark.ParseTokens(data); !errors.Is(err, spark.ErrInvalid) || strings.Contains(err.Error(), newTok) {
+		t.Errorf("a plain token in the file: %v, want ErrInvalid that does not repeat it", err)
+	}
+}
