@@ -97,6 +97,7 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 //	DELETE /v1/leases/{id}          cancel queued work (409 when active)
 //	GET    /v1/hosts                sanitized host state
 //	GET    /v1/hosts/{host}/fencing ?token=N: 204 when N is the host's current lease token
+//	GET    /v1/hosts/{host}/state   the controller's view of the host (online, service) for its preflight
 //	POST   /v1/hosts/{host}/heartbeat {"gpu_processes": N}: the host agent's liveness report
 //	POST   /v1/leases/{id}/terminate the operator's emergency stop of active work
 func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
@@ -252,6 +253,18 @@ func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /v1/hosts/{host}/state", func(w http.ResponseWriter, r *http.Request) {
+		if cred := credentialOf(r.Context()); cred.Role != RoleOperator && (cred.Role != RoleHost || cred.Name != r.PathValue("host")) {
+			fail(w, forbidden(cred, "read the state of host "+r.PathValue("host")))
+			return
+		}
+		st, err := c.HostState(r.Context(), r.PathValue("host"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		write(w, http.StatusOK, st)
 	})
 	mux.HandleFunc("POST /v1/hosts/{host}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
 		var body HeartbeatReport
@@ -439,7 +452,17 @@ func (a *APIClient) CheckToken(ctx context.Context, host string, token int64) er
 	return a.do(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(host)+"/fencing", url.Values{"token": {strconv.FormatInt(token, 10)}}, nil, nil)
 }
 
-var _ TokenChecker = (*APIClient)(nil)
+// HostState asks the controller what it knows of host (online, the
+// resident service's host), for the host's preflight.
+func (a *APIClient) HostState(ctx context.Context, host string) (HostState, error) {
+	var st HostState
+	return st, a.do(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(host)+"/state", nil, nil, &st)
+}
+
+var (
+	_ TokenChecker = (*APIClient)(nil)
+	_ TokenChecker = (*Controller)(nil)
+)
 
 // Heartbeat reports the host's liveness and how many compute processes
 // its GPU runs (Controller.Heartbeat). A host that stops reporting goes

@@ -571,6 +571,28 @@ func (c *Controller) CheckToken(ctx context.Context, host string, token int64) e
 	})
 }
 
+// HostState is what the controller knows of host, for its preflight: an
+// unknown host is ErrNotFound.
+func (c *Controller) HostState(ctx context.Context, host string) (HostState, error) {
+	var st HostState
+	err := c.tx(ctx, func(tx Tx) error {
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		h := hostByName(hosts, host)
+		if h.Name == "" {
+			return fmt.Errorf("%w: host %s", ErrNotFound, host)
+		}
+		st = HostState{Online: c.online(h, time.Now()), Service: h.Service}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return st, err
+}
+
 // Terminate is the separately authorized emergency stop of active work.
 func (c *Controller) Terminate(ctx context.Context, id, key string) error {
 	if c.opts.EmergencyKey == "" || subtle.ConstantTimeCompare([]byte(key), []byte(c.opts.EmergencyKey)) != 1 {

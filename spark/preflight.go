@@ -21,9 +21,18 @@ type PreflightChecks struct {
 	Service      ServiceReleased // the service host only
 }
 
-// TokenChecker confirms a lease's fencing token; *Controller implements it.
+// TokenChecker is the controller's side of a preflight: it confirms a
+// lease's fencing token and says what it knows of the host. *Controller
+// and *APIClient implement it.
 type TokenChecker interface {
 	CheckToken(ctx context.Context, host string, token int64) error
+	HostState(ctx context.Context, host string) (HostState, error)
+}
+
+// HostState is what the controller knows of a host, for its preflight.
+type HostState struct {
+	Online  bool `json:"online"`  // a fresh heartbeat
+	Service bool `json:"service"` // the fleet configuration puts the resident service here
 }
 
 // GPUProcesses lists compute processes on the GPU.
@@ -53,6 +62,9 @@ type PreflightRequest struct {
 	Topology    Topology
 	WorkDir     string
 	MinFree     uint64 // bytes
+	// ServiceHost asks for the service-released check even where the
+	// controller's fleet does not put the service (it is asked for
+	// wherever the fleet does, whatever this says).
 	ServiceHost bool
 }
 
@@ -88,6 +100,15 @@ func Preflight(ctx context.Context, c PreflightChecks, r PreflightRequest) error
 	if err := c.Token.CheckToken(ctx, r.Host, r.Token); err != nil {
 		return fail("fencing", err)
 	}
+	// What the host is comes from the controller, never from the
+	// runner's environment, which fails open when unset.
+	st, err := c.Token.HostState(ctx, r.Host)
+	if err != nil {
+		return fail("host-state", err)
+	}
+	if !st.Online {
+		return fail("host-online", fmt.Errorf("the controller sees %s offline (no fresh heartbeat): it admits nothing there", r.Host))
+	}
 	if c.GPU == nil {
 		return fail("gpu-processes", errors.New("no GPU process check is configured"))
 	}
@@ -116,7 +137,7 @@ func Preflight(ctx context.Context, c PreflightChecks, r PreflightRequest) error
 			return fail("interconnect", err)
 		}
 	}
-	if r.ServiceHost {
+	if r.ServiceHost || st.Service {
 		if c.Service == nil {
 			return fail("service-released", errors.New("no check that the resident service released the host"))
 		}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
 )
@@ -137,6 +139,46 @@ func FuzzParseComputeApps(f *testing.F) {
 			if a == "" {
 				t.Fatal("empty app")
 			}
+		}
+	})
+}
+
+// stateSays is the controller's fencing check with its host state
+// replaced.
+type stateSays struct {
+	spark.TokenChecker
+	st spark.HostState
+}
+
+func (s stateSays) HostState(context.Context, string) (spark.HostState, error) { return s.st, nil }
+
+// A preflight fails closed when the controller sees the host offline, and
+// the resident-service check runs wherever the controller's fleet puts
+// the service, whatever the runner's environment says.
+func TestPreflight_TheHostsStateComesFromTheController(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFleet(t)
+		r := f.submit(t, spark.SubmitRequest{Class: spark.MergeCI})
+		f.reconcile(t)
+		tok := f.status(t, r.ID).Request.Token
+		ch := &sparktest.Checks{FreeBytes: 100 << 30, ServiceErr: errors.New("GPU still allocated")}
+		req := spark.PreflightRequest{Host: "spark-2", Token: tok, Topology: spark.Single, WorkDir: "/work", MinFree: 50 << 30}
+		checks := spark.PreflightChecks{Token: f.c, GPU: ch, Disk: ch, Interconnect: ch, Service: ch}
+		if err := spark.Preflight(ctx, checks, req); err != nil {
+			t.Fatalf("spark-2, online and no service host: %v", err)
+		}
+		var pe *spark.PreflightError
+		checks.Token = stateSays{f.c, spark.HostState{Online: true, Service: true}}
+		if err := spark.Preflight(ctx, checks, req); !errors.As(err, &pe) || pe.Check != "service-released" {
+			t.Errorf("the fleet's service host, ServiceHost unset: %v, want the service-released check", err)
+		}
+		checks.Token = f.c
+		faketime.Advance(2 * time.Minute) // no heartbeat since, past the 90 s timeout
+		if err := spark.Preflight(ctx, checks, req); !errors.As(err, &pe) || pe.Check != "host-online" {
+			t.Errorf("an offline host: %v, want the host-online check", err)
+		}
+		if st, err := f.c.HostState(ctx, "spark-1"); err != nil || !st.Service {
+			t.Errorf("spark-1 (the fleet's service host): %+v %v", st, err)
 		}
 	})
 }

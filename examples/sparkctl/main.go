@@ -22,10 +22,12 @@
 // the work directory needs its free space, a pair needs its interconnect
 // check to pass, and the service host needs the resident service to have
 // released it. Each of the last two is a shell command whose exit status 0
-// means yes; without it the check fails closed. Host-specific settings come
-// from the runner's environment (SPARK_SERVICE_HOST, SPARK_INTERCONNECT_CMD,
-// SPARK_SERVICE_RELEASED_CMD), so the workflow need not know the host. Any
-// refusal exits 1 naming the check.
+// means yes; without it the check fails closed. Whether this host is online
+// and whether it is the resident service's host come from the controller
+// (its fleet configuration), never from the environment: a host the
+// controller sees offline is refused. The commands come from the runner's
+// environment (SPARK_INTERCONNECT_CMD, SPARK_SERVICE_RELEASED_CMD), so the
+// workflow need not know the host. Any refusal exits 1 naming the check.
 //
 // heartbeat is what a managed host runs every few seconds (a systemd timer,
 // or a loop in its agent), well inside the controller's heartbeat timeout:
@@ -115,7 +117,7 @@ func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) str
 	case "min-free-gb":
 		fs.IntVar(&s.pf.minFreeGB, name, 50, "free space the job needs in -workdir, GiB")
 	case "service-host":
-		fs.BoolVar(&s.pf.serviceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "this host runs the resident service, which must have released it (default: SPARK_SERVICE_HOST=true)")
+		fs.BoolVar(&s.pf.serviceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "run the service-released check here too (it runs on the controller's service host whatever this says; default: SPARK_SERVICE_HOST=true)")
 	case "interconnect-cmd":
 		fs.StringVar(&s.pf.interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
 	case "service-released-cmd":
