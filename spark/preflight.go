@@ -57,11 +57,11 @@ type ServiceReleased interface {
 
 // PreflightRequest is the job about to start.
 type PreflightRequest struct {
-	Host        string
-	Token       int64
-	Topology    Topology
-	WorkDir     string
-	MinFree     uint64 // bytes
+	Host     string
+	Token    int64
+	Topology Topology
+	WorkDir  string
+	MinFree  uint64 // bytes
 	// ServiceHost asks for the service-released check even where the
 	// controller's fleet does not put the service (it is asked for
 	// wherever the fleet does, whatever this says).
