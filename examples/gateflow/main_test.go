@@ -382,3 +382,33 @@ func TestLifecycle_AHeadThatMovedSinceClassificationPublishesNothing(t *testing.
 		t.Errorf("published %v on a head that was never classified", gates)
 	}
 }
+
+// The policies an adopter would pick instead, SkyPilot's failover and
+// dstack's offers, face the same world and seeds as gpugate, name the
+// documentation their parameters come from, and, without the CUDA proof
+// or gate reuse, pay more per validated ref and show more red gates.
+func TestSimulation_ThePeersPoliciesFaceTheSameWorld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out, _, code := runGateflow(t, nil, "-json", "-simulate-fleet", "-merge-refs", "40", "-seed", "3")
+		var fleet fleetDoc
+		if err := json.Unmarshal([]byte(out), &fleet); code != 0 || err != nil {
+			t.Fatalf("exit %d, %v", code, err)
+		}
+		rows := map[string]fleetRow{}
+		for _, r := range fleet.Policies {
+			rows[r.Name] = r
+		}
+		gg := rows["gpugate"]
+		for _, peer := range []string{"SkyPilot-like", "dstack-like"} {
+			r, ok := rows[peer]
+			switch {
+			case !ok:
+				t.Errorf("no %s row", peer)
+			case r.Source == "":
+				t.Errorf("%s names no documentation for its parameters", peer)
+			case r.USDPerValidated <= gg.USDPerValidated || r.FailedGates < gg.FailedGates:
+				t.Errorf("%s: $%.4f per validated ref, %d red gates; gpugate $%.4f, %d", peer, r.USDPerValidated, r.FailedGates, gg.USDPerValidated, gg.FailedGates)
+			}
+		}
+	})
+}

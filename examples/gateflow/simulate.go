@@ -102,13 +102,24 @@ func defaultModel() failureModel {
 
 var model = durations{Boot: 80, Proof: 35, Setup: 120, Tests: 600, Cleanup: 20}
 
-// policy is gpugate or a baseline.
+// policy is gpugate, one of its ablations, or the policy of a tool an
+// adopter would pick instead.
 type policy struct {
 	Name    string
 	Premium bool // only the premium and A100 tiers
 	NoReuse bool
 	NoStop  bool // no early stop after consecutive startup failures
 	NoProof bool // the runner registers without proving CUDA
+	// Cheapest orders every allowed type by price, cheapest first, with no
+	// tier reserving a slot (types without a live price last).
+	Cheapest bool
+	// Attempts bounds the creates of one provisioning: -1 every
+	// candidate once, 0 the configuration's max_provision_attempts.
+	Attempts int
+	// Passes is how often the whole candidate list is tried when no pod
+	// came up (0 or 1: once).
+	Passes int
+	Source string // where the policy's parameters come from
 }
 
 var policies = []policy{
@@ -117,6 +128,18 @@ var policies = []policy{
 	{Name: "no gate reuse", NoReuse: true},
 	{Name: "no early stop", NoStop: true},
 	{Name: "no smoke proof", NoProof: true},
+	// SkyPilot's auto-failover: the cheapest choice first, then the next
+	// best on a capacity or quota failure, each once; --retry-until-up is
+	// off by default, so one pass. A task's setup runs on whatever came up
+	// (no proof before the job), and nothing knows a merge ref was tested.
+	{Name: "SkyPilot-like", NoProof: true, NoReuse: true, NoStop: true, Cheapest: true, Attempts: -1, Passes: 1,
+		Source: "docs.skypilot.co/en/stable/examples/auto-failover.html (auto-failover; retry_until_up off by default)"},
+	// dstack: offers in price order, at most DSTACK_SERVER_MAX_OFFERS_TRIED
+	// (25) per job, the next offer on a provisioning error, and
+	// retry on_events [no-capacity] trying the offers again; no CUDA proof
+	// before the job, no gate reuse.
+	{Name: "dstack-like", NoProof: true, NoReuse: true, NoStop: true, Cheapest: true, Attempts: 25, Passes: 2,
+		Source: "dstackai/dstack PR #2387 (DSTACK_SERVER_MAX_OFFERS_TRIED, 25), PR #2443 (next offer on error), docs: retry on_events no-capacity"},
 }
 
 // runWorld is one run's draw.
@@ -162,6 +185,7 @@ type fleetRow struct {
 	PaidSecondsPerRun float64 `json:"paid_seconds_per_run"`
 	Validated         int     `json:"validated"`
 	FailedGates       int     `json:"failed_gates"`
+	Source            string  `json:"source,omitempty"` // a peer policy's documentation
 }
 
 func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, error) {
@@ -195,17 +219,22 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, er
 	fmt.Fprintf(out, "paid-time model: boot %.0f s, proof %.0f s, job setup %.0f s, tests %.0f s, cleanup %.0f s\n\n", model.Boot, model.Proof, model.Setup, model.Tests, model.Cleanup)
 	fmt.Fprintf(out, "%-20s %13s %12s %9s %11s %10s %13s\n", "policy", "paid runs/ref", "$/validated", "$ wasted", "paid s/run", "validated", "failed gates")
 	doc := &fleetDoc{MergeRefs: o.prsPerMonth, RunsPerUpstreamRun: o.deliveriesPerUpstreamRun, Seed: o.seed}
-	row := func(name string, t tally) {
-		r := fleetRow{Name: name, PaidRunsPerRef: ratio(float64(t.PaidRuns), float64(o.prsPerMonth)), USDPerValidated: ratio(t.Dollars, float64(t.Validated)),
+	row := func(name, source string, t tally) {
+		r := fleetRow{Name: name, Source: source, PaidRunsPerRef: ratio(float64(t.PaidRuns), float64(o.prsPerMonth)), USDPerValidated: ratio(t.Dollars, float64(t.Validated)),
 			USDWasted: t.Wasted, PaidSecondsPerRun: ratio(t.Seconds, float64(t.PaidRuns)), Validated: t.Validated, FailedGates: t.Failed}
 		doc.Policies = append(doc.Policies, r)
 		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", r.Name, r.PaidRunsPerRef, r.USDPerValidated, r.USDWasted, r.PaidSecondsPerRun, r.Validated, o.prsPerMonth, r.FailedGates)
 	}
 	for i, p := range policies {
-		row(p.Name, results[i])
+		row(p.Name, p.Source, results[i])
 	}
-	row("oracle lower bound", oracle)
+	row("oracle lower bound", "", oracle)
 	fmt.Fprintln(out, "\n$ wasted: paid time on rejected candidates. failed gates: red checks a maintainer saw before a re-run.")
+	for _, p := range policies {
+		if p.Source != "" {
+			fmt.Fprintf(out, "%s: %s\n", p.Name, p.Source)
+		}
+	}
 	return doc, nil
 }
 
@@ -319,11 +348,39 @@ func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, g
 		offers = nil
 	}
 	plan := runpod.CandidatePlan(cfg, offers)
+	if p.Cheapest {
+		plan = slices.Clone(plan)
+		slices.SortStableFunc(plan, func(a, b runpod.Candidate) int {
+			switch {
+			case a.Price == b.Price:
+				return 0
+			case a.Price == 0: // no live price: after every priced offer
+				return 1
+			case b.Price == 0:
+				return -1
+			case a.Price < b.Price:
+				return -1
+			}
+			return 1
+		})
+	}
+	switch {
+	case p.Attempts < 0:
+		cfg.MaxProvisionAttempts = len(plan)
+	case p.Attempts > 0:
+		cfg.MaxProvisionAttempts = p.Attempts
+	}
 	tmpl := runpod.PodTemplate{Image: pinnedImage, RunnerPrefix: fmt.Sprintf("sim-%d-%d", ref, try),
 		Owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: int64(ref + 1), RunAttempt: try + 1}}
 	res, _ := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan, tmpl)
+	attempts := res.Attempts
+	for pass := 2; pass <= p.Passes && res.PodID == ""; pass++ {
+		tmpl.RunnerPrefix = fmt.Sprintf("sim-%d-%d-p%d", ref, try, pass)
+		res, _ = runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan, tmpl)
+		attempts = append(attempts, res.Attempts...)
+	}
 	paid := false
-	for _, a := range res.Attempts {
+	for _, a := range attempts {
 		if a.PodID == "" {
 			continue
 		}
