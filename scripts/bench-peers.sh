@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs gpugate's hot paths beside the tools an adopter would use instead,
+# on the same input in one run, and prints each pair's figures and ratio:
+#   cachetrust.Key            vs  find | xargs sha256sum
+#   changepolicy.Classify     vs  picomatch (npm; dorny/paths-filter's matcher)
+#   partition check           vs  jq over the same nextest listing
+#   partition checkpoint      vs  GNU tar -x of the same checkpoint
+# Needs Go, node and npm (picomatch is installed into a temporary
+# directory from the npm registry), jq and GNU tar. Takes a few minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+metric() { # metric NAME < benchmark output: the value before NAME on the first line that has it
+	awk -v m="$1" '{ for (i = 2; i <= NF; i++) if ($i == m) { print $(i-1); exit } }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+echo "== cachetrust.Key vs sha256sum (50,000 files, 976 MiB)"
+for procs in 1 2; do
+	out=$(GOMAXPROCS=$procs go test ./cachetrust -run '^$' -bench 'BenchmarkKey/files=50000' -benchtime 3x 2>&1)
+	ours=$(metric MB/s <<<"$out")
+	peer=$(metric sha256sum-MB/s <<<"$out")
+	echo "GOMAXPROCS=$procs  Key ${ours} MB/s   sha256sum (xargs -P 2) ${peer} MB/s   Key/sha256sum $(ratio "$ours" "$peer")"
+done
+floor=$(go test ./cachetrust -run '^$' -bench 'BenchmarkSHA256Floor' -benchtime 3x 2>&1 | metric MB/s || true)
+[ -z "$floor" ] || echo "SHA-256 floor on one core: ${floor} MB/s"
+
+echo "== changepolicy.Classify vs picomatch (100,000 paths x 200 globs)"
+GPUGATE_PEER_CORPUS="$tmp" go test ./changepolicy -run '^TestWritePeerCorpus$' -count=1 >/dev/null
+out=$(go test ./changepolicy -run '^$' -bench 'BenchmarkClassify/paths=100000/' -benchtime 5x 2>&1)
+ours=$(metric ns/op <<<"$out")
+ours_per=$(awk -v t="$ours" 'BEGIN { printf "%.0f", t / 100000 }')
+(cd "$tmp" && npm install --silent --no-audit --no-fund picomatch@4 >/dev/null 2>&1)
+cat >"$tmp/match.js" <<'JS'
+const pm = require('picomatch');
+const globs = require('./globs.json'), paths = require('./paths.json');
+const positive = globs.filter(g => !g.startsWith('!')).map(g => pm(g, {dot: true}));
+const negative = globs.filter(g => g.startsWith('!')).map(g => pm(g.slice(1), {dot: true}));
+let best = Infinity, hits = 0;
+for (let run = 0; run < 5; run++) {
+  const t = process.hrtime.bigint();
+  hits = 0;
+  for (const p of paths) if (positive.some(m => m(p)) && !negative.some(m => m(p))) hits++;
+  best = Math.min(best, Number(process.hrtime.bigint() - t));
+}
+console.log(Math.round(best / paths.length), hits);
+JS
+read -r peer_per _ < <(cd "$tmp" && node match.js)
+echo "Classify ${ours_per} ns/path   picomatch ${peer_per} ns/path   picomatch/Classify $(ratio "$peer_per" "$ours_per")"
+
+echo "== partition check vs jq (200,000 tests)"
+if go test ./partition -list 'BenchmarkPeer' 2>/dev/null | grep -q BenchmarkPeer; then
+	go test ./partition -run '^$' -bench 'BenchmarkPeer' -benchtime 3x 2>&1 | grep -E '^Benchmark' || true
+else
+	echo "(partition has no peer benchmark in this build)"
+fi
