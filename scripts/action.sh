@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The composite Action's dispatcher (action.yml): maps the step input and
-# the GPUGATE_* environment to one example program's flags. Inputs arrive
-# as environment variables and are passed as separate arguments, never
-# evaluated. Paths are relative to the workspace.
+# The composite Action's dispatcher (action.yml and the per-step actions):
+# maps the step input and the GPUGATE_* environment to one example
+# program's flags. Inputs arrive as environment variables and are passed as
+# separate arguments, never evaluated. Paths are relative to the workspace.
+#
+# The programs are the verified release binaries scripts/install.sh put in
+# GPUGATE_BIN, or, where it has none (the Action used at a commit, a
+# branch, an unreleased tag), built here from the Action's own checkout.
 set -euo pipefail
 
 ws="${GITHUB_WORKSPACE:-$PWD}"
@@ -13,6 +17,20 @@ sim=()
 if [ "${GPUGATE_SIMULATE:-false}" = true ]; then sim=(-simulate); fi
 need() { # need VALUE "what is missing"
 	[ -n "$1" ] || fail "$2"
+}
+program() { # program NAME: prints the path of examples/NAME's command
+	if [ -n "${GPUGATE_BIN:-}" ] && [ -x "$GPUGATE_BIN/$1" ]; then
+		printf '%s' "$GPUGATE_BIN/$1"
+		return
+	fi
+	local cmd="${RUNNER_TEMP:-/tmp}/gpugate-run/$1"
+	(cd "$action" && go build -o "$cmd" "./examples/$1") >&2 || return 1
+	printf '%s' "$cmd"
+}
+partition_files() { # the partition-files input, as arguments
+	local f files
+	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
+	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
 }
 
 args=()
@@ -63,6 +81,10 @@ provision)
 	[ -z "${GPUGATE_NVRTC_TIERS:-}" ] || args+=(-nvrtc-tiers "$(rel "$GPUGATE_NVRTC_TIERS")")
 	if [ -n "${GPUGATE_PROOF_PATH:-}" ]; then
 		args+=(-proof-path "$GPUGATE_PROOF_PATH")
+	elif [ ${#sim[@]} -eq 0 ] && [ -n "${GPUGATE_BIN:-}" ] && [ -x "$GPUGATE_BIN/smoke" ]; then
+		# The release's smoke is the proof, built with smoke.ProofBuildArgs
+		# (scripts/release.sh).
+		args+=(-proof "$GPUGATE_BIN/smoke")
 	elif [ ${#sim[@]} -eq 0 ]; then
 		# The CUDA proof is built from the Action's own (pinned) checkout,
 		# never from the pull request, and travels in each pod's create
@@ -116,18 +138,19 @@ reap)
 	# after the pod's deletion is confirmed (the job's actions: write).
 	[ "${GPUGATE_EXECUTE:-false}" != true ] || args+=(-execute -cancel-runs)
 	;;
-partition-check | partition-select)
+partition-check)
 	prog=partition
-	need "${GPUGATE_PARTITION_FILES:-}" "step $GPUGATE_STEP needs partition-files"
-	if [ "$GPUGATE_STEP" = partition-check ]; then
-		args=(check -format "${GPUGATE_FORMAT:-nextest}")
-		[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
-	else
-		args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
-		if [ "${GPUGATE_REQUIRE_TESTS:-true}" = true ]; then args+=(-require-tests); fi
-	fi
-	read -r -a files <<<"$GPUGATE_PARTITION_FILES"
-	for f in "${files[@]}"; do args+=("$(rel "$f")"); done
+	need "${GPUGATE_PARTITION_FILES:-}" "step partition-check needs partition-files"
+	args=(check -format "${GPUGATE_FORMAT:-nextest}")
+	[ -z "${GPUGATE_INVENTORY:-}" ] || args+=(-inventory "$(rel "$GPUGATE_INVENTORY")")
+	partition_files
+	;;
+partition-select)
+	prog=partition
+	need "${GPUGATE_PARTITION_FILES:-}" "step partition-select needs partition-files"
+	args=(select -category "${GPUGATE_CATEGORY:-single-gpu}")
+	if [ "${GPUGATE_REQUIRE_TESTS:-true}" = true ]; then args+=(-require-tests); fi
+	partition_files
 	;;
 cache-check)
 	prog=cachecheck
@@ -166,7 +189,11 @@ install)
 	mkdir -p "$bin"
 	for c in "${cmds[@]}"; do
 		[[ -n "$c" && "$c" != *[!a-z]* && -f "$action/examples/$c/main.go" ]] || fail "step install: unknown command \"$c\": want one of gpugate's examples/ programs (partition, cachecheck, smoke, ...)"
-		(cd "$action" && CGO_ENABLED=0 go build -trimpath -o "$bin/$c" "./examples/$c")
+		if [ -n "${GPUGATE_BIN:-}" ] && [ -x "$GPUGATE_BIN/$c" ]; then
+			cp -- "$GPUGATE_BIN/$c" "$bin/$c"
+		else
+			(cd "$action" && CGO_ENABLED=0 go build -trimpath -o "$bin/$c" "./examples/$c")
+		fi
 	done
 	echo "$bin" >>"${GITHUB_PATH:-/dev/null}"
 	echo "bin=$bin" >>"${GITHUB_OUTPUT:-/dev/null}"
@@ -198,6 +225,7 @@ cuda-tree)
 	# a reader's rejected restore, installs normally. Only the publisher
 	# saves the cache, so there a rejected restore fails instead.
 	tree="${GPUGATE_TREE:-}"
+	need "${GPUGATE_TREE:-}" "step cuda-tree needs tree, the tree's fixed absolute path"
 	case "$tree" in
 	/?*) ;;
 	*) fail "step cuda-tree needs tree, the tree's fixed absolute path (got \"$tree\")" ;;
@@ -208,12 +236,14 @@ cuda-tree)
 	read -r -a excls <<<"${GPUGATE_EXCLUDE:-}"
 	read -r -a hdrs <<<"${GPUGATE_HEADERS:-}"
 	[ ${#hdrs[@]} -eq 0 ] || [ -n "${GPUGATE_COMPILE_ARCH:-}" ] || fail "step cuda-tree: headers are compiled by the tree's NVRTC: give compile-arch too"
+	[ $((${#reqs[@]} + ${#excls[@]})) -eq 0 ] || cachecheck=$(program cachecheck)
+	[ -z "${GPUGATE_COMPILE_ARCH:-}" ] || smoke=$(program smoke)
 	check() {
 		local ok=0 args=(-tree "$tree")
 		if [ $((${#reqs[@]} + ${#excls[@]})) -gt 0 ]; then
 			for r in "${reqs[@]}"; do args+=(-require "$r"); done
 			for x in "${excls[@]}"; do args+=(-exclude "$x"); done
-			(cd "$action" && go run ./examples/cachecheck "${args[@]}") || ok=1
+			"$cachecheck" "${args[@]}" || ok=1
 		fi
 		if [ -n "${GPUGATE_COMPILE_ARCH:-}" ]; then
 			local sargs=(-compile-only "$tree/lib64" -arch "$GPUGATE_COMPILE_ARCH")
@@ -221,7 +251,7 @@ cuda-tree)
 				sargs+=(-include "$tree/include")
 				for h in "${hdrs[@]}"; do sargs+=(-header "$h"); done
 			fi
-			(cd "$action" && go run ./examples/smoke "${sargs[@]}") || ok=1
+			"$smoke" "${sargs[@]}" || ok=1
 		fi
 		return $ok
 	}
@@ -266,10 +296,9 @@ authorize | publish | provision | local-relay)
 	;;
 esac
 
-# Built, then exec'd, so that this step's process is the program: the
-# runner cancels a step by signalling that one process (SIGINT, then
-# SIGTERM), and provision must then delete a pod it created. `go run`
-# would keep the signal from the program.
-cmd="${RUNNER_TEMP:-/tmp}/gpugate-run/$prog"
-(cd "$action" && go build -o "$cmd" "./examples/$prog")
+# Installed or built, then exec'd, so that this step's process is the
+# program: the runner cancels a step by signalling that one process
+# (SIGINT, then SIGTERM), and provision must then delete a pod it created.
+# `go run` would keep the signal from the program.
+cmd=$(program "$prog")
 exec "$cmd" "${args[@]}"

@@ -1,6 +1,8 @@
-// Package actiontest checks the composite Action (action.yml at the
-// repository root): every input and output is wired, and every step's
-// command runs against the fakes.
+// Package actiontest checks the composite actions (action.yml at the
+// repository root, the compatibility dispatcher, and one action per step,
+// <step>/action.yml): every input and output is wired, every step's
+// command runs against the fakes, and the commands are installed from a
+// verified release or built from source.
 package actiontest
 
 import (
@@ -25,29 +27,55 @@ import (
 )
 
 type action struct {
-	Inputs  map[string]struct{ Description, Default string } `yaml:"inputs"`
-	Outputs map[string]struct{ Description, Value string }   `yaml:"outputs"`
+	Name        string                       `yaml:"name"`
+	Description string                       `yaml:"description"`
+	Branding    struct{ Icon, Color string } `yaml:"branding"`
+	Inputs      map[string]struct {
+		Description, Default string
+		Required             bool
+	} `yaml:"inputs"`
+	Outputs map[string]struct{ Description, Value string } `yaml:"outputs"`
 	Runs    struct {
-		Steps []struct {
-			ID   string            `yaml:"id"`
-			Uses string            `yaml:"uses"`
-			Env  map[string]string `yaml:"env"`
-			Run  string            `yaml:"run"`
-		} `yaml:"steps"`
+		Using string       `yaml:"using"`
+		Steps []actionStep `yaml:"steps"`
 	} `yaml:"runs"`
+}
+
+type actionStep struct {
+	ID    string            `yaml:"id"`
+	Name  string            `yaml:"name"`
+	If    string            `yaml:"if"`
+	Uses  string            `yaml:"uses"`
+	With  map[string]string `yaml:"with"`
+	Env   map[string]string `yaml:"env"`
+	Shell string            `yaml:"shell"`
+	Run   string            `yaml:"run"`
+}
+
+// step returns the action's step with the id, or nil.
+func (a action) step(id string) *actionStep {
+	for i := range a.Runs.Steps {
+		if a.Runs.Steps[i].ID == id {
+			return &a.Runs.Steps[i]
+		}
+	}
+	return nil
 }
 
 const root = "../.."
 
-func loadAction(t *testing.T) action {
+func loadAction(t *testing.T) action { return loadActionFile(t, "action.yml") }
+
+// loadActionFile reads the action.yml at rel, relative to the repository.
+func loadActionFile(t *testing.T, rel string) action {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root, "action.yml"))
+	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var a action
 	if err := yaml.Unmarshal(data, &a); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", rel, err)
 	}
 	return a
 }
@@ -60,43 +88,6 @@ func envName(input string) string {
 		return "RUNPOD_API_KEY"
 	}
 	return "GPUGATE_" + strings.ToUpper(strings.ReplaceAll(input, "-", "_"))
-}
-
-func TestEveryInputAndOutputIsWired(t *testing.T) {
-	a := loadAction(t)
-	script, err := os.ReadFile(filepath.Join(root, "scripts/action.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var run = a.Runs.Steps[len(a.Runs.Steps)-1]
-	if run.ID != "run" {
-		t.Fatalf("the last step must be id run: %+v", run)
-	}
-	for name, in := range a.Inputs {
-		if in.Description == "" {
-			t.Errorf("input %s has no description", name)
-		}
-		env := envName(name)
-		if got := run.Env[env]; got != "${{ inputs."+name+" }}" {
-			t.Errorf("input %s: env %s = %q", name, env, got)
-		}
-		if env != "GITHUB_TOKEN" && env != "RUNPOD_API_KEY" && !strings.Contains(string(script), env) {
-			t.Errorf("input %s: scripts/action.sh never reads %s", name, env)
-		}
-	}
-	for name, out := range a.Outputs {
-		if out.Value != "${{ steps.run.outputs."+name+" }}" || out.Description == "" {
-			t.Errorf("output %s: %+v", name, out)
-		}
-	}
-	for _, s := range a.Runs.Steps {
-		if s.Uses != "" && !regexp.MustCompile(`@[0-9a-f]{40}$`).MatchString(s.Uses) {
-			t.Errorf("%s is not pinned by SHA", s.Uses)
-		}
-		if strings.Contains(s.Run, "${{") {
-			t.Errorf("a run script splices an expression: %q", s.Run)
-		}
-	}
 }
 
 // fakeGitHub serves the REST calls the gate and classify steps make.
@@ -158,6 +149,7 @@ func TestEveryStepRunsAgainstTheFakes(t *testing.T) {
 	a := loadAction(t)
 	abs, _ := filepath.Abs(root)
 	bin := t.TempDir()
+	bindir := bin
 	progs := []string{"classify", "gate", "provision", "watch", "cleanup", "reap", "partition", "cachecheck", "costreport", "smoke"}
 	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, func() []string {
 		var p []string
@@ -219,10 +211,49 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 env >"$1/install-env"
 `), 0o755)
 	runtimeReq := "lib/libcutensor.so.2 lib/libcufft.so*"
+	rules := filepath.Join(abs, "internal/actiontest/testdata/cache-rules.yml")
 	const apiKey = "rpa_action_test_secret_value"
 	declared := map[string]bool{}
 	for name := range a.Outputs {
 		declared[name] = false
+	}
+	// Each per-step action's outputs, by the name the program writes.
+	perStep := map[string]map[string]bool{}
+	for _, d := range perStepActions(t) {
+		perStep[d] = map[string]bool{}
+		for name := range loadActionFile(t, d+"/action.yml").Outputs {
+			perStep[d][strings.ReplaceAll(name, "-", "_")] = false
+		}
+	}
+	// Installed from a release, a step runs the verified commands
+	// scripts/install.sh put in GPUGATE_BIN (here the prebuilt ones it
+	// names for the step, and nothing else), and never Go.
+	noGo := t.TempDir()
+	os.WriteFile(filepath.Join(noGo, "go"), []byte("#!/bin/sh\necho \"go $*: a step installed from a release ran Go\" >&2\nexit 97\n"), 0o755)
+	released := func(t *testing.T, step, commands string) string {
+		t.Helper()
+		dir := t.TempDir()
+		cmd := exec.Command("bash", filepath.Join(abs, "scripts/install.sh"))
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GPUGATE_ACTION_REF=main", "GPUGATE_STEP=" + step, "GPUGATE_COMMANDS=" + commands, "ACTION_PATH=" + abs, "RUNNER_TEMP=" + dir}
+		out, err := cmd.CombinedOutput()
+		m := regexp.MustCompile(`building (.*) from source`).FindSubmatch(out)
+		if err != nil || m == nil {
+			t.Fatalf("install.sh names no commands for %s: %v\n%s", step, err, out)
+		}
+		bin := filepath.Join(dir, "release")
+		os.Mkdir(bin, 0o755)
+		for _, c := range strings.Fields(string(m[1])) {
+			switch c {
+			case "nothing":
+			case "smoke":
+				// The release's smoke is the proof, built small with
+				// smoke.ProofBuildArgs; a stand-in ELF travels as well.
+				os.WriteFile(filepath.Join(bin, c), []byte("\x7fELF release proof"), 0o755)
+			default:
+				os.Symlink(filepath.Join(bindir, c), filepath.Join(bin, c))
+			}
+		}
+		return bin
 	}
 	steps := []struct {
 		step  string
@@ -257,7 +288,9 @@ env >"$1/install-env"
 			map[string]string{"filter": "(binary_id(=tenferro-cuda::capability) & (test(=two_device_registration)))", "not_run": "tenferro-cuda::capability two_device_registration (two-device)", "tests": "1"}},
 		{"publish", map[string]string{"GPUGATE_HEAD_SHA": strings.Repeat("1", 40), "GPUGATE_TESTED_REF": strings.Repeat("2", 40), "GPUGATE_KIND": "paid", "GPUGATE_TESTS_PASSED": "true",
 			"GPUGATE_NOT_RUN": "tenferro-cuda::capability two_device_registration (two-device)"}, []string{"published"}, nil},
-		{"cache-check", nil, nil, nil},
+		// This repository's workflows, under its own rules (the release
+		// workflow publishes).
+		{"cache-check", map[string]string{"GPUGATE_RULES": rules}, nil, nil},
 		{"cache-check", map[string]string{"GPUGATE_CACHE_KEY": "true", "GPUGATE_TOOLCHAIN": "rustc 1.95.0 (59807616e 2026-04-14)"}, []string{"key"}, nil},
 		{"cache-check", map[string]string{"GPUGATE_FIND_ARTIFACT": "cuda-archive-v1-abc"}, []string{"artifact_id", "artifact_run_id"}, map[string]string{"artifact_id": "8", "artifact_run_id": "80"}},
 		{"local-relay", map[string]string{"GPUGATE_ACTOR": "maint", "GPUGATE_PR": "5", "GPUGATE_HEAD_SHA": strings.Repeat("1", 40)}, []string{"check_id"}, nil},
@@ -274,91 +307,116 @@ env >"$1/install-env"
 	inGit := exec.Command("git", "-C", abs, "rev-parse", "--is-inside-work-tree").Run() == nil
 	keys := map[string]string{} // the content key by toolchain input
 	for _, s := range steps {
-		t.Run(s.step, func(t *testing.T) {
-			if s.step == "classify" && !inGit {
+		for _, mode := range []string{"built from source", "installed from a release"} {
+			t.Run(s.step+"/"+mode, func(t *testing.T) {
+				if s.step == "classify" && !inGit {
+					for _, w := range s.wants {
+						declared[w] = true
+						perStep[s.step][w] = true
+					}
+					t.Skip("the repository is not a git checkout here: classify needs git's view of it")
+				}
+				dir := t.TempDir()
+				outFile := filepath.Join(dir, "output")
+				path := stub + ":" + os.Getenv("PATH")
+				if mode != "built from source" {
+					path = noGo + ":" + os.Getenv("PATH")
+				}
+				env := []string{"PATH=" + path, "HOME=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
+					"GITHUB_OUTPUT=" + outFile, "GITHUB_STEP_SUMMARY=" + filepath.Join(dir, "summary"), "RUNNER_TEMP=" + dir,
+					"GITHUB_REPOSITORY=o/r", "GITHUB_API_URL=" + gh.URL + "/", "GITHUB_TOKEN=ghs_action_test_token", "RUNPOD_API_KEY=" + apiKey,
+					"GPUGATE_STEP=" + s.step}
+				if mode != "built from source" {
+					env = append(env, "GPUGATE_BIN="+released(t, s.step, s.env["GPUGATE_COMMANDS"]))
+				}
+				for k, v := range s.env {
+					env = append(env, k+"="+v)
+				}
+				cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
+				cmd.Env, cmd.Dir = env, dir
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				for _, secret := range []string{apiKey, "ghs_action_test_token"} {
+					if strings.Contains(string(out), secret) {
+						t.Errorf("step %s printed a secret", s.step)
+					}
+				}
+				written, _ := os.ReadFile(outFile)
 				for _, w := range s.wants {
+					if !regexp.MustCompile(`(?m)^` + w + `(=|<<)`).Match(written) {
+						t.Errorf("step %s did not write output %s:\n%s", s.step, w, written)
+					}
+					if _, ok := declared[w]; !ok {
+						t.Errorf("step %s writes %s, which action.yml does not declare", s.step, w)
+					}
 					declared[w] = true
 				}
-				t.Skip("the repository is not a git checkout here: classify needs git's view of it")
-			}
-			dir := t.TempDir()
-			outFile := filepath.Join(dir, "output")
-			env := []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
-				"GITHUB_OUTPUT=" + outFile, "GITHUB_STEP_SUMMARY=" + filepath.Join(dir, "summary"), "RUNNER_TEMP=" + dir,
-				"GITHUB_REPOSITORY=o/r", "GITHUB_API_URL=" + gh.URL + "/", "GITHUB_TOKEN=ghs_action_test_token", "RUNPOD_API_KEY=" + apiKey,
-				"GPUGATE_STEP=" + s.step}
-			for k, v := range s.env {
-				env = append(env, k+"="+v)
-			}
-			cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
-			cmd.Env, cmd.Dir = env, dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			for _, secret := range []string{apiKey, "ghs_action_test_token"} {
-				if strings.Contains(string(out), secret) {
-					t.Errorf("step %s printed a secret", s.step)
+				// Whatever the program writes, the step's own action declares.
+				for _, m := range regexp.MustCompile(`(?m)^([a-z_]+)(?:=|<<)`).FindAllSubmatch(written, -1) {
+					name := string(m[1])
+					if _, ok := perStep[s.step][name]; !ok {
+						t.Errorf("step %s writes %s, which %s/action.yml does not declare as %s", s.step, name, s.step, strings.ReplaceAll(name, "_", "-"))
+					}
+					perStep[s.step][name] = true
 				}
-			}
-			written, _ := os.ReadFile(outFile)
-			for _, w := range s.wants {
-				if !regexp.MustCompile(`(?m)^` + w + `(=|<<)`).Match(written) {
-					t.Errorf("step %s did not write output %s:\n%s", s.step, w, written)
-				}
-				if _, ok := declared[w]; !ok {
-					t.Errorf("step %s writes %s, which action.yml does not declare", s.step, w)
-				}
-				declared[w] = true
-			}
-			switch s.step {
-			case "cache-check":
-				// The toolchain input reaches the key.
-				if key := regexp.MustCompile(`(?m)^key=(.+)$`).FindSubmatch(written); key != nil {
-					keys[s.env["GPUGATE_TOOLCHAIN"]] = string(key[1])
-					if len(keys) == 2 && keys[""] == keys[s.env["GPUGATE_TOOLCHAIN"]] {
-						t.Errorf("the toolchain input does not change the key %s", keys[""])
+				switch s.step {
+				case "cache-check":
+					// The toolchain input reaches the key.
+					if key := regexp.MustCompile(`(?m)^key=(.+)$`).FindSubmatch(written); key != nil {
+						keys[s.env["GPUGATE_TOOLCHAIN"]] = string(key[1])
+						if len(keys) == 2 && keys[""] == keys[s.env["GPUGATE_TOOLCHAIN"]] {
+							t.Errorf("the toolchain input does not change the key %s", keys[""])
+						}
+					}
+				case "install":
+					// Each command is built from the Action's checkout into the
+					// directory the step puts on the job's PATH.
+					bin := filepath.Join(dir, "gpugate-bin")
+					for _, c := range []string{"partition", "cachecheck"} {
+						if _, err := os.Stat(filepath.Join(bin, c)); err != nil {
+							t.Errorf("install did not build %s: %v", c, err)
+						}
+					}
+					if !strings.Contains(string(written), "bin="+bin+"\n") {
+						t.Errorf("install's bin output:\n%s", written)
+					}
+				case "cleanup":
+					// The observations reach the cost report.
+					if rep, _ := os.ReadFile(filepath.Join(dir, "cost-report.json")); s.env["GPUGATE_CACHE_OBSERVATIONS"] != "" && !strings.Contains(string(rep), `"archive": true`) {
+						t.Errorf("the cost report carries no cache observations:\n%s", rep)
+					}
+				case "free-disk":
+					if _, err := os.Stat(freeable); !os.IsNotExist(err) {
+						t.Errorf("free-disk left %s: %v", freeable, err)
 					}
 				}
-			case "install":
-				// Each command is built from the Action's checkout into the
-				// directory the step puts on the job's PATH.
-				bin := filepath.Join(dir, "gpugate-bin")
-				for _, c := range []string{"partition", "cachecheck"} {
-					if _, err := os.Stat(filepath.Join(bin, c)); err != nil {
-						t.Errorf("install did not build %s: %v", c, err)
+				if s.step == "reap" {
+					// The reaper's decisions are its recovery record: the
+					// workflow uploads this file.
+					if _, err := os.Stat(filepath.Join(dir, "reap-decisions.json")); err != nil {
+						t.Errorf("the reap step wrote no decisions file: %v", err)
 					}
 				}
-				if !strings.Contains(string(written), "bin="+bin+"\n") {
-					t.Errorf("install's bin output:\n%s", written)
+				for name, want := range s.is {
+					if !regexp.MustCompile(`(?m)^` + name + `=` + regexp.QuoteMeta(want) + `$`).Match(written) {
+						t.Errorf("step %s: want output %s=%s:\n%s", s.step, name, want, written)
+					}
 				}
-			case "cleanup":
-				// The observations reach the cost report.
-				if rep, _ := os.ReadFile(filepath.Join(dir, "cost-report.json")); s.env["GPUGATE_CACHE_OBSERVATIONS"] != "" && !strings.Contains(string(rep), `"archive": true`) {
-					t.Errorf("the cost report carries no cache observations:\n%s", rep)
-				}
-			case "free-disk":
-				if _, err := os.Stat(freeable); !os.IsNotExist(err) {
-					t.Errorf("free-disk left %s: %v", freeable, err)
-				}
-			}
-			if s.step == "reap" {
-				// The reaper's decisions are its recovery record: the
-				// workflow uploads this file.
-				if _, err := os.Stat(filepath.Join(dir, "reap-decisions.json")); err != nil {
-					t.Errorf("the reap step wrote no decisions file: %v", err)
-				}
-			}
-			for name, want := range s.is {
-				if !regexp.MustCompile(`(?m)^` + name + `=` + regexp.QuoteMeta(want) + `$`).Match(written) {
-					t.Errorf("step %s: want output %s=%s:\n%s", s.step, name, want, written)
-				}
-			}
-		})
+			})
+		}
 	}
 	for name, seen := range declared {
 		if !seen && name != "from_id" { // from_id is written only when a gate is reused
 			t.Errorf("declared output %s was written by no step", name)
+		}
+	}
+	for step, outputs := range perStep {
+		for name, seen := range outputs {
+			if !seen && name != "from_id" && name != "from_url" { // written only when a gate is reused
+				t.Errorf("%s/action.yml declares %s, which no run of the step wrote", step, strings.ReplaceAll(name, "_", "-"))
+			}
 		}
 	}
 	// A real provision builds the proof from the Action's checkout with
@@ -368,7 +426,7 @@ env >"$1/install-env"
 		dir := t.TempDir()
 		cmd := exec.Command("bash", filepath.Join(abs, "scripts/action.sh"))
 		cmd.Env = []string{"PATH=" + stub + ":" + os.Getenv("PATH"), "HOME=" + dir, "RUNNER_TEMP=" + dir, "GITHUB_WORKSPACE=" + abs, "ACTION_PATH=" + abs,
-			"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=o/r", "RUNPOD_API_KEY=" + apiKey, "GITHUB_TOKEN=ghs_action_test_token", "GPUGATE_STEP=provision"}
+			"GITHUB_ACTIONS=true", "GITHUB_REPOSITORY=o/r", "GITHUB_RUN_ID=9", "RUNPOD_API_KEY=" + apiKey, "GITHUB_TOKEN=ghs_action_test_token", "GPUGATE_STEP=provision"}
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "pin its sha256") {
 			t.Errorf("want a refusal of the unpinned tiers: %v\n%s", err, out)
