@@ -211,7 +211,7 @@ ln -sf libcutensor.so.2.1.0 "$1/lib/libcutensor.so.2"
 env >"$1/install-env"
 `), 0o755)
 	runtimeReq := "lib/libcutensor.so.2 lib/libcufft.so*"
-	rules := filepath.Join(abs, "internal/actiontest/testdata/cache-rules.yml")
+	rules := filepath.Join(abs, ".github/cache-rules.yml")
 	const apiKey = "rpa_action_test_secret_value"
 	declared := map[string]bool{}
 	for name := range a.Outputs {
