@@ -81,7 +81,121 @@ func (r Report) String() string {
 // files), and no entries for tests that no longer exist, with a rename hint
 // when the same name appears under another binary or a near name in the
 // same binary. An inventory with no test is never OK (Report.Empty).
+//
+// Both lists are walked in test order: the inventory is sorted as the
+// parsers return it, and partition files are kept sorted, so its cost is
+// linear in their length; the few lines out of order are sorted first.
+// Lists far from sorted are indexed in maps instead.
 func Check(inv Inventory, p Partition) Report {
+	if disordered(inv, func(id *TestID) *TestID { return id }) || disordered(p.Entries, func(e *Entry) *TestID { return &e.ID }) {
+		return checkByMaps(inv, p)
+	}
+	return checkByMerge(inv, p)
+}
+
+// checkByMerge is Check walking both lists in test order.
+func checkByMerge(inv Inventory, p Partition) Report {
+	ents := p.Entries
+	r := Report{Empty: len(inv) == 0}
+	invOrder := sortedOrder(inv, func(id *TestID) *TestID { return id })
+	entOrder := sortedOrder(ents, func(e *Entry) *TestID { return &e.ID })
+	invAt := func(k int) *TestID {
+		if invOrder != nil {
+			return &inv[invOrder[k]]
+		}
+		return &inv[k]
+	}
+	entAt := func(k int) int {
+		if entOrder != nil {
+			return entOrder[k]
+		}
+		return k
+	}
+	var newTests, stale []int // indices in inv and in ents
+	type dup struct{ first, at, n int }
+	var dups []dup // runs entOrder[at:at+n] of one test's entries
+	for i, j := 0, 0; i < len(inv) || j < len(ents); {
+		c := 1
+		switch {
+		case j == len(ents):
+			c = -1
+		case i < len(inv):
+			c = compareIDs(*invAt(i), ents[entAt(j)].ID)
+		}
+		if c < 0 {
+			if invOrder != nil {
+				newTests = append(newTests, invOrder[i])
+			} else {
+				newTests = append(newTests, i)
+			}
+			i++
+			continue
+		}
+		// The entries for the test at j, in the partition's order.
+		id := &ents[entAt(j)].ID
+		g := j + 1
+		for g < len(ents) && ents[entAt(g)].ID == *id {
+			g++
+		}
+		if g-j > 1 {
+			dups = append(dups, dup{entAt(j), j, g - j})
+		}
+		if c == 0 {
+			for i < len(inv) && *invAt(i) == *id {
+				i++
+			}
+		} else {
+			for k := j; k < g; k++ {
+				stale = append(stale, entAt(k))
+			}
+		}
+		j = g
+	}
+	// Report in the inventory's and the partition's own order.
+	if invOrder != nil {
+		slices.Sort(newTests)
+	}
+	if entOrder != nil {
+		slices.Sort(stale)
+		slices.SortFunc(dups, func(a, b dup) int { return a.first - b.first })
+	}
+	for _, i := range newTests {
+		r.New = append(r.New, inv[i])
+	}
+	for _, d := range dups {
+		list := make([]Entry, d.n)
+		for k := range list {
+			list[k] = ents[entAt(d.at+k)]
+		}
+		r.Duplicates = append(r.Duplicates, Duplicate{ID: list[0].ID, Entries: list})
+	}
+	if len(stale) > 0 {
+		newByName, newByBinary := newIndex(r.New)
+		r.Stale = make([]Stale, len(stale))
+		for k, e := range stale {
+			r.Stale[k] = Stale{Entry: ents[e], Hint: hint(ents[e].ID, newByName, newByBinary)}
+		}
+	}
+	return r
+}
+
+// disordered reports whether s is far from sorted (more than one adjacent
+// pair in 32 out of order), when sorting it would cost more than indexing
+// it in maps.
+func disordered[T any](s []T, id func(*T) *TestID) bool {
+	descents := 0
+	for i := 1; i < len(s); i++ {
+		if compareIDs(*id(&s[i-1]), *id(&s[i])) > 0 {
+			if descents++; descents*32 > len(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkByMaps is Check for lists far from sorted: it indexes both in maps.
+func checkByMaps(inv Inventory, p Partition) Report {
 	r := Report{Empty: len(inv) == 0}
 	inInv := make(map[TestID]bool, len(inv))
 	for _, id := range inv {
@@ -96,13 +210,7 @@ func Check(inv Inventory, p Partition) Report {
 			r.New = append(r.New, id)
 		}
 	}
-	// Index the new tests for rename hints.
-	newByName := map[string][]TestID{}
-	newByBinary := map[string][]TestID{}
-	for _, id := range r.New {
-		newByName[id.Name] = append(newByName[id.Name], id)
-		newByBinary[id.Binary] = append(newByBinary[id.Binary], id)
-	}
+	newByName, newByBinary := newIndex(r.New)
 	for _, e := range p.Entries {
 		if list := byID[e.ID]; len(list) > 1 && list[0] == e {
 			r.Duplicates = append(r.Duplicates, Duplicate{ID: e.ID, Entries: list})
@@ -112,6 +220,64 @@ func Check(inv Inventory, p Partition) Report {
 		}
 	}
 	return r
+}
+
+// newIndex indexes the new tests for rename hints.
+func newIndex(tests []TestID) (byName, byBinary map[string][]TestID) {
+	byName, byBinary = map[string][]TestID{}, map[string][]TestID{}
+	for _, id := range tests {
+		byName[id.Name] = append(byName[id.Name], id)
+		byBinary[id.Binary] = append(byBinary[id.Binary], id)
+	}
+	return byName, byBinary
+}
+
+// sortedOrder returns the indices of s in (test, index) order, or nil
+// when s is in that order already. Listings and partition files are
+// sorted, or nearly (a few lines out of place, files of an archive set
+// one after another): it keeps the longest run in order it finds greedily,
+// sorts what breaks the order, and merges the two, so that its cost is
+// linear in len(s) plus k log k for the k elements out of place.
+func sortedOrder[T any](s []T, id func(*T) *TestID) []int {
+	less := func(a, b int) bool { // (test, index) order
+		c := compareIDs(*id(&s[a]), *id(&s[b]))
+		return c < 0 || c == 0 && a < b
+	}
+	sorted := true
+	for i := 1; i < len(s) && sorted; i++ {
+		sorted = compareIDs(*id(&s[i-1]), *id(&s[i])) <= 0
+	}
+	if sorted {
+		return nil
+	}
+	run := make([]int, 0, len(s))
+	var out []int
+	for i := range s {
+		if n := len(run); n > 0 && less(i, run[n-1]) {
+			if n < 2 || less(i, run[n-2]) {
+				out = append(out, i) // i is too small for the run
+				continue
+			}
+			out = append(out, run[n-1]) // the run's last was too large
+			run = run[:n-1]
+		}
+		run = append(run, i)
+	}
+	slices.SortFunc(out, func(a, b int) int {
+		if less(a, b) {
+			return -1
+		}
+		return 1
+	})
+	merged := make([]int, 0, len(s))
+	for len(run) > 0 && len(out) > 0 {
+		if less(out[0], run[0]) {
+			merged, out = append(merged, out[0]), out[1:]
+		} else {
+			merged, run = append(merged, run[0]), run[1:]
+		}
+	}
+	return append(append(merged, run...), out...)
 }
 
 func hint(id TestID, byName, byBinary map[string][]TestID) string {

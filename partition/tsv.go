@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -64,11 +65,51 @@ func ParseTSVFile(path string) (Partition, error) {
 		return Partition{}, fmt.Errorf("partition: %w", err)
 	}
 	defer f.Close()
-	return parseTSV(f, path)
+	// Count a regular file's lines first (a fraction of parsing them), so
+	// that the entries are allocated once, at their size: a million lines
+	// are 88 MB of entries, and building them in pieces and joining them
+	// costs as much memory again and its copying.
+	lines := 0
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		n, err := countLines(f)
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			return Partition{}, fmt.Errorf("%w: %s: %v", ErrTSV, path, err)
+		}
+		lines = n
+	}
+	return parseTSVSized(f, path, lines)
 }
 
-func parseTSV(r io.Reader, file string) (Partition, error) {
-	var p Partition
+// countLines counts the lines in r, the last one included when it has no
+// newline.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	n, last := 0, byte('\n')
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			if last != '\n' {
+				n++
+			}
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+func parseTSV(r io.Reader, file string) (Partition, error) { return parseTSVSized(r, file, 0) }
+
+// parseTSVSized parses a partition file of about lines lines (0: unknown).
+func parseTSVSized(r io.Reader, file string, lines int) (Partition, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	where := func(n int) string {
@@ -77,30 +118,107 @@ func parseTSV(r io.Reader, file string) (Partition, error) {
 		}
 		return fmt.Sprintf("%s:%d", file, n)
 	}
+	var b tsvBuilder
+	if lines > 0 {
+		b.sized = make([]Entry, 0, lines)
+	}
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+		line := bytes.TrimRight(sc.Bytes(), "\r")
+		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
 			continue
 		}
-		f := strings.Split(line, "\t")
-		if len(f) < 3 || len(f) > 4 {
-			return Partition{}, fmt.Errorf("%w: %s: want binary-id<TAB>test-name<TAB>category[<TAB>note], got %d field(s)", ErrTSV, where(n), len(f))
+		if nf := bytes.Count(line, []byte{'\t'}) + 1; nf < 3 || nf > 4 {
+			return Partition{}, fmt.Errorf("%w: %s: want binary-id<TAB>test-name<TAB>category[<TAB>note], got %d field(s)", ErrTSV, where(n), nf)
 		}
-		for i, v := range f[:3] {
-			if strings.TrimSpace(v) == "" || v != strings.TrimSpace(v) {
+		var tabs [3]int
+		tabs[2] = len(line) // no note
+		rest := 0
+		for i := range tabs {
+			t := bytes.IndexByte(line[rest:], '\t')
+			if t < 0 {
+				break
+			}
+			tabs[i], rest = rest+t, rest+t+1
+		}
+		from := 0
+		for i, to := range tabs {
+			if v := line[from:to]; len(bytes.TrimSpace(v)) != len(v) || len(v) == 0 {
 				return Partition{}, fmt.Errorf("%w: %s: field %d is empty or has surrounding spaces", ErrTSV, where(n), i+1)
 			}
+			from = to + 1
 		}
-		e := Entry{ID: TestID{f[0], f[1]}, Category: f[2], File: file, Line: n}
-		if len(f) == 4 {
-			e.Note = f[3]
-		}
-		p.Entries = append(p.Entries, e)
+		b.add(line, tabs, Entry{File: file, Line: n})
 	}
 	if err := sc.Err(); err != nil {
 		return Partition{}, fmt.Errorf("%w: %s: %v", ErrTSV, file, err)
 	}
-	return p, nil
+	return Partition{Entries: b.entries()}, nil
+}
+
+// tsvBuilder keeps the entries of a partition file: the lines' text is
+// copied into strings of many lines each (one allocation, not one a
+// line), which the entries' fields are slices of.
+type tsvBuilder struct {
+	text    []byte // the pending entries' lines
+	pending []Entry
+	spans   [][4]int // per pending entry: where its line starts in text, its tabs
+	sized   []Entry  // the entries, when their number is known
+	done    chunked[Entry]
+}
+
+const tsvTextChunk = 32 << 10
+
+// add keeps the entry e whose line (its tabs at tabs; the last at the
+// line's end when there is no note) is line.
+func (b *tsvBuilder) add(line []byte, tabs [3]int, e Entry) {
+	if len(b.text)+len(line) > tsvTextChunk {
+		b.flush()
+	}
+	at := len(b.text)
+	b.text = append(b.text, line...)
+	b.pending = append(b.pending, e)
+	b.spans = append(b.spans, [4]int{at, at + tabs[0], at + tabs[1], at + tabs[2]})
+	if len(b.text) > tsvTextChunk {
+		b.flush() // a line longer than a chunk has one to itself
+	}
+}
+
+func (b *tsvBuilder) flush() {
+	if len(b.pending) == 0 {
+		return
+	}
+	text := string(b.text)
+	for k, s := range b.spans {
+		end := len(text)
+		if k+1 < len(b.spans) {
+			end = b.spans[k+1][0]
+		}
+		e := &b.pending[k]
+		e.ID.Binary, e.ID.Name = text[s[0]:s[1]], text[s[1]+1:s[2]]
+		e.Category = text[s[2]+1 : min(s[3], end)]
+		if s[3] < end {
+			e.Note = text[s[3]+1 : end]
+		}
+	}
+	if b.sized != nil && len(b.sized)+len(b.pending) > cap(b.sized) {
+		// The file grew since it was counted.
+		b.done.add(b.sized...)
+		b.sized = nil
+	}
+	if b.sized != nil {
+		b.sized = append(b.sized, b.pending...)
+	} else {
+		b.done.add(b.pending...)
+	}
+	b.text, b.pending, b.spans = b.text[:0], b.pending[:0], b.spans[:0]
+}
+
+func (b *tsvBuilder) entries() []Entry {
+	b.flush()
+	if b.done.n == 0 && len(b.sized) > 0 {
+		return b.sized
+	}
+	return b.done.flat()
 }
 
 // Kind says what a category does with its tests.
