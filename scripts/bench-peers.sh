@@ -50,8 +50,20 @@ read -r peer_per _ < <(cd "$tmp" && node match.js)
 echo "Classify ${ours_per} ns/path   picomatch ${peer_per} ns/path   picomatch/Classify $(ratio "$peer_per" "$ours_per")"
 
 echo "== partition check vs jq (200,000 tests)"
-if go test ./partition -list 'BenchmarkPeer' 2>/dev/null | grep -q BenchmarkPeer; then
-	go test ./partition -run '^$' -bench 'BenchmarkPeer' -benchtime 3x 2>&1 | grep -E '^Benchmark' || true
-else
-	echo "(partition has no peer benchmark in this build)"
-fi
+GPUGATE_PEER_CORPUS="$tmp" go test ./partition -run '^TestWritePeerListing$' -count=1 >/dev/null
+out=$(go test ./partition -run '^$' -bench 'BenchmarkParseAndCheck/format=nextest/tests=200000$' -benchtime 3x 2>&1)
+ours=$(awk -v t="$(metric ns/op <<<"$out")" 'BEGIN { printf "%.0f", t / 1e6 }')
+# jq's side of the same check: every listed test against the partition's
+# lines (sorted, then compared), as a shell pipeline would do it.
+start=$(date +%s%N)
+jq -r '."rust-suites" | to_entries[] | .key as $b | .value.testcases | keys[] | "\($b)\t\(.)"' "$tmp/listing.json" | LC_ALL=C sort >"$tmp/listed"
+grep -v '^#' "$tmp/partition.tsv" | cut -f1,2 | LC_ALL=C sort >"$tmp/partitioned"
+LC_ALL=C comm -3 "$tmp/listed" "$tmp/partitioned" >/dev/null
+peer=$((($(date +%s%N) - start) / 1000000))
+echo "partition parse+check ${ours} ms   jq+sort+comm ${peer} ms   jq/partition $(ratio "$peer" "$ours")"
+
+echo "== checkpoint restore vs GNU tar -x (100,000 files of 4 KiB, on tmpfs where there is one)"
+dir=/dev/shm
+[ -d "$dir" ] && [ -w "$dir" ] || dir="$tmp"
+out=$(TMPDIR="$dir" go test ./partition -run '^$' -bench 'BenchmarkRestoreCheckpointVsTar' -benchtime 3x 2>&1)
+echo "restore $(metric restore-ms <<<"$out") ms   tar -x $(metric tar-ms <<<"$out") ms   restore/tar $(metric restore/tar <<<"$out") (CPU $(metric restore/tar-cpu <<<"$out"))"
