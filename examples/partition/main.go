@@ -132,12 +132,12 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 		return false, cli.Refuse(fs, "-format %q: use nextest or go", *format)
 	}
 	var (
-		invData []byte
-		p       partition.Partition
-		err     error
+		p   partition.Partition
+		err error
 	)
+	var listing io.Reader // streamed to the parser: a listing is never held whole
 	if *example {
-		invData = exampleList
+		listing = bytes.NewReader(exampleList)
 		p, err = partition.ParseTSV(bytes.NewReader(examplePartition))
 		for i := range p.Entries {
 			p.Entries[i].File = "cuda_test_partition.tsv"
@@ -145,12 +145,14 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 		fmt.Fprintln(stdout, "checking the bundled example: a nextest listing with one test nobody has classified yet")
 	} else {
 		if *invFile == "-" {
-			invData, err = io.ReadAll(stdin)
+			listing = stdin
 		} else {
-			invData, err = os.ReadFile(*invFile)
-		}
-		if err != nil {
-			return false, fmt.Errorf("partition: read inventory: %w", err)
+			f, ferr := os.Open(*invFile)
+			if ferr != nil {
+				return false, fmt.Errorf("partition: read inventory: %w", ferr)
+			}
+			defer f.Close()
+			listing = bufio.NewReaderSize(f, 1<<20)
 		}
 		p, err = readPartitions(fs.Args())
 	}
@@ -160,9 +162,9 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 	var inv partition.Inventory
 	switch *format {
 	case "nextest":
-		inv, err = partition.ParseNextestList(bytes.NewReader(invData))
+		inv, err = partition.ParseNextestList(listing)
 	case "go":
-		inv, err = partition.ParseGoTestJSON(bytes.NewReader(invData))
+		inv, err = partition.ParseGoTestJSON(listing)
 	default:
 		return false, fmt.Errorf("partition: -format %q: use nextest or go", *format)
 	}
