@@ -292,7 +292,7 @@ func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
-		hosts, _, err := c.Snapshot(r.Context())
+		hosts, err := c.Hosts(r.Context())
 		if err != nil {
 			fail(w, err)
 			return

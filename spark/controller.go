@@ -20,8 +20,8 @@ type HostConfig struct {
 	Service bool   `yaml:"service"` // the resident service lives here
 }
 
-// Options configure the controller. The seed's two-host fleet is
-// SeedOptions.
+// Options configure the controller. The default two-host fleet is
+// DefaultOptions.
 type Options struct {
 	Hosts         []HostConfig
 	PreferredHost string        // one-host requests prefer it (Spark 2 in the seed)
@@ -59,9 +59,9 @@ type Options struct {
 	DashboardQueue int
 }
 
-// SeedOptions is the seed's fleet: two hosts, the service on spark-1,
+// DefaultOptions is the default fleet: two hosts, the service on spark-1,
 // spark-2 preferred.
-func SeedOptions() Options {
+func DefaultOptions() Options {
 	return Options{
 		Hosts:         []HostConfig{{Name: "spark-1", Managed: true, Service: true}, {Name: "spark-2", Managed: true}},
 		PreferredHost: "spark-2",
@@ -370,7 +370,7 @@ func (c *Controller) Cancel(ctx context.Context, id string) error {
 }
 
 // Supersede ends a queued request because the commit it would test is no
-// longer the one to test (seed 004: "New PR SHA: supersede a queued
+// longer the one to test ("New PR SHA: supersede a queued
 // old-SHA request; never rewrite an active run's identity"), with why as
 // its reason. Like Cancel, it refuses an active request (ErrActive) and
 // one already ended (ErrNotQueued). Submitting a pull request's newer

@@ -1,8 +1,6 @@
 // Package spark admits work onto a small owned GPU fleet shared by
 // interactive development, a resident inference service and CI. GitHub
-// queues source work; the controller owns physical admission. It
-// implements the shared-fleet seed ("Mental model", "Workload classes",
-// "Agent-driven development", "Failure and cancellation behavior"):
+// queues source work; the controller owns physical admission:
 //
 //   - Classes admit in priority order (development 100, service start 90,
 //     manual PR 80, merge CI 70, benchmark 50, background CI 20) and never

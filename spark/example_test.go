@@ -13,7 +13,7 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, _ := spark.New(sparktest.NewStore(), opts)
 	for _, h := range []string{"spark-1", "spark-2"} {

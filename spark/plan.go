@@ -62,15 +62,11 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 	}); err != nil {
 		return nil, err
 	}
+	slices.SortFunc(p.overdue, func(a, b Request) int { return cmp.Compare(a.Seq, b.Seq) }) // all raised alike: by submission
 	stopped := !p.open(nil)
 	if !stopped {
 		err = tx.Queue(false, func(r Request) bool {
-			if p.urgency(r) > 0 {
-				for _, o := range p.overdue {
-					p.place(o)
-				}
-				p.overdue = nil
-			}
+			p.placeOverdueAhead(r)
 			p.place(r)
 			stopped = !p.open(&r)
 			return !stopped
@@ -81,6 +77,7 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 	}
 	if stopped && p.openToBorrowers() {
 		err = tx.Queue(true, func(r Request) bool {
+			p.placeOverdueAhead(r)
 			p.place(r)
 			return p.openToBorrowers()
 		})
@@ -125,31 +122,46 @@ func (p *plan) openToBorrowers() bool {
 	return false
 }
 
-// urgency is r's rank before priority: development first, then the
-// overdue pairs, then the rest.
-func (p *plan) urgency(r Request) int {
-	switch {
-	case r.Class == Development:
-		return 0
-	case p.overduePair(r):
-		return 1
-	}
-	return 2
-}
-
 // overduePair reports whether r is a pair that has waited
 // Options.PairMaxWait.
 func (p *plan) overduePair(r Request) bool {
 	return r.Topology == Pair && !r.Submitted.IsZero() && p.now.Sub(r.Submitted) >= p.c.opts.PairMaxWait
 }
 
-// ahead reports whether a goes before b in this pass: by urgency, then in
-// admission order.
-func (p *plan) ahead(a, b Request) bool {
-	if ua, ub := p.urgency(a), p.urgency(b); ua != ub {
-		return ua < ub
+// priority is r's priority in this pass: an overdue pair's is raised above
+// every class but development (one above the highest other class), so it
+// goes ahead of all one-host work but development's.
+func (p *plan) priority(r Request) int {
+	if !p.overduePair(r) {
+		return r.Priority
 	}
-	return Before(a, b)
+	top := r.Priority
+	for class, prio := range p.c.opts.Priorities {
+		if class != Development {
+			top = max(top, prio+1)
+		}
+	}
+	return top
+}
+
+// ahead reports whether a goes before b in this pass: by priority (an
+// overdue pair's raised), then in submission order. It is the order the
+// pass places requests in.
+func (p *plan) ahead(a, b Request) bool {
+	if pa, pb := p.priority(a), p.priority(b); pa != pb {
+		return pa > pb
+	}
+	return a.Seq < b.Seq
+}
+
+// placeOverdueAhead places, in order, the overdue pairs that go before r
+// in this pass and are not placed yet.
+func (p *plan) placeOverdueAhead(r Request) {
+	for len(p.overdue) > 0 && p.ahead(p.overdue[0], r) {
+		o := p.overdue[0]
+		p.overdue = p.overdue[1:]
+		p.place(o)
+	}
 }
 
 // place grants r the hosts it needs, or records why it waits. A request

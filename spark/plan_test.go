@@ -80,7 +80,7 @@ func queueCI(t testing.TB, s spark.Store, n int) {
 // handful of requests.
 func TestAdmission_ReadsTheHeadOfTheQueueNotAllOfIt(t *testing.T) {
 	store := &countingStore{Store: sparktest.NewStore()}
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(store, opts)
 	if err != nil {
@@ -195,7 +195,7 @@ func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould(t *testing.T) {
 // and counts the whole queue.
 func TestDashboard_ListsTheHeadOfTheQueueAndCountsItAll(t *testing.T) {
 	store := sparktest.NewStore()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	opts.DashboardQueue = 10
 	c, err := spark.New(store, opts)

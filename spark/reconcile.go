@@ -8,7 +8,7 @@ import (
 )
 
 // ResidentService is the long-running service that normally owns one host
-// (the seed's inference service). Lending its host means draining and
+// (the default inference service). Lending its host means draining and
 // stopping it completely and verifying its GPU allocation is gone (a pause
 // is not a release); returning it means starting it and passing its
 // model-ready health check before it is advertised.
@@ -381,7 +381,24 @@ func (c *Controller) Events(ctx context.Context, limit int) ([]Event, error) {
 	return out, err
 }
 
-// Snapshot returns hosts and live requests, for status pages.
+// Hosts returns every host's state, reading no request.
+func (c *Controller) Hosts(ctx context.Context) ([]Host, error) {
+	var hosts []Host
+	err := c.tx(ctx, func(tx Tx) error {
+		var err error
+		if hosts, err = tx.Hosts(); err == nil {
+			err = errRollback
+		}
+		return err
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return hosts, err
+}
+
+// Snapshot returns hosts and live requests, for status pages. It reads
+// the whole queue: admission and the API use the narrower reads.
 func (c *Controller) Snapshot(ctx context.Context) ([]Host, []Request, error) {
 	var hosts []Host
 	var reqs []Request

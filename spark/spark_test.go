@@ -27,7 +27,7 @@ type fleet struct {
 func newFleet(t testing.TB, mutate ...func(*spark.Options)) *fleet {
 	t.Helper()
 	f := &fleet{store: sparktest.NewStore(), svc: &sparktest.Service{}}
-	f.opts = spark.SeedOptions()
+	f.opts = spark.DefaultOptions()
 	f.opts.Service = f.svc
 	f.opts.EmergencyKey = "break-glass"
 	for _, m := range mutate {

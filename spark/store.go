@@ -51,6 +51,15 @@ type Tx interface {
 	EventsSince(after int64, limit int) ([]Event, error)
 }
 
+// EventLimit is how many events one read returns at most: limit, or 1000
+// when limit is zero or negative. Every store applies it the same way.
+func EventLimit(limit int) int {
+	if limit <= 0 {
+		return 1000
+	}
+	return limit
+}
+
 // Borrower reports whether r may take a host that other work of its
 // priority may not: a host draining for development, or the resident
 // service's host below the lending priority. That is development work, a

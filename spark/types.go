@@ -8,7 +8,7 @@ import (
 // Class names a workload class.
 type Class string
 
-// The seed's workload classes.
+// The default workload classes.
 const (
 	Development  Class = "development"   // interactive development (agents, CLI)
 	ServiceStart Class = "service-start" // explicit start of the resident service
@@ -18,7 +18,7 @@ const (
 	BackgroundCI Class = "background-ci" // opportunistic queue
 )
 
-// DefaultPriorities is the seed's admission order.
+// DefaultPriorities is the default admission order.
 func DefaultPriorities() map[Class]int {
 	return map[Class]int{Development: 100, ServiceStart: 90, ManualPR: 80, MergeCI: 70, Benchmark: 50, BackgroundCI: 20}
 }

@@ -13,7 +13,7 @@ import (
 // A controller mirrored into MongoDB: Run goes on in its own goroutine
 // for as long as the controller serves, and admission never waits for it.
 func Example() {
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	ctrl, err := spark.New(sparktest.NewStore(), opts)
 	if err != nil {

@@ -39,7 +39,7 @@ func busyFleet(t *testing.T) (*spark.Controller, []int64) {
 	t.Helper()
 	ctx := t.Context()
 	var tokens []int64
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	opts.OnGrant = func(r spark.Request) { tokens = append(tokens, r.Token) }
 	store := sparktest.NewStore()

@@ -89,7 +89,7 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 	g := &githubServer{}
 	client, srv := githubtest.New(t, g.handler(t))
 	const whSecret = "end-to-end-webhook-secret"
-	in, err := New(SeedConfig(whSecret), nil, &GitHubAPI{Client: client, Org: "acme"}, nil)
+	in, err := New(DefaultConfig(whSecret), nil, &GitHubAPI{Client: client, Org: "acme"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service, opts.OnGrant = &sparktest.Service{}, in.OnGrant
 	c, err := spark.New(store, opts)
 	if err != nil {
@@ -152,7 +152,7 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 	// While it runs, the dashboard mirror carries none of what the test
 	// configured as secret or as an address.
 	var dash bytes.Buffer
-	c.DashboardHandler(SeedConfig("").HostNames).ServeHTTP(httptestRecorder(&dash), httptest.NewRequest("GET", "/dashboard.json", nil))
+	c.DashboardHandler(DefaultConfig("").HostNames).ServeHTTP(httptestRecorder(&dash), httptest.NewRequest("GET", "/dashboard.json", nil))
 	srvURL, _ := url.Parse(srv.URL)
 	for _, f := range []string{whSecret, "ENCODED-JIT", srvURL.Host, srvURL.Hostname(), `"maint"`, "acme", runner} {
 		if strings.Contains(dash.String(), f) {

@@ -26,7 +26,7 @@ func ExampleParseCommands() {
 // The integration refuses to start without a webhook secret, because
 // go-github accepts unsigned payloads when no secret is expected.
 func ExampleNew() {
-	_, err := sparkgh.New(sparkgh.SeedConfig(""), nil, nil, nil)
+	_, err := sparkgh.New(sparkgh.DefaultConfig(""), nil, nil, nil)
 	fmt.Println(err)
 	// Output: sparkgh: refusing to start without a webhook secret: set Config.WebhookSecret to the GitHub webhook's secret (8 characters or more)
 }
@@ -34,7 +34,7 @@ func ExampleNew() {
 // Serving GitHub's merge queue takes a lane and the base branches whose
 // queue it serves; without branches the configuration is refused.
 func ExampleMergeQueue() {
-	c := sparkgh.SeedConfig("a-webhook-secret")
+	c := sparkgh.DefaultConfig("a-webhook-secret")
 	c.MergeQueue = &sparkgh.MergeQueue{Lane: sparkgh.Lane{Suite: "smoke", Topology: spark.Single}}
 	fmt.Println(c.Validate())
 	c.MergeQueue.Branches = []string{"main"}

@@ -14,7 +14,7 @@ import (
 	"github.com/gpugate/gpugate/spark"
 )
 
-// MergeQueue serves GitHub's merge queue (seed 004: "Merge correctness
+// MergeQueue serves GitHub's merge queue ("Merge correctness
 // CI", one node, admitted at its class's order after manual PR tests):
 // each merge group GitHub asks checks of on one of Branches queues a
 // spark.MergeCI request at the group's commit, with the check
@@ -41,7 +41,7 @@ var mergeRef = regexp.MustCompile(`^refs/heads/gh-readonly-queue/(.+)/pr-([0-9]+
 // mergeGroup handles merge_group deliveries: checks_requested queues the
 // group's lane, destroyed (merged, dequeued, or invalidated by an earlier
 // entry) cancels it while it is still queued; work already running is
-// never stopped (seed 004: "Priority is intentionally non-preemptive").
+// never stopped ("Priority is intentionally non-preemptive").
 func (in *Integration) mergeGroup(ctx context.Context, e *github.MergeGroupEvent) error {
 	mq, g, repo := in.cfg.MergeQueue, e.GetMergeGroup(), e.GetRepo().GetFullName()
 	if mq == nil {

@@ -167,7 +167,7 @@ func TestMergeQueue_ConfigurationIsValidated(t *testing.T) {
 		"an odd suite":  {Lane: Lane{Suite: "bench", Topology: spark.Single}, Branches: []string{"main"}},
 		"no topology":   {Lane: Lane{Suite: "smoke"}, Branches: []string{"main"}},
 	} {
-		c := SeedConfig("s")
+		c := DefaultConfig("s")
 		c.MergeQueue = &mq
 		if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "merge queue") {
 			t.Errorf("%s: %v", name, err)

@@ -25,7 +25,7 @@ func TestSweepRegisteredRunners_RemovesIdleRunnersOfEndedLeasesOnly(t *testing.T
 		faketime.Advance(time.Until(live[0].Expires) + time.Second)
 		// sparkd restarts, and the lease expires before its job ran: the
 		// new integration never saw the grant.
-		restarted, err := New(SeedConfig("webhook-secret-123"), w.c, w.gh, nil)
+		restarted, err := New(DefaultConfig("webhook-secret-123"), w.c, w.gh, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,8 +58,8 @@ type Config struct {
 	MergeQueue *MergeQueue
 }
 
-// SeedConfig is the seed's labels, commands and runner labels.
-func SeedConfig(secretValue string) Config {
+// DefaultConfig is the default labels, commands and runner labels.
+func DefaultConfig(secretValue string) Config {
 	return Config{
 		WebhookSecret: Secret(secretValue),
 		Labels: map[string]Lane{
@@ -505,7 +505,7 @@ func (in *Integration) Sync(ctx context.Context) error {
 
 // sweepRunners removes the runners of ended requests whose job never ran
 // on them (strandedRunner), so none is left registered, or online on a
-// host its lease no longer holds (seed 004: the runner "processes one job
+// host its lease no longer holds (the runner "processes one job
 // and deregisters"). live are the controller's live requests: an active
 // one's runner is watched from here on (a restart forgets the grants it
 // saw).
@@ -711,9 +711,8 @@ func (in *Integration) OnGrant(r spark.Request) {
 	in.log.Info("sparkgh.dispatched", "request", r.ID, "runner", runner, "labels", strings.Join(labels, ","))
 }
 
-// Scheduled is work the controller's own schedule asks for (seed 004:
-// "Scheduled benchmark … Controller schedule"; "Merge correctness CI …
-// Controller-approved workflow"): no pull request, a branch's commit at
+// Scheduled is work the controller's own schedule asks for (scheduled
+// benchmarks, controller-approved merge-correctness CI): no pull request, a branch's commit at
 // the time it is asked for.
 type Scheduled struct {
 	Name     string         // the schedule's name: the request's owner is schedule:<name>

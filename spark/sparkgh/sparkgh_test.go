@@ -217,12 +217,12 @@ type world struct {
 func newWorld(t *testing.T, pairTest bool) *world {
 	t.Helper()
 	w := &world{gh: newFakeGH()}
-	in, err := New(SeedConfig("webhook-secret-123"), nil, w.gh, nil)
+	in, err := New(DefaultConfig("webhook-secret-123"), nil, w.gh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.in = in
-	w.opts = spark.SeedOptions()
+	w.opts = spark.DefaultOptions()
 	w.opts.Service, w.opts.PairTest, w.opts.OnGrant = &sparktest.Service{}, pairTest, in.OnGrant
 	c, err := spark.New(sparktest.NewStore(), w.opts)
 	if err != nil {
@@ -715,7 +715,7 @@ func TestARunnerWhoseJobNeverRanIsRemovedWhenItsLeaseEnds(t *testing.T) {
 				}
 				// sparkd restarts while the lease is live: the new
 				// integration finds the grant among the live requests.
-				restarted, err := New(SeedConfig("webhook-secret-123"), w.c, w.gh, slog.New(slog.NewTextHandler(&logs, nil)))
+				restarted, err := New(DefaultConfig("webhook-secret-123"), w.c, w.gh, slog.New(slog.NewTextHandler(&logs, nil)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -962,7 +962,7 @@ func TestWebhook_ADeliveryItAcceptedButCouldNotProcessIsRedelivered(t *testing.T
 
 func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 	const key = "It's a Secret to Everybody"
-	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
+	in, err := New(DefaultConfig(key), nil, newFakeGH(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1019,7 +1019,7 @@ func TestWebhook_GitHubsPublishedSignatureExample(t *testing.T) {
 // have logged it delivered while nothing could ever process it.
 func TestWebhook_ASignedBodyThatIsNoJSONObjectIs400(t *testing.T) {
 	const key = "webhook-secret-123"
-	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
+	in, err := New(DefaultConfig(key), nil, newFakeGH(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1036,7 +1036,7 @@ func TestWebhook_ASignedBodyThatIsNoJSONObjectIs400(t *testing.T) {
 // refused and queues nothing, however valid the SHA-1 HMAC.
 func TestWebhook_OnlyASHA256SignatureIsAccepted(t *testing.T) {
 	const key = "webhook-secret-123"
-	in, err := New(SeedConfig(key), nil, newFakeGH(), nil)
+	in, err := New(DefaultConfig(key), nil, newFakeGH(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1070,7 +1070,7 @@ func TestWebhook_OnlyASHA256SignatureIsAccepted(t *testing.T) {
 // fmt prints unexported fields raw: the integration, which holds the
 // webhook secret in one, prints without it.
 func TestIntegration_PrintsWithoutItsWebhookSecret(t *testing.T) {
-	in, err := New(SeedConfig("webhook-secret-123"), nil, newFakeGH(), nil)
+	in, err := New(DefaultConfig("webhook-secret-123"), nil, newFakeGH(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1081,7 +1081,7 @@ func TestIntegration_PrintsWithoutItsWebhookSecret(t *testing.T) {
 
 func TestWebhook_RefusesToStartWithoutASecret(t *testing.T) {
 	for _, s := range []string{"", "short"} {
-		if _, err := New(SeedConfig(s), nil, newFakeGH(), nil); !errors.Is(err, ErrNoSecret) {
+		if _, err := New(DefaultConfig(s), nil, newFakeGH(), nil); !errors.Is(err, ErrNoSecret) {
 			t.Errorf("secret %q: %v, want ErrNoSecret", s, err)
 		}
 	}
@@ -1100,7 +1100,7 @@ func TestNewRefusesAConfigurationThatWouldWeakenAuthorization(t *testing.T) {
 		"an empty runner label": func(c *Config) { c.RunnerLabels = []string{"self-hosted", ""} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg := SeedConfig("webhook-secret-123")
+			cfg := DefaultConfig("webhook-secret-123")
 			mutate(&cfg)
 			if _, err := New(cfg, nil, newFakeGH(), nil); !errors.Is(err, ErrConfig) {
 				t.Errorf("New: %v, want ErrConfig", err)
@@ -1108,7 +1108,7 @@ func TestNewRefusesAConfigurationThatWouldWeakenAuthorization(t *testing.T) {
 		})
 	}
 	for _, role := range []string{"", "read", "triage", "write", "maintain", "admin"} {
-		cfg := SeedConfig("webhook-secret-123")
+		cfg := DefaultConfig("webhook-secret-123")
 		cfg.MinRole = role
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("MinRole %q: %v", role, err)
@@ -1125,7 +1125,7 @@ func TestDashboardCarriesOnlySanitizedFields(t *testing.T) {
 		w.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Owner: "alice-secret-user"})
 		w.tick(t)
 		var buf bytes.Buffer
-		w.c.DashboardHandler(SeedConfig("").HostNames).ServeHTTP(httptestRecorder(&buf), httptest.NewRequest("GET", "/dashboard.json", nil))
+		w.c.DashboardHandler(DefaultConfig("").HostNames).ServeHTTP(httptestRecorder(&buf), httptest.NewRequest("GET", "/dashboard.json", nil))
 		out := buf.String()
 		_, live, _ := w.c.Snapshot(ctx)
 		forbidden := []string{"alice-secret-user", "webhook-secret-123", jitSeen, `"token"`, `"owner"`, `"annotations"`, "gh.check"}
@@ -1189,10 +1189,10 @@ func FuzzWebhookDecoder(f *testing.F) {
 	f.Add("merge_group", []byte(`{"action":"checks_requested","merge_group":{"head_sha":"`+mergeSHA+`","head_ref":"refs/heads/gh-readonly-queue/main/pr-7-`+sha1+`","base_ref":"refs/heads/main"},"repository":{"full_name":"o/butter"}}`))
 	f.Fuzz(func(t *testing.T, event string, payload []byte) {
 		gh := newFakeGH()
-		cfg := SeedConfig("fuzz-secret-123")
+		cfg := DefaultConfig("fuzz-secret-123")
 		cfg.MergeQueue = &MergeQueue{Lane: Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
 		in, _ := New(cfg, nil, gh, nil)
-		opts := spark.SeedOptions()
+		opts := spark.DefaultOptions()
 		opts.Service = &sparktest.Service{}
 		c, _ := spark.New(sparktest.NewStore(), opts)
 		in.SetController(c)
@@ -1201,7 +1201,7 @@ func FuzzWebhookDecoder(f *testing.F) {
 }
 
 func TestProcessRejectsPayloadsMissingTheirSubject(t *testing.T) {
-	cfg := SeedConfig("a-webhook-secret")
+	cfg := DefaultConfig("a-webhook-secret")
 	cfg.MergeQueue = &MergeQueue{Lane: Lane{Suite: "smoke", Topology: spark.Single}, Branches: []string{"main"}}
 	in, _ := New(cfg, nil, newFakeGH(), nil)
 	for event, body := range map[string]string{
@@ -1241,7 +1241,7 @@ func BenchmarkParseCommands(b *testing.B) {
 func TestWebhook_AFullQueueWaitsThenRefusesAndLogsTheDeliveryToRedeliver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		in, err := New(SeedConfig("s3cret-webhook"), nil, newFakeGH(), slog.New(slog.NewTextHandler(&logs, nil)))
+		in, err := New(DefaultConfig("s3cret-webhook"), nil, newFakeGH(), slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1276,7 +1276,7 @@ func TestWebhook_AFullQueueWaitsThenRefusesAndLogsTheDeliveryToRedeliver(t *test
 // BenchmarkWebhookServeHTTP: signature validation and enqueueing of a
 // realistic pull_request delivery (~20 KiB) and a 100x one.
 func BenchmarkWebhookServeHTTP(b *testing.B) {
-	in, err := New(SeedConfig("bench-webhook-secret"), nil, newFakeGH(), nil)
+	in, err := New(DefaultConfig("bench-webhook-secret"), nil, newFakeGH(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1329,7 +1329,7 @@ func TestTheWorkflowAsksForItsReservationsOwnRunner(t *testing.T) {
 		}
 		return out
 	}
-	cfg := SeedConfig("")
+	cfg := DefaultConfig("")
 	for _, topo := range []spark.Topology{spark.Single, spark.Pair} {
 		got, want := eval(string(topo), "r42"), cfg.runnerLabels(topo, "r42")
 		if !slices.Equal(got, want) {

@@ -576,7 +576,7 @@ func (in *Integration) cancelQueued(ctx context.Context, pr PR, match func(spark
 }
 
 // supersedeQueued supersedes pr's queued requests that match: a newer
-// commit was pushed (seed 004: "New PR SHA: supersede a queued old-SHA
+// commit was pushed ("New PR SHA: supersede a queued old-SHA
 // request").
 func (in *Integration) supersedeQueued(ctx context.Context, pr PR, match func(spark.Request) bool, reason string) error {
 	return in.endQueued(ctx, ofPR(pr, match), reason, true)

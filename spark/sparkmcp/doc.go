@@ -1,12 +1,11 @@
 // Package sparkmcp serves the shared fleet's lease queue to local agents
-// over the Model Context Protocol. It implements the Spark seed's
-// "Agent-driven development": "Local agents use the same queue as CI. They
-// request a lease through the shared sparkctl/MCP interface, wait for
-// active, and attach to the dstack development environment assigned to
-// that lease. Agents must not bypass a queued reservation with direct
-// automation SSH."
+// over the Model Context Protocol. Local agents use the same queue as CI:
+// they request a lease through the shared sparkctl/MCP interface, wait for
+// it to be active, and attach to the development environment assigned to
+// that lease. Agents never bypass a queued reservation with direct
+// automation SSH.
 //
-// The tools are the seed's common requests:
+// The tools are the common requests:
 //
 //   - spark_request: "Test this model and work on integration" (a
 //     one-host development lease; the controller prefers its configured

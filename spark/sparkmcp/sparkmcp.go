@@ -123,7 +123,7 @@ type Done struct {
 }
 
 // Acknowledge says, for a release, what became of each host the lease
-// held (the seed's "release request followed by host cleanup
+// held (the default "release request followed by host cleanup
 // acknowledgement"): each held host's mode from hosts (the API's host
 // list, read just after the release), and a sentence for people. Hosts it
 // cannot find give no acknowledgement (nil).

@@ -44,7 +44,7 @@ type fleet struct {
 func newFleet(t *testing.T, ctx context.Context, o Options) *fleet {
 	t.Helper()
 	store := sparktest.NewStore()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(store, opts)
 	if err != nil {

@@ -27,7 +27,7 @@ func RandomSequence(t testing.TB, seed uint64, open func() spark.Store) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(seed, 42))
 	svc := &Service{}
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service, opts.PairTest = svc, true
 	var lastGrantToken int64
 	var c *spark.Controller

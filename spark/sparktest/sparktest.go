@@ -309,6 +309,7 @@ func (t *tx) AppendEvent(e spark.Event) error {
 }
 
 func (t *tx) EventsSince(after int64, limit int) ([]spark.Event, error) {
+	limit = spark.EventLimit(limit)
 	var out []spark.Event
 	for i := max(after, 0); i < int64(len(t.events)) && len(out) < limit; i++ {
 		e := t.events[i]
@@ -319,9 +320,7 @@ func (t *tx) EventsSince(after int64, limit int) ([]spark.Event, error) {
 }
 
 func (t *tx) Events(limit int) ([]spark.Event, error) {
-	if limit <= 0 || limit > len(t.events) {
-		limit = len(t.events)
-	}
+	limit = min(spark.EventLimit(limit), len(t.events))
 	return slices.Clone(t.events[len(t.events)-limit:]), nil
 }
 

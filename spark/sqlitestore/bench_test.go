@@ -46,7 +46,7 @@ type benchFleet struct {
 func newBenchFleet(tb testing.TB, store spark.Store, n int) *benchFleet {
 	tb.Helper()
 	f := &benchFleet{store: store}
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	opts.OnGrant = func(r spark.Request) { f.grants = append(f.grants, r) }
 	c, err := spark.New(store, opts)

@@ -17,11 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -50,7 +52,7 @@ ALTER TABLE requests ADD COLUMN pr TEXT;
 UPDATE requests SET
 	priority = coalesce(json_extract(doc, '$.priority'), 0),
 	class = coalesce(json_extract(doc, '$.class'), ''),
-	borrower = (json_extract(doc, '$.class') = 'development' OR json_extract(doc, '$.topology') = 'pair' OR coalesce(json_extract(doc, '$.host'), '') != ''),
+	borrower = coalesce(json_extract(doc, '$.class'), '') = 'development' OR coalesce(json_extract(doc, '$.topology'), '') = 'pair' OR coalesce(json_extract(doc, '$.host'), '') != '',
 	pr = CASE WHEN json_extract(doc, '$.pr') IS NULL THEN NULL ELSE json_extract(doc, '$.pr.repo') || '#' || json_extract(doc, '$.pr.number') END;
 CREATE INDEX requests_queue ON requests (priority DESC, seq) WHERE state = 'queued';
 CREATE INDEX requests_borrowers ON requests (priority DESC, seq) WHERE state = 'queued' AND borrower;
@@ -115,7 +117,11 @@ func (s *Store) prepare() error {
 type Store struct {
 	db    *sql.DB
 	stmts map[string]*sql.Stmt // by query, prepared once
-	epoch int64                // the database's restore epoch: the high bits of every fencing token
+	// epoch is the high bits of every fencing token: advanced at every
+	// open, after every backup and by every restore, so that a copy of
+	// the database older than the last one opened here is refused.
+	epoch atomic.Int64
+	path  string
 }
 
 var _ spark.Store = (*Store)(nil)
@@ -148,7 +154,11 @@ const EpochFile = ".epoch"
 // ErrNotFleetDB, a missing one ErrNoDatabase), pass SQLite's integrity
 // check (ErrDamaged), and be no older than the epoch recorded beside it
 // (ErrRolledBack).
-func Open(path string) (*Store, error) {
+func Open(path string) (*Store, error) { return openChecked(path, true) }
+
+// openChecked is Open; a backup Restore reads is checked as Open checks, but
+// nothing is written to it or beside it (advance false).
+func openChecked(path string, advance bool) (*Store, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -167,7 +177,7 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.check(path); err != nil {
+	if err := s.check(path, advance); err != nil {
 		s.db.Close()
 		return nil, err
 	}
@@ -176,6 +186,19 @@ func Open(path string) (*Store, error) {
 
 // inspect checks, read-only (a foreign file is left exactly as it was),
 // that path is this store's database and passes SQLite's integrity check.
+// sqliteHeader reports whether the file starts as every SQLite database
+// does.
+func sqliteHeader(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	return n == 16 && string(head) == "SQLite format 3\x00"
+}
+
 func inspect(path string) error {
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err != nil {
@@ -184,6 +207,10 @@ func inspect(path string) error {
 	defer db.Close()
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schema_version', 'requests', 'counters')`).Scan(&n); err != nil {
+		if sqliteHeader(path) {
+			// A SQLite file that cannot be read: damaged, not foreign.
+			return fmt.Errorf("%w: %s: %v: restore it from a backup (sparkd restore)", ErrDamaged, path, err)
+		}
 		return fmt.Errorf("%w: %s: %v", ErrNotFleetDB, path, err)
 	}
 	if n != 3 {
@@ -233,7 +260,8 @@ func Create(path string) (*Store, error) {
 		s.db.Close()
 		return nil, err
 	}
-	return s, recordEpoch(path, s.epoch)
+	s.path = path
+	return s, recordEpoch(path, s.epoch.Load())
 }
 
 func openDB(path string) (*Store, error) {
@@ -252,7 +280,7 @@ func openDB(path string) (*Store, error) {
 
 // check migrates the database Open inspected and refuses an older copy
 // than the last one this controller opened, then records its epoch.
-func (s *Store) check(path string) error {
+func (s *Store) check(path string, advance bool) error {
 	if err := s.migrate(); err != nil {
 		return err
 	}
@@ -263,17 +291,34 @@ func (s *Store) check(path string) error {
 	if err != nil {
 		return err
 	}
-	if s.epoch < seen {
-		return fmt.Errorf("%w: %s has epoch %d, this controller last opened epoch %d: an older copy replaced it; bring it back with sparkd restore, which advances the epoch so no fencing token is reissued", ErrRolledBack, path, s.epoch, seen)
+	if e := s.epoch.Load(); e < seen {
+		return fmt.Errorf("%w: %s has epoch %d, this controller last opened epoch %d: an older copy replaced it; bring it back with sparkd restore, which advances the epoch so no fencing token is reissued", ErrRolledBack, path, e, seen)
 	}
-	return recordEpoch(path, s.epoch)
+	s.path = path
+	if !advance {
+		return nil
+	}
+	return s.advanceEpoch(max(s.epoch.Load(), seen) + 1)
+}
+
+// advanceEpoch sets the database's epoch to next and records it beside
+// it: every token from now on is above every token issued before, and a
+// copy taken before now has an older epoch, which Open refuses.
+func (s *Store) advanceEpoch(next int64) error {
+	if _, err := s.db.Exec(`UPDATE counters SET value = ? WHERE name = 'epoch'`, next); err != nil {
+		return fmt.Errorf("sqlitestore: advance the epoch: %w", err)
+	}
+	s.epoch.Store(next)
+	return recordEpoch(s.path, next)
 }
 
 // loadEpoch reads the database's epoch.
 func (s *Store) loadEpoch() error {
-	if err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'epoch'`).Scan(&s.epoch); err != nil {
+	var e int64
+	if err := s.db.QueryRow(`SELECT value FROM counters WHERE name = 'epoch'`).Scan(&e); err != nil {
 		return fmt.Errorf("sqlitestore: read the epoch: %w", err)
 	}
+	s.epoch.Store(e)
 	return nil
 }
 
@@ -321,7 +366,9 @@ func (s *Store) Backup(ctx context.Context, dest string) error {
 	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
 		return fmt.Errorf("sqlitestore: back up to %s: %w", dest, err)
 	}
-	return nil
+	// The live database moves past the backup: the backup copied back by
+	// hand is then older, and refused; sparkd restore advances it.
+	return s.advanceEpoch(s.epoch.Load() + 1)
 }
 
 // Restore replaces the database at path with the backup at from, checked
@@ -329,11 +376,11 @@ func (s *Store) Backup(ctx context.Context, dest string) error {
 // has opened, so the fencing tokens it issues next are above every token
 // it issued before. The controller must be stopped.
 func Restore(from, path string) error {
-	b, err := Open(from)
+	b, err := openChecked(from, false)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: restore: the backup: %w", err)
 	}
-	backupEpoch := b.epoch
+	backupEpoch := b.epoch.Load()
 	b.db.Close()
 	seen, err := readEpoch(path)
 	if err != nil {
@@ -411,7 +458,7 @@ func (s *Store) Tx(ctx context.Context, fn func(spark.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlitestore: begin: %w", err)
 	}
-	if err := fn(&sqlTx{tx: tx, stmts: s.stmts, epoch: s.epoch}); err != nil {
+	if err := fn(&sqlTx{tx: tx, stmts: s.stmts, epoch: s.epoch.Load()}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -622,6 +669,7 @@ func (t *sqlTx) AppendEvent(e spark.Event) error {
 }
 
 func (t *sqlTx) EventsSince(after int64, limit int) ([]spark.Event, error) {
+	limit = spark.EventLimit(limit)
 	rows, err := t.query(qEventsSince, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: events since %d: %w", after, err)
@@ -648,9 +696,7 @@ func (t *sqlTx) EventsSince(after int64, limit int) ([]spark.Event, error) {
 }
 
 func (t *sqlTx) Events(limit int) ([]spark.Event, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
+	limit = spark.EventLimit(limit)
 	rows, err := t.query(qEvents, limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: events: %w", err)
