@@ -1,6 +1,6 @@
 // Package cachetrust keeps PR-controlled code from planting bytes that a
-// trusted, paid GPU run later executes. It implements the cache-trust seed
-// ("CI Cache Trust And Immutable GPU Artifact Reuse"):
+// trusted, paid GPU run later executes, and lets immutable GPU artifacts be
+// reused safely:
 //
 //   - Key: content-addressed archive keys over the material inputs only
 //     (sorted path, mode and content digests, the toolchain, explicit

@@ -38,7 +38,7 @@ type KeySpec struct {
 // toolchain and does not waive it.
 var ErrNoToolchain = errors.New("cachetrust: the key names no toolchain")
 
-// RustWorkspaceSpec is the seed's key for a Rust workspace's CUDA test
+// RustWorkspaceSpec is the default key for a Rust workspace's CUDA test
 // archive. Set Toolchain (rustc -V) and Components before use.
 func RustWorkspaceSpec() KeySpec {
 	return KeySpec{
@@ -79,7 +79,7 @@ var ErrSpec = errors.New("cachetrust: invalid key spec")
 // it.
 var ErrNoInputs = errors.New("cachetrust: the key covers no file")
 
-// ExampleKeySpec is the seed's key spec file: the explicit components
+// ExampleKeySpec is the default key spec file: the explicit components
 // (cudarc binding set, PTX toolkit) and the manual version.
 //
 //go:embed example_key_spec.yml

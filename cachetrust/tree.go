@@ -26,7 +26,7 @@ type TreeRules struct {
 	Required []string `json:"required,omitempty"`
 	// Excluded doublestar patterns nothing in the tree may match: what its
 	// installer leaves out before the tree is cached, so that no restore
-	// carries bytes the pod never uses. The seed's runtime trees exclude
+	// carries bytes the pod never uses. The default runtime trees exclude
 	// static libraries, compiler binaries, driver stubs and cuTENSOR's
 	// multi-GPU provider: **/*.a, bin/**, **/stubs/**, **/libcutensorMg*.
 	Excluded []string `json:"excluded,omitempty"`
@@ -45,14 +45,13 @@ type TreeReport struct {
 }
 
 // CheckTree decides whether a runtime tree restored from a cache (or just
-// installed) is complete, so that a hit message is never evidence (the
-// cache-trust seed: "The installer requires a nonempty, resolvable
-// libcutensor.so.2", "Hosted preparation rejects and rebuilds restored
-// trees missing cuFFT", "Static archives and independent multi-GPU/MPI
-// providers are excluded at installation, before cache publication"; the
-// change-aware seed: "A tree is marked complete only after its library
-// links resolve", and "Compiler binaries, static libraries and driver stubs
-// are excluded"):
+// installed) is complete, so that a hit message is never evidence: the
+// installer requires a nonempty, resolvable libcutensor.so.2; hosted
+// preparation rejects and rebuilds restored trees missing cuFFT; static
+// archives and independent multi-GPU/MPI providers are excluded at
+// installation, before cache publication; a tree is marked complete only
+// after its library links resolve; and compiler binaries, static libraries
+// and driver stubs are excluded:
 //
 //   - every symlink in the tree is relative and resolves to an existing
 //     file inside the tree (soname links stay links to one physical copy;

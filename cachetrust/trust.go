@@ -20,9 +20,9 @@ type Policy struct {
 	TrustedWorkflows []string // workflow paths, e.g. .github/workflows/runpod-gpu-test.yml
 }
 
-// SeedPolicy is the seed's trusted producers: the GPU test workflow and the
+// DefaultPolicy is the default trusted producers: the GPU test workflow and the
 // cache publisher.
-func SeedPolicy(owner, repo string, repoID int64) Policy {
+func DefaultPolicy(owner, repo string, repoID int64) Policy {
 	return Policy{Owner: owner, Repo: repo, RepositoryID: repoID, DefaultBranch: "main",
 		TrustedWorkflows: []string{".github/workflows/runpod-gpu-test.yml", ".github/workflows/ci-cache-publish.yml"}}
 }

@@ -15,7 +15,7 @@ import (
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func trustedCase() (Policy, Artifact, Run) {
-	p := SeedPolicy("o", "r", 42)
+	p := DefaultPolicy("o", "r", 42)
 	a := Artifact{ID: 1, Name: "cuda-archive-v1-abc", ExpiresAt: now.Add(24 * time.Hour), RunID: 9}
 	r := Run{ID: 9, WorkflowPath: ".github/workflows/runpod-gpu-test.yml", Event: "workflow_run", HeadBranch: "feature", HeadRepositoryID: 42}
 	return p, a, r
@@ -88,13 +88,13 @@ func TestFindArtifact_NewestTrustedByExactName(t *testing.T) {
 		}
 	})
 	c, srv := githubtest.New(t, mux)
-	a, reason := FindArtifact(context.Background(), c, SeedPolicy("o", "r", 42), "cuda-archive-v1-abc")
+	a, reason := FindArtifact(context.Background(), c, DefaultPolicy("o", "r", 42), "cuda-archive-v1-abc")
 	if a == nil || a.ID != 2 || !strings.HasPrefix(reason, "hit: artifact 2 from run 200") {
 		t.Errorf("%+v %s", a, reason)
 	}
 	// A failing lookup is a miss with a reason, never an error that blocks.
 	srv.Close()
-	if a, reason := FindArtifact(context.Background(), c, SeedPolicy("o", "r", 42), "cuda-archive-v1-abc"); a != nil || !strings.HasPrefix(reason, "miss: ") {
+	if a, reason := FindArtifact(context.Background(), c, DefaultPolicy("o", "r", 42), "cuda-archive-v1-abc"); a != nil || !strings.HasPrefix(reason, "miss: ") {
 		t.Errorf("%+v %s", a, reason)
 	}
 }

@@ -151,7 +151,7 @@ type ConsistentInput struct {
 	Values []string `yaml:"values"`
 }
 
-// ExampleRules are the seed's rules, as YAML.
+// ExampleRules are the default rules, as YAML.
 //
 //go:embed example_rules.yml
 var ExampleRules []byte
@@ -415,7 +415,7 @@ func CheckWorkflows(files map[string][]byte, rules Rules) []Finding {
 // publisher is an unlisted writer), but a renamed re-run workflow's uploads
 // would go unchecked, and an entry naming nothing hides what the rules were
 // meant to say. Run it with the repository's own rules; the example rules
-// name the seed's files. Key pairs report their own missing files in
+// name the default files. Key pairs report their own missing files in
 // CheckWorkflows.
 func CheckRuleReferences(files map[string][]byte, r Rules) []Finding {
 	fields := map[string][]string{}

@@ -117,8 +117,7 @@
 //   - `path-not-clean`: the path ("./a", "a/", "a//b", "/a") is one no diff
 //     lists, and Classify refuses it (ErrInvalidChange).
 //
-// This implements the "Change policy" and "macOS support gate" sections of
-// the change-aware CI seed. Usage:
+// Usage:
 //
 //	p, err := changepolicy.LoadFile(".github/gpugate/policy.yml")
 //	...

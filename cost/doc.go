@@ -1,7 +1,7 @@
 // Package cost attributes every paid GPU second and keeps unknowns unknown.
 //
-// It implements the cost rules of the seeds ("GPU cleanup and cost
-// reporting", "Observability" and the cost-history command):
+// It implements the cost rules: GPU cleanup and cost reporting,
+// observability, and the cost history:
 //
 //   - ParsePodRecord reads v2 pod records (startedAt, cost) and saved v1
 //     records (lastStartedAt in Go's time format, costPerHr,

@@ -50,7 +50,7 @@ var ErrCacheObservations = errors.New("cost: malformed cache observations")
 var cacheName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ParseCacheObservations reads the cache-hit observations a workflow hands
-// the report (the change-aware CI seed: "archive/cuTENSOR/CUDA cache-hit
+// the report ("archive/cuTENSOR/CUDA cache-hit
 // observations"): name=value pairs separated by commas or spaces, where
 // value is actions/cache's cache-hit output: "true" is a hit, "false" a
 // miss, and empty (the restore did not run) or "unknown" stays unknown,

@@ -2,10 +2,8 @@
 // must be impossible to satisfy without real validation, and cheap when
 // validation already happened.
 //
-// It implements "One paid pod per tested merge ref" and "Local GPU
-// validation instead of provisioning" from the RunPod provisioning seed, and
-// the trust boundary, recovery and required-job rules of the change-aware
-// CI seed:
+// One paid pod per tested merge ref; local GPU validation instead of
+// provisioning; and the trust boundary, recovery and required-job rules:
 //
 //   - ExternalID: every gate records what it validated,
 //     runpod-gpu-gate:v1:<tested ref>:<kind> (paid, reused, failed,

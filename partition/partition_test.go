@@ -157,10 +157,10 @@ func TestParseTSV_ErrorsNameFileAndLine(t *testing.T) {
 		t.Errorf("blank name: %v", err)
 	}
 	bad := Partition{Entries: []Entry{{ID: TestID{"a", "b"}, Category: "gpu", File: "x.tsv", Line: 4}}}
-	if err := SeedConfig().Validate(bad); !errors.Is(err, ErrTSV) || !strings.Contains(err.Error(), "x.tsv:4") {
+	if err := DefaultConfig().Validate(bad); !errors.Is(err, ErrTSV) || !strings.Contains(err.Error(), "x.tsv:4") {
 		t.Errorf("unknown category: %v", err)
 	}
-	if err := SeedConfig().Validate(seedPartition(t)); err != nil {
+	if err := DefaultConfig().Validate(seedPartition(t)); err != nil {
 		t.Error(err)
 	}
 }
@@ -316,7 +316,7 @@ func TestGoRunPatterns_ABenchmarkInARunLaneIsRefused(t *testing.T) {
 }
 
 func TestNotRun_NotRunAndExcludedAreNeverPassed(t *testing.T) {
-	got := NotRun(SeedConfig(), seedPartition(t))
+	got := NotRun(DefaultConfig(), seedPartition(t))
 	want := []string{"tenferro-cuda::capability two_device_registration (two-device): a separately provisioned two-GPU run"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -403,7 +403,7 @@ func BenchmarkCheck(b *testing.B) {
 // lane.
 func TestLane_RefusesAnUnknownCategoryAndARequiredEmptyLane(t *testing.T) {
 	p := Partition{Entries: []Entry{{ID: TestID{Binary: "b", Name: "t"}, Category: "host"}}}
-	cfg := SeedConfig()
+	cfg := DefaultConfig()
 	if _, err := cfg.Lane(p, "singel-gpu", false); !errors.Is(err, ErrCategory) {
 		t.Errorf("a misspelt category: %v", err)
 	}

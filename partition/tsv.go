@@ -243,8 +243,8 @@ type Config struct {
 	Categories []Category `yaml:"categories"`
 }
 
-// SeedConfig is the seed's categories.
-func SeedConfig() Config {
+// DefaultConfig is the default categories.
+func DefaultConfig() Config {
 	return Config{Categories: []Category{
 		{"host", KindRun, "device-independent: runs on the hosted runner"},
 		{"single-gpu", KindRun, "needs one GPU: runs on the paid pod"},

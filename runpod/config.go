@@ -37,7 +37,7 @@ type Config struct {
 	CreateDeadline                time.Duration `yaml:"create_deadline"`  // every create request and pause of one provisioning (60s)
 }
 
-// DefaultConfig holds the seed's numbers. It has no tiers: which GPUs to buy
+// DefaultConfig holds the default numbers. It has no tiers: which GPUs to buy
 // is a review decision, so a configuration must list them.
 func DefaultConfig() Config {
 	return Config{
@@ -54,7 +54,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// ExampleConfig is the seed's reviewed configuration (tiers cost-preferred,
+// ExampleConfig is the default reviewed configuration (tiers cost-preferred,
 // premium and A100; the A100 SXM ceiling of USD 1.49/hour reviewed on
 // 2026-07-15), as YAML.
 //
@@ -79,7 +79,7 @@ func (e *ConfigError) Error() string {
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // LoadConfig parses YAML or JSON strictly (unknown keys are errors) over
-// DefaultConfig, so omitted numbers take the seed's defaults, and validates
+// DefaultConfig, so omitted numbers take the default defaults, and validates
 // the result. Durations are strings such as "420s".
 func LoadConfig(data []byte) (Config, error) {
 	cfg := DefaultConfig()

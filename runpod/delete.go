@@ -115,7 +115,7 @@ func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolic
 }
 
 // RecordTimeout bounds the read of a pod's billing record before its
-// deletion, and RecordConnectTimeout its connection (seed: "reads the
+// deletion, and RecordConnectTimeout its connection ("reads the
 // soon-to-be-deleted Pod record with a two-second connection timeout and
 // a five-second total timeout. A missing record or failed read does not
 // prevent deletion").

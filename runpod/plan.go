@@ -147,7 +147,7 @@ func hasStatic(t Tier, tierOf map[string]int, ineligible map[string]bool, prefix
 var ErrUnknownGPUType = errors.New("runpod: GPU type not in RunPod's catalog")
 
 // CheckGPUTypes validates the reviewed tiers' GPU type IDs against the
-// catalog, before anything is bought (seed: "validates configured GPU IDs
+// catalog, before anything is bought ("validates configured GPU IDs
 // against RunPod's live POST /pods OpenAPI request schema"; REST v2's pod
 // request takes any string as gpu.id, and its catalog lists every GPU type
 // whatever the availability filters, so the catalog is the live list). A

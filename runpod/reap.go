@@ -55,7 +55,7 @@ type ReapPolicy struct {
 	Prefix         func(Ownership) string // the name prefix of an identity; nil: Ownership.Prefix
 }
 
-// DefaultReapPolicy holds the seed's numbers for a repository and workflow.
+// DefaultReapPolicy holds the default numbers for a repository and workflow.
 func DefaultReapPolicy(repository, workflow string) ReapPolicy {
 	return ReapPolicy{Repository: repository, Workflow: workflow, CompletedGrace: 5 * time.Minute, Lifetime: 2 * time.Hour}
 }

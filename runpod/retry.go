@@ -25,7 +25,7 @@ type RetryPolicy struct {
 	Jitter          float64       // randomization factor in [0, 1) (0.2)
 }
 
-// DefaultRetryPolicy is the seed's request policy: a 60-second deadline
+// DefaultRetryPolicy is the default request policy: a 60-second deadline
 // shared by a call and its retries.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{

@@ -56,7 +56,7 @@ type WatchOptions struct {
 	GitHubPoll time.Duration
 }
 
-// DefaultWatchOptions holds the seed's numbers.
+// DefaultWatchOptions holds the default numbers.
 func DefaultWatchOptions() WatchOptions {
 	return WatchOptions{SetupDeadline: 900 * time.Second, Lifetime: 3600 * time.Second, Poll: 10 * time.Second, StartGrace: 60 * time.Second,
 		GitHubPoll: 30 * time.Second}

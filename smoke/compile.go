@@ -36,9 +36,9 @@ func targets(ptx []byte, xy string) bool {
 	return false
 }
 
-// CheckCompile proves a CUDA toolkit tree by using it (the cache-trust
-// seed: "Both restored and newly installed trees must compile a small PTX
-// kernel before use/publication, rather than trusting a hit message"):
+// CheckCompile proves a CUDA toolkit tree by using it: both restored and
+// newly installed trees must compile a small PTX kernel before use or
+// publication, rather than trusting a hit message.
 // NVRTC compiles the proof's kernel for arch (compute_XY), and the PTX must
 // target sm_XY and define the kernel. It needs no GPU: run it on the
 // hosted runner with OpenNVRTC on the tree's library directory. The text
@@ -108,7 +108,7 @@ func validHeader(h string) bool {
 }
 
 // CheckHeaders proves a runtime tree's CUDA JIT headers with its own NVRTC
-// (the change-aware CI seed: hosted preparation "verifies the JIT headers
+// (hosted preparation "verifies the JIT headers
 // with real NVRTC"; the trees carry "CUDA JIT headers (including CRT and
 // CCCL)"): a kernel that includes every header in headers compiles for
 // arch with includeDir on the include path, and the PTX targets sm_XY and

@@ -42,7 +42,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	fs := flag.NewFlagSet("cachecheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".", "repository root")
-	rulesFile := fs.String("rules", "", "contract rules (YAML); default: the bundled seed rules")
+	rulesFile := fs.String("rules", "", "contract rules (YAML); default: the bundled rules")
 	key := fs.Bool("key", false, "print the content key instead of checking workflows")
 	embeds := fs.Bool("embeds", false, "check that every embedded file is an input of the key")
 	specFile := fs.String("spec", "", "key spec (YAML); default: the Rust workspace spec")
@@ -51,7 +51,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	explain := fs.String("explain", "", "with -key: an earlier -key -json output; print which inputs make the keys differ")
 	find := fs.String("find", "", "look up an unexpired artifact named exactly this content key from a trusted run (outputs artifact_id, artifact_run_id; a miss is not an error)")
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "with -find: owner/name")
-	trusted := fs.String("trusted", strings.Join(cachetrust.SeedPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
+	trusted := fs.String("trusted", strings.Join(cachetrust.DefaultPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
 	tree := fs.String("tree", "", "check a restored or freshly installed runtime tree instead: every symlink resolves inside it, each -require pattern matches a non-empty file and nothing matches an -exclude pattern")
 	var treeRules cachetrust.TreeRules
 	fs.Func("require", "with -tree: a doublestar pattern, relative to the tree, that must match at least one non-empty file (repeatable)", func(v string) error {
@@ -233,7 +233,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 	}
 	if *rulesFile == "" {
-		r.KeyPairs = nil // the bundled pairs name the seed's files
+		r.KeyPairs = nil // the bundled pairs name the default files
 	}
 	findings := cachetrust.CheckWorkflows(files, r)
 	if *rulesFile != "" {

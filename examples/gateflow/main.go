@@ -109,7 +109,7 @@ func flags(o *options, getenv func(string) string, stderr io.Writer) *flag.FlagS
 	fs.IntVar(&o.prsPerMonth, "merge-refs", 120, "tested merge refs in the simulated month (-simulate-fleet)")
 	fs.StringVar(&o.model, "failure-model", "", "YAML overriding the simulation's failure model (stock_out, proof_fail, outage, not_delivering, max_tries_per_ref, failed_job_seconds)")
 	o.startup.Register(fs)
-	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (the seed measured 3.0)")
+	fs.Float64Var(&o.deliveriesPerUpstreamRun, "runs-per-upstream-run", 3.0, "GPU gate runs started per upstream CI run before reuse (3.0 was measured on a real project)")
 	return fs
 }
 

@@ -30,8 +30,8 @@ import (
 // Paid seconds come from a duration model applied to each attempt's outcome,
 // not from the wall clock, so a seed gives the same figures every time.
 
-// failureModel is what can go wrong in one run. The defaults are the seed's
-// observations turned into rates.
+// failureModel is what can go wrong in one run. The defaults are rates
+// observed on a real project's GPU CI.
 type failureModel struct {
 	StockOut        map[string]float64 `yaml:"stock_out"`          // per GPU type: sold out between the catalog read and the create
 	ProofFail       map[string]float64 `yaml:"proof_fail"`         // per GPU type: the host cannot run the project's CUDA

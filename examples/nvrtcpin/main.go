@@ -6,7 +6,7 @@
 //	nvrtcpin [-tiers nvrtc-tiers.yml] [-o nvrtc-tiers.yml] Packages [MORE-INDEXES...]
 //
 // Each index may be plain or gzipped (Packages.gz), or - for stdin. Without
-// -tiers it pins the bundled example (the seed's 12.8 and 12.6 tiers);
+// -tiers it pins the bundled example (the default 12.8 and 12.6 tiers);
 // without -o it prints the pinned table. Only the sha256 values change:
 // comments and layout stay, and a checksum already in the table must agree
 // with the index. Review the diff before committing it: the checksum is as

@@ -107,7 +107,7 @@ func readPartitions(paths []string) (partition.Partition, error) {
 		ps = append(ps, part)
 	}
 	p := partition.Merge(ps...)
-	return p, partition.SeedConfig().Validate(p)
+	return p, partition.DefaultConfig().Validate(p)
 }
 
 func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.Writer) (bool, error) {
@@ -238,7 +238,7 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := partition.SeedConfig()
+	cfg := partition.DefaultConfig()
 	l, err := cfg.Lane(p, *cat, *requireTests)
 	if err != nil {
 		return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))

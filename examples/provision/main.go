@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("provision", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML or JSON); default: the bundled example (the seed's tiers)")
+	fs.StringVar(&o.config, "config", "", "RunPod configuration (YAML or JSON); default: the bundled example (the default tiers)")
 	fs.StringVar(&o.image, "image", "ghcr.io/actions/actions-runner:latest", "runner image, ideally pinned to a digest")
 	fs.StringVar(&o.prefix, "prefix", "", "runner name/label prefix; default gpugate-<run-id>-<run-attempt>, the only one the reaper recognises (another needs runpod.ReapPolicy.Prefix)")
 	fs.BoolVar(&o.simulate, "simulate", false, "run in process against a fake RunPod and a fake runner registry")

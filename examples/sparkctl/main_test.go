@@ -36,7 +36,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	// A third host that only sparkctl heartbeat reports for.
 	opts.Hosts = append(opts.Hosts, spark.HostConfig{Name: "spark-3", Managed: true})
@@ -108,7 +108,7 @@ func TestCommandsAgainstTheAPI(t *testing.T) {
 // anything is sent.
 func TestSparkctl_FlagsAfterTheSubcommandAreTaken(t *testing.T) {
 	ctx := context.Background()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(sparktest.NewStore(), opts)
 	if err != nil {
@@ -253,7 +253,7 @@ func lookPath(t *testing.T, name string) string {
 func TestMCPServesTheLeaseQueueOnStdio(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(sparktest.NewStore(), opts)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
-// exampleFleet is the seed's fleet as a -fleet file: the template to copy.
+// exampleFleet is the default fleet as a -fleet file: the template to copy.
 //
 //go:embed fleet.example.yml
 var exampleFleet []byte
@@ -53,7 +53,7 @@ type fleetFile struct {
 	MongoURI string `yaml:"mongo_uri"`
 }
 
-// githubSettings override the seed's GitHub integration (labels, commands,
+// githubSettings override the default GitHub integration (labels, commands,
 // the runner labels the dispatched workflow's runs-on names, the check and
 // the workflow file) for -webhook-secret-file.
 type githubSettings struct {
@@ -68,7 +68,7 @@ type githubSettings struct {
 }
 
 // fleet is a loaded -fleet file: the controller's options and the GitHub
-// integration's configuration (the seed's, with the file's overrides; its
+// integration's configuration (the defaults, with the file's overrides; its
 // webhook secret is filled in from -webhook-secret-file).
 type fleet struct {
 	opts      spark.Options
@@ -141,10 +141,10 @@ func (a *alerter) send(e spark.Event) {
 	})
 }
 
-// config is the seed's GitHub integration with the file's overrides,
+// config is the default GitHub integration with the file's overrides,
 // validated as sparkgh.New will.
 func (g *githubSettings) config() (sparkgh.Config, error) {
-	c := sparkgh.SeedConfig("")
+	c := sparkgh.DefaultConfig("")
 	if g == nil {
 		return c, nil
 	}

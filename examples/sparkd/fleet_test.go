@@ -27,13 +27,13 @@ func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := f.opts
-	want := spark.SeedOptions()
+	want := spark.DefaultOptions()
 	want.PairTest, want.HeartbeatTimeout, want.LendMinPriority, want.RestoreAttempts, want.RestoreBackoff = false, 90*time.Second, 70, 5, 30*time.Second
 	want.Durations, want.PairMaxWait = spark.DefaultDurations(), time.Hour
 	if diff := cmp.Diff(want, opts, cmpopts.IgnoreFields(spark.Options{}, "Service")); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
-	wantGH := sparkgh.SeedConfig("")
+	wantGH := sparkgh.DefaultConfig("")
 	wantGH.CommandPrefix, wantGH.MinRole, wantGH.CheckName, wantGH.Workflow = "/spark", "maintain", "Spark test", "spark-test.yml"
 	if diff := cmp.Diff(wantGH, f.github); diff != "" {
 		t.Errorf("GitHub integration (-want +got):\n%s", diff)

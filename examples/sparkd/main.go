@@ -6,13 +6,13 @@
 //	       [-webhook-secret-file FILE -github-org ORG -runner-group ID -jit-dir DIR]
 //
 // With no flags it starts on an embedded default: a SQLite file in a
-// temporary directory, the seed's two hosts simulated (heartbeats and a
+// temporary directory, the default two hosts simulated (heartbeats and a
 // resident service on spark-1), and a fresh API token written to a file
 // readable only by you. sparkctl talks to it.
 //
 // -fleet runs a real fleet: its hosts, admission settings and the resident
 // service's commands come from the YAML file (fleet.example.yml is the
-// template, with the seed's values), nothing is simulated, and each
+// template, with the default values), nothing is simulated, and each
 // managed host reports its own heartbeats (sparkctl heartbeat). Its
 // schedules queue benchmark, merge-ci or background-ci work at a branch's
 // commit, daily or at an interval, dispatched like a pull request's once
@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	initDB := fs.Bool("init", false, "create the -db database when it does not exist: a new fleet (an empty or foreign file is never taken for one)")
 	tokenFile := fs.String("token-file", "", "the operator's API token file (default: generated beside the database)")
 	tokensFile := fs.String("tokens", "", "hashed API tokens of hosts, agents and operators, one \"role name sha256:<hex>\" per line (sparkd token adds one); read again when it changes")
-	simulate := fs.Bool("simulate", true, "simulate the seed's two hosts' heartbeats (without -fleet)")
+	simulate := fs.Bool("simulate", true, "simulate the default two hosts' heartbeats (without -fleet)")
 	fleetFile := fs.String("fleet", "", "the fleet (YAML; see fleet.example.yml): real hosts that heartbeat themselves, and the resident service's commands")
 	every := fs.Duration("reconcile", 2*time.Second, "admission cadence")
 	whSecretFile := fs.String("webhook-secret-file", "", "GitHub webhook secret file; enables POST /github/webhook")
@@ -104,15 +104,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and where the host agent collects them
 		}
 	}
-	opts, ghConfig := spark.SeedOptions(), sparkgh.SeedConfig("")
+	opts, ghConfig := spark.DefaultOptions(), sparkgh.DefaultConfig("")
 	var scheds []schedule
 	alertCmd, mongoURI := "", ""
-	opts.Service = &sparktest.Service{} // the seed's simulated resident service
+	opts.Service = &sparktest.Service{} // the default simulated resident service
 	if *fleetFile != "" {
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "simulate" })
 		if explicit && *simulate {
-			fmt.Fprintln(stderr, "sparkd: -simulate plays the seed's hosts; a -fleet's hosts report their own heartbeats (sparkctl heartbeat)")
+			fmt.Fprintln(stderr, "sparkd: -simulate plays the default hosts; a -fleet's hosts report their own heartbeats (sparkctl heartbeat)")
 			return 2
 		}
 		*simulate = false
@@ -289,7 +289,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 	}
 }
 
-// github builds the GitHub integration from cfg (the seed's labels and
+// github builds the GitHub integration from cfg (the default labels and
 // commands, or the fleet file's), the webhook secret file and the App's
 // credentials (or GITHUB_TOKEN).
 // openStore opens the fleet's database, creating it only with -init and

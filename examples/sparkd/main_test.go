@@ -224,7 +224,7 @@ func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		c := newController(t)
-		gh, err := sparkgh.New(sparkgh.SeedConfig("webhook-secret-123"), c, hungGitHub{}, nil)
+		gh, err := sparkgh.New(sparkgh.DefaultConfig("webhook-secret-123"), c, hungGitHub{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestGitHubRound_IsBoundedWhenGitHubStopsAnswering(t *testing.T) {
 // service a stand-in.
 func newController(t *testing.T) *spark.Controller {
 	t.Helper()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(sparktest.NewStore(), opts)
 	if err != nil {
@@ -270,7 +270,7 @@ func (c *countingRunners) Runners(context.Context) ([]sparkgh.RegisteredRunner, 
 func TestRunnerSweep_AtStartThenHourly(t *testing.T) {
 	ctx := context.Background()
 	gh := &countingRunners{}
-	in, err := sparkgh.New(sparkgh.SeedConfig("webhook-secret-123"), newController(t), gh, nil)
+	in, err := sparkgh.New(sparkgh.DefaultConfig("webhook-secret-123"), newController(t), gh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

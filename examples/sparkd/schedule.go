@@ -12,7 +12,7 @@ import (
 )
 
 // scheduleEntry is one entry of the fleet file's schedules: work the
-// controller asks for itself (seed 004: "Scheduled benchmark … Controller
+// controller asks for itself ("Scheduled benchmark … Controller
 // schedule"), at a branch's current commit, through the same queue.
 type scheduleEntry struct {
 	Name     string `yaml:"name"`

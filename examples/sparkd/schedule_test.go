@@ -190,7 +190,7 @@ func TestLastSubmitted_ReadsEveryRequestOfTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	opts := spark.SeedOptions()
+	opts := spark.DefaultOptions()
 	opts.Service = &sparktest.Service{}
 	c, err := spark.New(store, opts)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package workflowtest reads the adoption workflows in examples/workflows,
-// for the tests that check a seed rule against the templates an adopting
+// for the tests that check a rule against the templates an adopting
 // repository copies, and runs their steps' scripts as written.
 package workflowtest
 

@@ -168,7 +168,7 @@ func WithSchedule(provision, start time.Duration) Option {
 // (today's API returns one page; this exercises cursor handling).
 func WithPageSize(n int) Option { return func(s *Server) { s.cursor = n } }
 
-// DefaultGPUs is a small catalog shaped like RunPod's: the seed's reviewed
+// DefaultGPUs is a small catalog shaped like RunPod's: the default reviewed
 // types plus an H100 that must never be auto-selected.
 func DefaultGPUs() []GPU {
 	return []GPU{

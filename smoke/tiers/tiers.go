@@ -21,7 +21,7 @@ import (
 	"github.com/gpugate/gpugate/smoke"
 )
 
-// Example is the seed's two tiers: the full tier (NVRTC 12.8) and the
+// Example is the default two tiers: the full tier (NVRTC 12.8) and the
 // baseline tier (NVRTC 12.6), from NVIDIA's ubuntu2404 repository. The
 // sha256 fields are left for the maintainer to pin from that repository's
 // Packages index (Pin, or go run ./examples/nvrtcpin): installation
