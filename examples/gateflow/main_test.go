@@ -128,7 +128,7 @@ func TestDemo_DollarsAreAtRealTimeScale(t *testing.T) {
 				t.Errorf("attempt %d: $%v for %v s at $%v/h, want $%v", a.N, a.EstimatedCost, a.Seconds, a.HourlyPrice, want)
 			}
 		}
-		if want := []float64{0, 81, 80}; !cmp.Equal(seconds, want) {
+		if want := []float64{0, 61, 60}; !cmp.Equal(seconds, want) {
 			t.Errorf("the attempts paid %v s, want %v (real time)", seconds, want)
 		}
 		w := first.Cost.Window

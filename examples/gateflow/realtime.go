@@ -66,18 +66,20 @@ func (rt *realTime) notes(a runpod.Attempt) []string {
 	return out
 }
 
-// restate rewrites res's attempts at real time: a create the provider
-// refused created no pod and paid nothing; a pod paid from its create
-// through provisioning, its start and the CUDA proof, whether its runner
-// then came online (accepted) or the proof stopped it (exited), and for
-// any pause a 429 on its reads cost.
+// restate rewrites res's attempts at real time, by the rule the cost
+// report bills a pod (cost.PaidWindow): from its container's start, never
+// its create. A create the provider refused created no pod and paid
+// nothing; a pod's provisioning, create to container start, is not billed;
+// it paid from its container's start through the start and the CUDA proof,
+// whether its runner then came online (accepted) or the proof stopped it
+// (exited), and for any pause a 429 on its reads cost.
 func (rt *realTime) restate(res *runpod.Result) {
 	res.RejectedCost = 0
 	for i := range res.Attempts {
 		a := &res.Attempts[i]
 		a.Seconds = 0
 		if a.PodID != "" {
-			paid := rt.provision + rt.start + rt.proof + time.Duration(len(rt.throttled(a.PodID)))*rt.retryAfter()
+			paid := rt.start + rt.proof + time.Duration(len(rt.throttled(a.PodID)))*rt.retryAfter()
 			a.Seconds = paid.Seconds()
 		}
 		a.EstimatedCost = a.Seconds / 3600 * a.HourlyPrice
@@ -91,14 +93,16 @@ func (rt *realTime) restate(res *runpod.Result) {
 
 // report is the accepted pod's cost report at real time: its paid window
 // runs from the container's start to the confirmed deletion, through the
-// GPU job's start (the hand-over, once its runner was online), the tests'
-// start after setup and their end, then cleanup. The times count from the
-// pod's create as the provider recorded it.
+// GPU job's start (the hand-over, once its runner was online: the accepted
+// attempt's paid seconds after the container's start, so that its startup
+// stage is that attempt), the tests' start after setup and their end, then
+// cleanup. The container's start counts from the pod's create as the
+// provider recorded it.
 func (rt *realTime) report(pod *runpod.Pod, res runpod.Result) (cost.Report, error) {
 	rec := podcost.Record(pod)
 	created := pod.CreatedAt.UTC().Truncate(time.Second)
 	started := created.Add(rt.provision)
-	job := created.Add(time.Duration(res.StartupSeconds * float64(time.Second)))
+	job := started.Add(time.Duration(res.StartupSeconds * float64(time.Second)))
 	tests := job.Add(rt.setup)
 	ended := tests.Add(rt.tests)
 	deleted := ended.Add(rt.cleanup)
