@@ -13,15 +13,16 @@ import (
 // there would not test HEAD.
 var errDirty = errors.New("gate: the checkout has uncommitted changes")
 
-// cleanHead is the full SHA of dir's HEAD, refused while a tracked file
-// differs from it.
+// cleanHead is the full SHA of dir's HEAD, refused while a file the lane
+// would see differs from it: a tracked file changed, or an untracked one
+// not ignored (the lane would vouch for a file HEAD does not have).
 func cleanHead(ctx context.Context, dir string) (string, error) {
 	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--verify", "HEAD^{commit}").Output()
 	if err != nil {
 		return "", fmt.Errorf("gate: %s is not a git checkout with a commit: %w", dir, err)
 	}
 	head := strings.TrimSpace(string(out))
-	status, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=no").Output()
+	status, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=normal").Output()
 	if err != nil {
 		return "", fmt.Errorf("gate: git status in %s: %w", dir, err)
 	}

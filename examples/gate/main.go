@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 			if (*pr != 0) == (*ref != "") {
 				return errors.New("give -pr N or -ref REF: one of them, not both")
 			}
-			return nil
+			return oneOf("-min-role", *role, "maintain", "admin")
 		}
 		return command{need: []string{"actor"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
 			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label, ClassifiedHead: *classified})
@@ -162,7 +163,18 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 		url := fs.String("details-url", "", "link to the run")
 		pr := fs.Int("pr", 0, "the pull request: re-read first, and nothing is published while it carries -local-label")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU")
-		return command{need: []string{"head", "tested-ref", "kind"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
+		refuse := func() error {
+			kinds := []string{string(gate.KindPaid), string(gate.KindReused), string(gate.KindFailed), string(gate.KindNotRequired), string(gate.KindLocal), string(gate.KindSkipped)}
+			for _, c := range []struct{ flag, v string }{{"-tests-passed", *testsPassed}, {"-gpu-required", *gpu}} {
+				if c.v != "" {
+					if err := oneOf(c.flag, c.v, "true", "false"); err != nil {
+						return err
+					}
+				}
+			}
+			return oneOf("-kind", *kind, kinds...)
+		}
+		return command{need: []string{"head", "tested-ref", "kind"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
 			if *pr != 0 && gate.Kind(*kind) != gate.KindLocal {
 				// The label may have been added after authorization; the
 				// local relay's gate must not be overridden.
@@ -270,4 +282,12 @@ func split(s string) []string {
 		}
 	}
 	return out
+}
+
+// oneOf refuses a flag value outside its closed set.
+func oneOf(flag, v string, choices ...string) error {
+	if slices.Contains(choices, v) {
+		return nil
+	}
+	return fmt.Errorf("%s %q: want %s", flag, v, strings.Join(choices, ", "))
 }
