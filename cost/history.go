@@ -327,7 +327,8 @@ func (s *Spend) add(useful, rejected, retested float64) {
 	s.Total += useful + rejected + retested
 }
 
-// GPUSpend is one GPU type's spend, failures included.
+// GPUSpend is one GPU type's spend, failures included. An excluded pod
+// (ExcludedRun) is in no row: its cost is unknown, never $0.
 type GPUSpend struct {
 	GPU      string  `json:"gpu"`
 	Pods     int     `json:"pods"`
@@ -335,7 +336,9 @@ type GPUSpend struct {
 	Rejected float64 `json:"rejected"`
 }
 
-// DaySpend is one UTC day.
+// DaySpend is one UTC day. A day whose only runs are excluded
+// (ExcludedRun), with no rejected candidate, is not listed: its spend is
+// unknown, never $0.
 type DaySpend struct {
 	Day   string             `json:"day"`
 	ByGPU map[string]float64 `json:"by_gpu"` // useful spend per GPU type
@@ -372,8 +375,9 @@ type Unknowns struct {
 
 // ExcludedRun is an accepted pod whose paid window the summary cannot
 // count: no confirmed deletion, an unknown start or an unknown price. It is
-// listed apart and left out of both the spend and the stage totals, so the
-// stage table still adds up to the total.
+// listed apart and left out of the spend, the stage totals and the GPU and
+// day tables, so the stage table still adds up to the total and no GPU or
+// day shows its unknown cost as $0.
 type ExcludedRun struct {
 	RunID   int64  `json:"run_id"`
 	Attempt int    `json:"run_attempt"`
@@ -395,7 +399,7 @@ type Summary struct {
 	PerGPU             []GPUSpend    `json:"per_gpu"`
 	PerDay             []DaySpend    `json:"per_day"`
 	Stages             []StageTotal  `json:"stages"`
-	Excluded           []ExcludedRun `json:"excluded_runs"` // listed apart: in neither the spend nor the stages
+	Excluded           []ExcludedRun `json:"excluded_runs"` // listed apart: in neither the spend, the stages nor the GPU and day tables
 	Unknown            Unknowns      `json:"unknown"`
 	Reaper             *ReaperSpend  `json:"reaper,omitempty"` // present when reaper records were saved
 	Notes              []string      `json:"notes"`
@@ -595,11 +599,6 @@ func summarize(evs []evidence) Summary {
 			continue
 		}
 		day := ev.run.CreatedAt.UTC().Format(time.DateOnly)
-		ds := days[day]
-		if ds == nil {
-			ds = &DaySpend{Day: day, ByGPU: map[string]float64{}}
-			days[day] = ds
-		}
 		for _, r := range ev.reports {
 			if r.GateKind == "reused" {
 				s.ReusedGates++
@@ -629,7 +628,10 @@ func summarize(evs []evidence) Summary {
 			if excluded != "" {
 				s.Excluded = append(s.Excluded, ExcludedRun{RunID: ev.run.ID, Attempt: ev.run.Attempt, PodID: r.PodID, GPU: r.GPUTypeID, Reason: excluded})
 			}
-			if r.PodID != "" {
+			// An excluded pod's cost is unknown, not zero: it is listed
+			// apart, in no GPU row, and a day it alone would show is not
+			// listed at $0.
+			if r.PodID != "" && excluded == "" {
 				g := gpu(gpus, r.GPUTypeID)
 				g.Pods++
 				g.Accepted += accepted
@@ -643,9 +645,16 @@ func summarize(evs []evidence) Summary {
 				}
 			}
 			s.Spend.add(useful, rejected, retested)
-			ds.Spend.add(useful, rejected, retested)
-			if useful > 0 {
-				ds.ByGPU[r.GPUTypeID] += useful
+			if excluded == "" || len(r.Rejected) > 0 { // a day is listed for what it is known to have paid
+				ds := days[day]
+				if ds == nil {
+					ds = &DaySpend{Day: day, ByGPU: map[string]float64{}}
+					days[day] = ds
+				}
+				ds.Spend.add(useful, rejected, retested)
+				if useful > 0 {
+					ds.ByGPU[r.GPUTypeID] += useful
+				}
 			}
 			for _, st := range r.Stages {
 				t := stages[st.Name]
@@ -724,7 +733,7 @@ func (s Summary) Markdown() string {
 		fmt.Fprintf(&b, "| rejected candidates | | | | %.4f |\n| **total** | | | | **%.4f** |\n", s.Spend.Rejected, s.Spend.Total)
 	}
 	if len(s.Excluded) > 0 {
-		b.WriteString("\nListed apart, in neither the spend nor the stages:\n\n| run | pod | GPU | why |\n| --- | --- | --- | --- |\n")
+		b.WriteString("\nListed apart, cost unknown, in neither the spend, the stages nor the GPU table:\n\n| run | pod | GPU | why |\n| --- | --- | --- | --- |\n")
 		for _, x := range s.Excluded {
 			fmt.Fprintf(&b, "| %d attempt %d | `%s` | %s | %s |\n", x.RunID, x.Attempt, x.PodID, x.GPU, x.Reason)
 		}
