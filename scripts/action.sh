@@ -81,16 +81,19 @@ provision)
 	[ -z "${GPUGATE_NVRTC_TIERS:-}" ] || args+=(-nvrtc-tiers "$(rel "$GPUGATE_NVRTC_TIERS")")
 	if [ -n "${GPUGATE_PROOF_PATH:-}" ]; then
 		args+=(-proof-path "$GPUGATE_PROOF_PATH")
-	elif [ ${#sim[@]} -eq 0 ] && [ -n "${GPUGATE_BIN:-}" ] && [ -x "$GPUGATE_BIN/smoke" ]; then
+	elif [ ${#sim[@]} -eq 0 ] && [ -n "${GPUGATE_BIN:-}" ] && [ -x "$GPUGATE_BIN/smoke" ] &&
+		[[ "${RUNNER_ARCH:-$(uname -m)}" =~ ^(X64|x86_64|amd64)$ ]]; then
 		# The release's smoke is the proof, built with smoke.ProofBuildArgs
-		# (scripts/release.sh).
+		# (scripts/release.sh), for the runner: the pods' linux/amd64 only on
+		# an x86-64 runner (elsewhere install.sh has Go build it below).
 		args+=(-proof "$GPUGATE_BIN/smoke")
 	elif [ ${#sim[@]} -eq 0 ]; then
 		# The CUDA proof is built from the Action's own (pinned) checkout,
 		# never from the pull request, and travels in each pod's create
-		# request. The arguments are smoke.ProofBuildArgs.
+		# request. The arguments are smoke.ProofBuildArgs, for the pods'
+		# platform (smoke.ProofPlatform) whatever the runner's.
 		proof="${RUNNER_TEMP:-/tmp}/gpugate-smoke"
-		(cd "$action" && CGO_ENABLED=0 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
+		(cd "$action" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -gcflags=all=-l "-ldflags=-s -w" -o "$proof" ./examples/smoke)
 		args+=(-proof "$proof")
 	fi
 	[ -z "${GPUGATE_ORG:-}" ] || args+=(-org "$GPUGATE_ORG")
@@ -220,7 +223,7 @@ free-disk)
 	exit 0
 	;;
 cuda-tree)
-	# The cache-trust seed's CUDA trees: a restored toolkit or runtime
+	# The CUDA trees: a restored toolkit or runtime
 	# tree is used (or published) only after it proves itself; a miss, or
 	# a reader's rejected restore, installs normally. Only the publisher
 	# saves the cache, so there a rejected restore fails instead.

@@ -13,8 +13,8 @@
 # it always did.
 #
 # Environment (the action's step passes them; none is a secret):
-#   GPUGATE_ACTION_REF   the ref the Action is used at (github.action_ref;
-#                        empty: read from ACTION_PATH, .../_actions/O/R/REF/)
+#   GPUGATE_ACTION_REF   the ref the Action is used at (github.action_ref),
+#                        used only when ACTION_PATH is no .../_actions/O/R/REF/
 #   GPUGATE_STEP         the step, for the commands it needs
 #   GPUGATE_COMMANDS     step install: the commands
 #   ACTION_PATH          the Action's checkout
@@ -58,6 +58,12 @@ from_source() { # from_source REASON [BIN]: BIN holds some verified commands
 installed() { # installed BIN MESSAGE
 	local c missing=()
 	for c in "${cmds[@]}"; do [ -x "$1/$c" ] || missing+=("$c"); done
+	# The proof runs on the pods (linux/amd64): a release's smoke is built
+	# for the runner, so on any other runner Go builds the proof for them.
+	if [ "${GPUGATE_STEP:-}" = provision ] && [ "$os/$arch" != linux/amd64 ] && [ ${#missing[@]} -eq 0 ]; then
+		cmds=(smoke)
+		from_source "the proof (smoke) runs on the pods, linux/amd64, and release $ref's is for $os/$arch" "$1"
+	fi
 	if [ ${#missing[@]} -gt 0 ]; then
 		cmds=("${missing[@]}")
 		from_source "release $ref has no ${missing[*]} for $os/$arch" "$1"
@@ -70,21 +76,21 @@ installed() { # installed BIN MESSAGE
 	exit 0
 }
 
-ref="${GPUGATE_ACTION_REF:-}"
-if [ -z "$ref" ]; then
-	# github.action_ref is not promised inside composite actions
-	# (actions/runner#2473); the runner checks an action out under
-	# _actions/OWNER/REPO/REF/.
-	path=$(cd "$action" 2>/dev/null && pwd) || path=""
-	case "$path" in
-	*/_actions/*/*/*)
-		rest=${path##*/_actions/}
-		rest=${rest#*/}
-		rest=${rest#*/}
-		ref=${rest%%/*}
-		;;
-	esac
-fi
+# The ref the runner checked this Action out at, _actions/OWNER/REPO/REF/,
+# is the one whose scripts run: it comes first. github.action_ref is only
+# the fallback (a checkout elsewhere): inside another composite action it is
+# the OUTER action's ref (actions/runner#2473), another release's binaries.
+ref=""
+path=$(cd "$action" 2>/dev/null && pwd) || path=""
+case "$path" in
+*/_actions/*/*/*)
+	rest=${path##*/_actions/}
+	rest=${rest#*/}
+	rest=${rest#*/}
+	ref=${rest%%/*}
+	;;
+esac
+[ -n "$ref" ] || ref="${GPUGATE_ACTION_REF:-}"
 [ -n "$ref" ] || from_source "the Action's ref is unknown (a local checkout, uses: ./)"
 if ! [[ "$ref" =~ ^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$ ]]; then
 	from_source "$ref is not a release (releases are tags vMAJOR.MINOR.PATCH)"

@@ -33,7 +33,8 @@ func ExampleSelectTier() {
 // table and the packed proof in the environment, and the startup command.
 func ExampleNewPodStartup() {
 	cfg, _ := tiers.Load(tiers.Example)
-	proof := append([]byte("\x7fELF"), make([]byte, 300<<10)...) // stands in for the built ./examples/smoke
+	// Stands in for the built ./examples/smoke: an x86-64 ELF header.
+	proof := append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"), make([]byte, 300<<10)...)
 	st, err := smoke.NewPodStartup(cfg, proof, smoke.ScriptParams{})
 	if err != nil {
 		fmt.Println(err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -85,11 +87,15 @@ type Payload struct {
 var ProofBuildArgs = []string{"build", "-trimpath", "-gcflags=all=-l", "-ldflags=-s -w"}
 
 // PackProof packs a proof binary (built with ProofBuildArgs) for the
-// create request. It refuses anything that is not an ELF executable and a
+// create request. It refuses anything that is not an ELF executable, an
+// ELF for another machine than the pods' x86-64 (ErrProofArch), and a
 // payload over MaxPayloadBytes, saying by how much.
 func PackProof(binary []byte) (*Payload, error) {
 	if !bytes.HasPrefix(binary, []byte("\x7fELF")) {
 		return nil, fmt.Errorf("%w: the proof is not an ELF executable (%d bytes): pass the binary built from ./examples/smoke, not an archive or script", ErrPayload, len(binary))
+	}
+	if err := proofMachine(binary); err != nil {
+		return nil, err
 	}
 	var z bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression) // the level is valid
@@ -115,6 +121,29 @@ func PackProof(binary []byte) (*Payload, error) {
 			ErrPayload, p.BinaryBytes, p.GzipBytes, p.EnvBytes, MaxPayloadBytes, MaxExecBytes)
 	}
 	return p, nil
+}
+
+// ErrProofArch is matched (with ErrPayload) by PackProof's refusal of a
+// proof built for another platform than the pods' (ProofPlatform).
+var ErrProofArch = errors.New("smoke: the proof is not built for the pods' platform")
+
+// ProofPlatform is the platform every pod runs the proof on: build it with
+// GOOS=linux GOARCH=amd64 whatever the runner that packs it is.
+const ProofPlatform = "linux/amd64"
+
+// proofMachine refuses an ELF that is not a 64-bit little-endian x86-64
+// executable: a proof built on (or for) an ARM64 runner would fail on every
+// pod with "exec format error", each one paid for.
+func proofMachine(b []byte) error {
+	const machineOffset = 18 // e_machine, after e_ident (16) and e_type (2)
+	if len(b) < machineOffset+2 || elf.Class(b[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(b[elf.EI_DATA]) != elf.ELFDATA2LSB {
+		return fmt.Errorf("%w: %w: the proof is not a 64-bit little-endian ELF: build it with GOOS=linux GOARCH=amd64 (%s)", ErrPayload, ErrProofArch, ProofPlatform)
+	}
+	if m := elf.Machine(binary.LittleEndian.Uint16(b[machineOffset:])); m != elf.EM_X86_64 {
+		return fmt.Errorf("%w: %w: the proof is built for %v, but the pods run %s (%v): build it with GOOS=linux GOARCH=amd64",
+			ErrPayload, ErrProofArch, m, ProofPlatform, elf.EM_X86_64)
+	}
+	return nil
 }
 
 // String summarizes the payload's size for logs and summaries.

@@ -21,12 +21,16 @@ import (
 	"unicode/utf8"
 )
 
-// fakeBinary is an ELF header followed by n incompressible bytes.
+// amd64ELF is the start of a 64-bit little-endian x86-64 ELF header (the
+// pods' platform), up to and including e_machine.
+const amd64ELF = "\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"
+
+// fakeBinary is 4+n bytes: an x86-64 ELF header, then incompressible bytes.
 func fakeBinary(n int) []byte {
-	b := make([]byte, 4+n)
-	copy(b, "\x7fELF")
+	b := make([]byte, max(4+n, len(amd64ELF)))
+	copy(b, amd64ELF)
 	r := rand.NewChaCha8([32]byte{7})
-	r.Read(b[4:])
+	r.Read(b[len(amd64ELF):])
 	return b
 }
 

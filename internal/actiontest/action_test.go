@@ -180,7 +180,9 @@ if [ "$(basename "$(dirname "$out")")" = gpugate-run ]; then
 	exec cp "`+bin+`/$(basename "$prev")" "$out"
 fi
 printf '%s\n' "$@" > "$HOME/go-build-args"
-printf '\177ELF' > "$out"
+printf '%s\n' "${GOOS:-}/${GOARCH:-}" > "$HOME/go-build-platform"
+# An x86-64 ELF header, up to e_machine: the pods' platform.
+printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\002\000\076\000' > "$out"
 `), 0o755)
 	gh := fakeGitHub(t)
 	// The bundled partition example leaves one test out on purpose; the
@@ -248,7 +250,7 @@ env >"$1/install-env"
 			case "smoke":
 				// The release's smoke is the proof, built small with
 				// smoke.ProofBuildArgs; a stand-in ELF travels as well.
-				os.WriteFile(filepath.Join(bin, c), []byte("\x7fELF release proof"), 0o755)
+				os.WriteFile(filepath.Join(bin, c), []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00 release proof"), 0o755)
 			default:
 				os.Symlink(filepath.Join(bindir, c), filepath.Join(bin, c))
 			}
@@ -435,6 +437,10 @@ env >"$1/install-env"
 		want := strings.Join(append(append([]string{}, smoke.ProofBuildArgs...), "-o", filepath.Join(dir, "gpugate-smoke"), "./examples/smoke"), "\n") + "\n"
 		if string(recorded) != want {
 			t.Errorf("go build args:\n%s\nwant (smoke.ProofBuildArgs):\n%s", recorded, want)
+		}
+		// The proof runs on the pods, whatever the runner's architecture.
+		if platform, _ := os.ReadFile(filepath.Join(dir, "go-build-platform")); strings.TrimSpace(string(platform)) != smoke.ProofPlatform {
+			t.Errorf("the proof is built for %q, want the pods' %s", platform, smoke.ProofPlatform)
 		}
 	})
 	// A restored tree is used only after its check; a reader reinstalls a

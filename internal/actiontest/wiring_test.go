@@ -125,6 +125,15 @@ var (
 	runPod   = map[string]bool{"provision": true, "watch": true, "cleanup": true, "reap": true}
 )
 
+// programNeeds lists, by step, the variables scripts/action.sh passes on
+// unchecked but whose flags the step's program requires (it exits 2
+// without them): the action marks them required as well.
+// TestEveryPerStepActionMarksRequiredWhatItsProgramRequires runs each
+// program with its action's required inputs only, which keeps this honest.
+var programNeeds = map[string][]string{
+	"publish": {"GPUGATE_HEAD_SHA", "GPUGATE_TESTED_REF"}, // gate publish -head, -tested-ref
+}
+
 const (
 	runLine     = `exec bash "$ACTION_PATH/scripts/action.sh"`
 	installLine = `bash "$ACTION_PATH/scripts/install.sh"`
@@ -258,6 +267,9 @@ func TestEveryInputAndOutputIsWired(t *testing.T) {
 				t.Errorf("install: GPUGATE_COMMANDS = %q", install.Env["GPUGATE_COMMANDS"])
 			}
 			reads, needs := step.reads(), step.needs()
+			for _, env := range programNeeds[dir] {
+				needs[env] = true
+			}
 			inputs := map[string]bool{}
 			for name, in := range a.Inputs {
 				env := envName(name)
