@@ -124,12 +124,12 @@ func TestRealModeRefusesToBuyPodsThatCannotProveCUDA(t *testing.T) {
 func TestSimulatePacksTheProofIntoTheCreateRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		proof := filepath.Join(t.TempDir(), "gpugate-smoke")
-		os.WriteFile(proof, append([]byte("\x7fELF"), make([]byte, 64<<10)...), 0o755)
+		os.WriteFile(proof, append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"), make([]byte, 64<<10)...), 0o755)
 		var out, errOut bytes.Buffer
 		if code := run(context.Background(), []string{"-simulate", "-proof", proof}, func(string) string { return "" }, &out, &errOut); code != 0 {
 			t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
 		}
-		if !strings.Contains(out.String(), "CUDA proof in the create request: proof 65540 B") {
+		if !strings.Contains(out.String(), "CUDA proof in the create request: proof 65556 B") {
 			t.Errorf("%s", out.String())
 		}
 	})

@@ -21,7 +21,7 @@ import (
 func TestApply_PutsTheProofIntoEveryCandidatesTemplate(t *testing.T) {
 	dir := t.TempDir()
 	proof := filepath.Join(dir, "gpugate-smoke")
-	os.WriteFile(proof, append([]byte("\x7fELF"), make([]byte, 1<<20)...), 0o755)
+	os.WriteFile(proof, append([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00"), make([]byte, 1<<20)...), 0o755)
 	tmpl := runpod.PodTemplate{Env: map[string]string{"KEEP": "1"}}
 	st, err := Options{Proof: proof}.Apply(&tmpl, seedPods, false)
 	if err != nil {
