@@ -14,6 +14,10 @@ import (
 // and head is not in the local history (a shallow or partial clone).
 var ErrHistory = errors.New("changepolicy: merge base not in local history")
 
+// ErrNotCheckout is FromGitDiff's error for a directory that is not a git
+// work tree.
+var ErrNotCheckout = errors.New("changepolicy: not a git checkout")
+
 // ErrNameStatus is matched by ParseNameStatus's errors.
 var ErrNameStatus = errors.New("changepolicy: malformed name-status output")
 
@@ -26,6 +30,9 @@ func FromGitDiff(ctx context.Context, dir, base, head string) ([]Change, error) 
 		if rev == "" || strings.HasPrefix(rev, "-") {
 			return nil, fmt.Errorf("changepolicy: revision %q: pass a commit, branch or tag name", rev)
 		}
+	}
+	if _, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil {
+		return nil, fmt.Errorf("%w: %s: run it in a clone of the repository, or pass its path (classify -dir)", ErrNotCheckout, dir)
 	}
 	if _, err := git(ctx, dir, "merge-base", base, head); err != nil {
 		shallow, _ := git(ctx, dir, "rev-parse", "--is-shallow-repository")

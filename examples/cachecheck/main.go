@@ -79,6 +79,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 	}
 	gha := ghaction.FromEnv(getenv)
+	gha.JSON = *asJSON // stdout carries only JSON: annotations go to stderr
+	annotations := stdout
+	if *asJSON {
+		annotations = stderr
+	}
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
 	if *tree != "" {
 		rep, err := cachetrust.CheckTree(*tree, treeRules)
@@ -95,7 +100,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 				fmt.Fprintln(stderr, line)
 			}
 			if gha.Actions {
-				ghaction.Error(stdout, fmt.Sprintf("cachecheck: %s is incomplete: reject it and install afresh", *tree))
+				ghaction.Error(annotations, fmt.Sprintf("cachecheck: %s is incomplete: reject it and install afresh", *tree))
 			}
 			return 1
 		}
@@ -261,7 +266,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			errs++
 		}
 		if gha.Actions {
-			fmt.Fprintf(stdout, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, f.File, f.Line, f.Column, f.Rule, f.Message)
+			fmt.Fprintf(annotations, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, f.File, f.Line, f.Column, f.Rule, f.Message)
 		}
 	}
 	if errs > 0 {

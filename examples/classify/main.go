@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.policy, "policy", "", "policy file (YAML); default: the bundled example policy")
+	fs.StringVar(&o.policy, "policy", "", "policy file (YAML; required, but with -example, whose default is the bundled example policy)")
 	fs.StringVar(&o.base, "base", "", "base revision: classify the git diff base...head")
 	fs.StringVar(&o.head, "head", "HEAD", "head revision, with -base")
 	fs.StringVar(&o.dir, "dir", ".", "git work tree, with -base")
@@ -105,6 +105,8 @@ func refuse(fs *flag.FlagSet, o options) error {
 		}
 	}
 	switch {
+	case o.policy == "" && !o.example:
+		return cli.Refuse(fs, "-policy FILE is required: your change policy (start from changepolicy/example_policy.yml); only -example uses the bundled one")
 	case o.checkGlobs && sources > 0:
 		return cli.Refuse(fs, "-check-globs reads the policy and the tracked files; it takes no -base, -pr, -changes or -example")
 	case o.checkGlobs:

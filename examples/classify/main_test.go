@@ -40,7 +40,7 @@ func TestExampleClassifiesTheBundledExampleAndNoChangeIsRefused(t *testing.T) {
 func TestActionsOutputsAndSummary(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{"GITHUB_OUTPUT": filepath.Join(dir, "out"), "GITHUB_STEP_SUMMARY": filepath.Join(dir, "sum")}
-	code, out, errOut := runMain(t, env, "M\tsrc/lib.rs\n", "-changes", "-", "-json")
+	code, out, errOut := runMain(t, env, "M\tsrc/lib.rs\n", "-policy", examplePolicy, "-changes", "-", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -62,9 +62,9 @@ func TestActionsOutputsAndSummary(t *testing.T) {
 
 func TestFailureIsAnErrorAnnotation(t *testing.T) {
 	tests := map[string][]string{
-		"bad change":     {"-changes", "-"},
+		"bad change":     {"-policy", examplePolicy, "-changes", "-"},
 		"missing policy": {"-policy", "/nonexistent/policy.yml", "-example"},
-		"pr no token":    {"-pr", "3", "-repo", "o/r"},
+		"pr no token":    {"-policy", examplePolicy, "-pr", "3", "-repo", "o/r"},
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -168,3 +168,6 @@ func TestARefusedPolicyFailsClassifyAndCheckGlobs(t *testing.T) {
 		})
 	}
 }
+
+// examplePolicy is the shipped example policy, which -policy names.
+const examplePolicy = "../../changepolicy/example_policy.yml"

@@ -37,7 +37,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Run: func(args []string) error { return summarize(args, getenv, stdout, stderr) }})
 	code := cli.Status(err)
 	if code == 1 {
-		ghaction.FromEnv(getenv).Fail(stdout, stderr, err)
+		gha := ghaction.FromEnv(getenv)
+		gha.JSON = ghaction.JSONRequested(args) // stdout carries only JSON: annotations go to stderr
+		gha.Fail(stdout, stderr, err)
 	}
 	return code
 }

@@ -81,9 +81,14 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 			return checkpoint("restore", args, gha, stdout, stderr)
 		}),
 	)
+	gha.JSON = ghaction.JSONRequested(args) // stdout carries only JSON: annotations go to stderr
 	if mismatch {
 		if gha.Actions {
-			fmt.Fprintln(stdout, "::error::partition: the test partition does not match the inventory; see the lines above")
+			annotations := stdout
+			if gha.JSON {
+				annotations = stderr
+			}
+			ghaction.Error(annotations, "partition: the test partition does not match the inventory; see the lines above")
 		}
 		return 1
 	}
@@ -117,7 +122,7 @@ func check(args []string, gha ghaction.Env, stdin io.Reader, stdout, stderr io.W
 	invFile := fs.String("inventory", "-", "inventory file, - for stdin")
 	format := fs.String("format", "nextest", "inventory format: nextest (cargo nextest list --message-format json) or go (go test -json / -list)")
 	example := fs.Bool("example", false, "check the bundled example")
-	if err := cli.FlagsAndArgs(fs, args); err != nil {
+	if err := cli.FlagsThenFiles(fs, args); err != nil {
 		return false, err
 	}
 	switch {
@@ -220,7 +225,7 @@ func selectLane(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	cat := fs.String("category", "single-gpu", "the lane's category")
 	render := fs.String("render", "nextest", "nextest (a filterset), go (-run patterns per package), lines, or not-run")
 	requireTests := fs.Bool("require-tests", false, "exit 1 when the lane selects no test (a paid pod would run nothing)")
-	if err := cli.FlagsAndArgs(fs, args); err != nil {
+	if err := cli.FlagsThenFiles(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

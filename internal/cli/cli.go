@@ -73,6 +73,21 @@ func FlagsAndArgs(fs *flag.FlagSet, args []string) error {
 	return fmt.Errorf("%w: %w", ErrUsage, err)
 }
 
+// FlagsThenFiles is FlagsAndArgs for a command that takes flags, then
+// files: a flag after the files is refused (exit 2, "flags go before the
+// files"), never opened as a file.
+func FlagsThenFiles(fs *flag.FlagSet, args []string) error {
+	if err := FlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	for _, a := range fs.Args() {
+		if len(a) > 1 && a[0] == '-' {
+			return Refuse(fs, "%s after the files: flags go before the files (%s -h)", a, fs.Name())
+		}
+	}
+	return nil
+}
+
 // Refuse reports a command line the command refuses (a required flag
 // missing, the wrong number of arguments) on fs.Output() and returns an
 // error wrapping ErrUsage.

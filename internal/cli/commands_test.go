@@ -348,7 +348,7 @@ func jsonOutputs(t *testing.T) []jsonOutput {
 			want  int
 			empty []string
 		}{
-			{[]string{"cachecheck", "-json", "-dir", root()}, 0, []string{""}},
+			{[]string{"cachecheck", "-json", "-dir", root(), "-rules", filepath.Join(root(), ".github/cache-rules.yml")}, 0, []string{""}},
 			{[]string{"classify", "-example", "-json"}, 0, nil},
 			{[]string{"cleanup", "-simulate", "-json"}, 0, nil},
 			{[]string{"costreport", "summarize", "-json", "-dir", filepath.Join(root(), "examples", "costreport", "testdata", "evidence")}, 0, nil},

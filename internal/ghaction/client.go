@@ -12,7 +12,16 @@ import (
 
 // ErrNoToken is returned by GitHubClient when neither GITHUB_TOKEN nor a
 // GitHub App is configured.
-var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set: pass the workflow's token (env: GITHUB_TOKEN: ${{ github.token }}) or a token with the permissions docs/adopting.md lists for the job; a long-running process authenticates as a GitHub App instead (" + EnvAppID + ", " + EnvAppInstallationID + ", " + EnvAppPrivateKeyFile + ")")
+var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set")
+
+// noToken is ErrNoToken with what to do about it where the command runs:
+// in a workflow, pass the job's token; at a terminal, export one.
+func noToken(getenv func(string) string) error {
+	if getenv("GITHUB_ACTIONS") == "true" {
+		return fmt.Errorf("%w: pass the workflow's token (env: GITHUB_TOKEN: ${{ github.token }}) or a token with the permissions docs/adopting.md lists for the job; a long-running process authenticates as a GitHub App instead (%s, %s, %s)", ErrNoToken, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
+	}
+	return fmt.Errorf("%w: export a token that can read the repository (GITHUB_TOKEN=$(gh auth token)), or set %s, %s and %s for a GitHub App", ErrNoToken, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
+}
 
 // GitHubClient builds a go-github client that honours GITHUB_API_URL
 // (GitHub Enterprise Server, or a test server). It authenticates as a
@@ -32,7 +41,7 @@ func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Clie
 	}
 	token := getenv("GITHUB_TOKEN")
 	if token == "" {
-		return nil, ErrNoToken
+		return nil, noToken(getenv)
 	}
 	auth := &oauth2.Transport{Source: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token}), Base: newRateLimits(nil)}
 	return withAPI(github.NewClient(&http.Client{Transport: auth}))
@@ -49,7 +58,7 @@ func RequireCredentials(getenv func(string) string) error {
 	case err != nil:
 		return err
 	case a == nil && getenv("GITHUB_TOKEN") == "":
-		return ErrNoToken
+		return noToken(getenv)
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type Env struct {
 	// array is embedded as JSON; every other value is a string, exactly as
 	// the step output carries it.
 	Echo io.Writer
+	// JSON says stdout carries only JSON (JSONFlag sets it): annotations
+	// then go to stderr, where the runner reads workflow commands too.
+	JSON bool
 }
 
 // FromEnv reads the environment through getenv (os.Getenv in a main).
@@ -41,7 +44,10 @@ func FromEnv(getenv func(string) string) Env {
 // Fail reports a command's failure: an ::error:: annotation on stdout in
 // Actions, and the plain message on stderr always.
 func (e Env) Fail(stdout, stderr io.Writer, err error) {
-	if e.Actions {
+	switch {
+	case e.Actions && e.JSON:
+		Error(stderr, err.Error())
+	case e.Actions:
 		Error(stdout, err.Error())
 	}
 	fmt.Fprintln(stderr, err)
@@ -57,7 +63,11 @@ func (e Env) Note(stdout, stderr io.Writer, msg string) { e.say(stdout, stderr, 
 
 func (e Env) say(stdout, stderr io.Writer, kind, msg string) {
 	if e.Actions {
-		command(stdout, kind, msg) // workflow commands are read from stdout
+		out := stdout // workflow commands are read from stdout
+		if e.JSON {
+			out = stderr // and from stderr: stdout carries only JSON
+		}
+		command(out, kind, msg)
 		return
 	}
 	fmt.Fprintln(stderr, msg)
@@ -116,8 +126,26 @@ func JSONFlag(fs *flag.FlagSet, stdout *io.Writer, gha *Env) {
 		case !on && gha.Echo != nil:
 			*stdout, gha.Echo = gha.Echo, nil
 		}
+		gha.JSON = on
 		return nil
 	})
+}
+
+// JSONRequested reports whether a command line asks for -json output, for
+// a command that reports a failure after its subcommand has parsed it:
+// its annotations then go to stderr (Env.JSON).
+func JSONRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		for _, on := range []string{"-json", "--json", "-json=true", "--json=true", "-json=1", "--json=1"} {
+			if a == on {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // outputsJSON renders pairs as one JSON object, in their order (see
