@@ -12,8 +12,8 @@ import (
 // maintainer posted the evidence (examples/workflows/local-gpu-relay.yml).
 const DefaultRelayWorkflow = "local-gpu-relay.yml"
 
-// ErrLaneFailed: the GPU lane failed on the maintainer's machine, so no
-// evidence was posted and no relay dispatched.
+// ErrLaneFailed is returned when the GPU lane failed on the maintainer's
+// machine: no evidence was posted and no relay dispatched.
 var ErrLaneFailed = errors.New("gate: the local GPU lane failed")
 
 // Commenter posts a comment on a pull request as the caller.

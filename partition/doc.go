@@ -1,8 +1,8 @@
 // Package partition keeps test lanes exhaustive and disjoint, and long CUDA
 // compiles inside hosted-runner limits without silent recompiles.
 //
-// Test partitions (the change-aware CI seed, "Device-independent and
-// hardware test partitions"): ParseNextestList and ParseGoTestJSON read the
+// Test partitions (device-independent and hardware tests apart):
+// ParseNextestList and ParseGoTestJSON read the
 // real inventory; partition files (TSV: binary-id, test name, category,
 // note) say where each test runs; Check fails on any test in no category,
 // any test listed twice across an archive set's files, any stale line and

@@ -1,7 +1,6 @@
 // Package smoke is the on-pod CUDA compatibility proof: GPU model metadata
 // does not establish CUDA/PTX compatibility, so a pod must compile, load and
-// run a kernel before its runner registers (the "Runtime compatibility
-// proof" of the RunPod provisioning seed).
+// run a kernel before its runner registers.
 //
 // Run performs six timed, logged steps and stops at the first failure with
 // a *StepError naming it:

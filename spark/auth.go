@@ -93,7 +93,6 @@ type TokenFile struct {
 	size    int64
 	table   tokenTable
 	lastErr error
-	checked time.Time
 }
 
 // LoadTokenFile reads a token file; it must parse.

@@ -9,7 +9,7 @@
 #   - prints toolchain and source revisions;
 #   - uses the controller-provided work and cache directories;
 #   - runs correctness before any performance measurement;
-#   - is bounded: the whole suite has the seed's target as its limit
+#   - is bounded: the whole suite has its target as its limit
 #     (SPARK_SUITE_MINUTES; default 30 for smoke, 60 for performance), and
 #     a command still running at the limit is stopped and fails the lane;
 #   - serializes writes to the shared build target, waiting a bounded time
@@ -29,7 +29,7 @@ suite="${SPARK_TEST_SUITE:-smoke}"
 work="${SPARK_WORK_DIR:-${RUNNER_TEMP:-/tmp}/spark-work}"
 cache="${SPARK_CACHE_DIR:-${HOME}/.cache/spark}"
 # The repository's commands; the defaults are Butter's CUDA smoke and its
-# bounded serving benchmark from the seed.
+# bounded serving benchmark.
 smoke_cmd="${SPARK_SMOKE_CMD:-cargo test --release -p wh-butter-cuda --test cuda_smoke}"
 perf_cmd="${SPARK_PERF_CMD:-cargo run --release -p wh-butter-bench -- --prompt-tokens 512 --decode-tokens 32 --warmup 1 --runs 2}"
 distributed_cmd="${SPARK_DISTRIBUTED_CMD:-}"

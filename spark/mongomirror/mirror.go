@@ -128,8 +128,8 @@ func Connect(uri string) (*mongo.Client, error) {
 	return c, nil
 }
 
-// ErrBadURI: the mongo_uri setting is not a MongoDB URI the driver
-// accepts.
+// ErrBadURI is returned when the mongo_uri setting is not a MongoDB URI
+// the driver accepts.
 var ErrBadURI = errors.New("mongomirror: mongo_uri is not a usable MongoDB URI (mongodb://[user:password@]host:port/)")
 
 // The mirrored documents. Their fields are everything the mirror can

@@ -9,10 +9,9 @@
 // Re-run asks for its lane again. A one-job
 // runner whose job never ran is removed when its lease ends. Redeliverer
 // asks GitHub to send again the webhook deliveries the receiver missed or
-// could not process, which GitHub never does by itself. It implements the
-// "Maintainer experience" and "Repository enablement" sections of the
-// shared-fleet seed, its "Controller schedule" and its merge correctness
-// CI.
+// could not process, which GitHub never does by itself. It covers the
+// maintainers' side, enabling a repository, the controller's schedules and
+// merge-correctness CI.
 package sparkgh
 
 import (
