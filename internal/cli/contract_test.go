@@ -1,7 +1,5 @@
 package cli_test
 
-
-
 import (
 	"encoding/json"
 	"os"
@@ -97,4 +95,3 @@ func cutTo(s string, n int) string {
 	}
 	return s
 }
-
