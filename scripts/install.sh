@@ -92,6 +92,18 @@ case "$path" in
 esac
 [ -n "$ref" ] || ref="${GPUGATE_ACTION_REF:-}"
 [ -n "$ref" ] || from_source "the Action's ref is unknown (a local checkout, uses: ./)"
+# A pin to a released commit's SHA is that release: the tag that names
+# the commit (read with git ls-remote, no token) is installed and verified
+# as a tag pin is. A SHA no release tag names builds from source.
+if [[ "$ref" =~ ^[0-9a-f]{40}$ ]] && command -v git >/dev/null; then
+	tag=$(git ls-remote --tags "${GPUGATE_RELEASE_REPO:-https://github.com/gpugate/gpugate}" 2>/dev/null |
+		awk -v sha="$ref" '$1 == sha { t = $2; sub("^refs/tags/", "", t); sub("\\^\\{\\}$", "", t); print t }' |
+		grep -E '^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$' | sort -V | tail -n 1 || true)
+	if [ -n "$tag" ]; then
+		echo "gpugate: $ref is release $tag"
+		ref=$tag
+	fi
+fi
 if ! [[ "$ref" =~ ^v[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$ ]]; then
 	from_source "$ref is not a release (releases are tags vMAJOR.MINOR.PATCH)"
 fi

@@ -301,7 +301,64 @@ func runnerEnv(t *testing.T, rel *release, runnerOS, arch, path string) map[stri
 	if rel != nil {
 		env["GPUGATE_RELEASE_URL"] = rel.URL
 	}
+	// Where a SHA pin's release tag is looked up: a repository with no
+	// tag, on disk, unless a test gives one (releaseRepo).
+	env["GPUGATE_RELEASE_REPO"] = releaseRepo(t, nil)
 	return env
+}
+
+// releaseRepo is a bare git repository standing in for gpugate's, with a
+// commit for each of tags (every other one an annotated tag); it returns
+// its path and fills tags' values with their commits' SHAs.
+func releaseRepo(t *testing.T, tags map[string]string) string {
+	t.Helper()
+	work, bare := t.TempDir(), t.TempDir()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.email=r@example.com", "-c", "user.name=r"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(work, "init", "-q")
+	i := 0
+	for tag := range tags {
+		os.WriteFile(filepath.Join(work, "f"), []byte(tag), 0o644)
+		git(work, "add", "f")
+		git(work, "commit", "-qm", tag)
+		if i%2 == 0 {
+			git(work, "tag", "-a", "-m", tag, tag)
+		} else {
+			git(work, "tag", tag)
+		}
+		tags[tag] = git(work, "rev-parse", "HEAD")
+		i++
+	}
+	git(bare, "init", "-q", "--bare")
+	if len(tags) > 0 {
+		git(work, "push", "-q", "--tags", bare)
+	}
+	return bare
+}
+
+// A pin to a released commit's SHA is that release: the Action installs
+// the release of the tag that names the commit (annotated or not),
+// verified as a tag pin is; a SHA no tag names builds from source.
+func TestTheActionInstallsTheReleaseOfAReleasedCommitsSHA(t *testing.T) {
+	needTools(t)
+	rel := serveRelease(t, fakeReleases(t, nil))
+	tags := map[string]string{"v1.2.3": "", "v1.3.0": ""}
+	repo := releaseRepo(t, tags)
+	for tag, sha := range tags {
+		env := runnerEnv(t, rel, "Linux", "X64", "")
+		env["GPUGATE_RELEASE_REPO"], env["GPUGATE_ACTION_REF"], env["GPUGATE_STEP"] = repo, sha, "classify"
+		got := install(t, env)
+		want := []string{"/" + tag + "/gpugate_" + tag[1:] + "_linux_amd64.tar.gz", "/" + tag + "/checksums.txt"}
+		if took := rel.took(); got.code != 0 || !slices.Equal(took, want) || got.outputs["build"] != "false" || !strings.Contains(got.log, sha+" is release "+tag) {
+			t.Errorf("%s (%s): exit %d, requested %v, outputs %v:\n%s", sha, tag, got.code, took, got.outputs, got.log)
+		}
+	}
 }
 
 // goStub is a go that must not run: a step installed from a release
