@@ -93,6 +93,8 @@ func TestDemo_TheAttemptTableShowsTheProofRejectionAndThe429(t *testing.T) {
 			case strings.Contains(r, "no-capacity"):
 				outcomes = append(outcomes, "no-capacity")
 			case strings.Contains(r, " exited ") && strings.Contains(r, "EXITED before its runner came online"):
+				outcomes = append(outcomes, "exited")
+			case strings.Contains(r, "the CUDA proof failed on this host"):
 				outcomes = append(outcomes, "proof rejected")
 			case strings.Contains(r, "answered 429 Too Many Requests (Retry-After: 1 s)"):
 				outcomes = append(outcomes, "429")
@@ -100,7 +102,7 @@ func TestDemo_TheAttemptTableShowsTheProofRejectionAndThe429(t *testing.T) {
 				outcomes = append(outcomes, "accepted")
 			}
 		}
-		if want := []string{"no-capacity", "proof rejected", "429", "accepted"}; !cmp.Equal(outcomes, want) {
+		if want := []string{"no-capacity", "exited", "proof rejected", "429", "accepted"}; !cmp.Equal(outcomes, want) {
 			t.Errorf("the attempt table shows %v, want %v:\n%s", outcomes, want, table)
 		}
 	})

@@ -60,6 +60,11 @@ func (rt *realTime) throttled(id string) []runpodtest.Request {
 // its pod's reads were answered, and the client's pause.
 func (rt *realTime) notes(a runpod.Attempt) []string {
 	var out []string
+	if a.Outcome == runpod.OutcomeExited {
+		// The demo's fake host fails the proof: the pod's entry point runs
+		// it before registering the runner, and exits when it fails.
+		out = append(out, "the CUDA proof failed on this host (it runs before the runner registers): the pod exited and was deleted at once")
+	}
 	for _, r := range rt.throttled(a.PodID) {
 		out = append(out, fmt.Sprintf("%s %s answered 429 Too Many Requests (Retry-After: %s s): the client paused %s and read again", r.Method, r.Path, rt.throttle.RetryAfter, rt.retryAfter()))
 	}
