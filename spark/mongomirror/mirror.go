@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -122,11 +123,28 @@ func Connect(uri string) (*mongo.Client, error) {
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).
 		SetServerSelectionTimeout(5 * time.Second).SetConnectTimeout(5 * time.Second).SetAppName("gpugate-sparkd"))
 	if err != nil {
-		// The driver's text can quote the URI, credentials and all.
-		return nil, fmt.Errorf("%w: %w", ErrBadURI, errors.New("the driver refused it"))
+		return nil, connectError(err)
 	}
 	return c, nil
 }
+
+// connectError is what Connect reports for the driver's err, without the
+// driver's text, which can quote the URI, credentials and all. A
+// mongodb+srv URI is resolved through DNS as it is parsed: a name that
+// does not resolve now is a server out of reach, to retry, not a URI to
+// refuse.
+func connectError(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return fmt.Errorf("%w: %w", ErrUnreachable, errors.New("its DNS records did not resolve"))
+	}
+	return fmt.Errorf("%w: %w", ErrBadURI, errors.New("the driver refused it"))
+}
+
+// ErrUnreachable is returned by Connect when the URI is well formed but
+// its server cannot be found now (a mongodb+srv name that does not
+// resolve): connect again later. It wraps ErrMirror.
+var ErrUnreachable = fmt.Errorf("%w: mongo_uri's server cannot be reached now", ErrMirror)
 
 // ErrBadURI is returned when the mongo_uri setting is not a MongoDB URI
 // the driver accepts.

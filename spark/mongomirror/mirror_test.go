@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -410,5 +411,23 @@ func TestConnect_ABadURIIsRefusedWithoutRepeatingIt(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2-s3cret") || strings.Contains(err.Error(), "db.internal") {
 		t.Errorf("the error repeats the URI: %v", err)
+	}
+}
+
+// A mongodb+srv name that does not resolve now (a DNS outage as sparkd
+// starts) is a server out of reach, retried, never a URI refused; the
+// error repeats neither the name nor the password.
+func TestConnect_AnUnresolvableSRVNameIsUnreachableNotABadURI(t *testing.T) {
+	driverErr := fmt.Errorf("error parsing uri: lookup _mongodb._tcp.cluster0.example: %w",
+		&net.DNSError{Err: "server misbehaving", Name: "_mongodb._tcp.cluster0.example", IsTemporary: true})
+	err := connectError(driverErr)
+	if errors.Is(err, ErrBadURI) || !errors.Is(err, ErrUnreachable) || !errors.Is(err, ErrMirror) {
+		t.Errorf("%v, want ErrUnreachable (an ErrMirror), not ErrBadURI", err)
+	}
+	if strings.Contains(err.Error(), "cluster0") {
+		t.Errorf("the error repeats the URI's host: %v", err)
+	}
+	if err := connectError(errors.New("error parsing uri: scheme must be \"mongodb\" or \"mongodb+srv\"")); !errors.Is(err, ErrBadURI) {
+		t.Errorf("a malformed URI: %v, want ErrBadURI", err)
 	}
 }
