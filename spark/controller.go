@@ -634,15 +634,14 @@ func (c *Controller) Status(ctx context.Context, id string) (Status, error) {
 		if r.State != Queued {
 			return nil
 		}
-		ahead, err := tx.QueueAhead(r)
-		if err != nil {
-			return err
-		}
 		p, err := c.plan(tx)
 		if err != nil {
 			return err
 		}
-		st.Position, st.Pending = ahead+1, p.reason(r)
+		if st.Position, err = p.position(tx, r); err != nil {
+			return err
+		}
+		st.Pending = p.reason(r)
 		return errRollback
 	})
 	if errors.Is(err, errRollback) {

@@ -65,14 +65,14 @@ func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (Da
 		if queued, err = tx.QueueLen(); err != nil {
 			return err
 		}
-		listed := 0
-		err = tx.Queue(false, func(r Request) bool {
-			reqs = append(reqs, r)
-			listed++
-			return listed < c.opts.DashboardQueue
-		})
+		p, err := c.plan(tx)
 		if err != nil {
 			return err
+		}
+		if queued > 0 {
+			if err := p.head(tx, c.opts.DashboardQueue, func(r Request) { reqs = append(reqs, r) }); err != nil {
+				return err
+			}
 		}
 		return errRollback
 	})

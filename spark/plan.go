@@ -23,6 +23,8 @@ type plan struct {
 	// overdue are the queued pairs that have waited Options.PairMaxWait:
 	// they go ahead of everything but development.
 	overdue []Request
+	// allOverdue keeps every overdue pair, for positions and listings.
+	allOverdue []Request
 }
 
 // plan decides admission without writing anything. Priority is
@@ -63,6 +65,7 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		return nil, err
 	}
 	slices.SortFunc(p.overdue, func(a, b Request) int { return cmp.Compare(a.Seq, b.Seq) }) // all raised alike: by submission
+	p.allOverdue = slices.Clone(p.overdue)
 	stopped := !p.open(nil)
 	if !stopped {
 		err = tx.Queue(false, func(r Request) bool {
@@ -276,4 +279,62 @@ func (p *plan) why(r Request, h Host) string {
 		return fmt.Sprintf("host %s runs the resident service, which %s work does not borrow", h.Name, r.Class)
 	}
 	return ""
+}
+
+// position is r's 1-based place in the order this pass takes the queue:
+// the requests that go before it by priority (an overdue pair's raised)
+// and submission.
+func (p *plan) position(tx Tx, r Request) (int, error) {
+	// The stored index counts by stored priority: count the requests
+	// before r's place in the pass, then correct for the overdue pairs,
+	// whose place in the pass is not their place in the index.
+	ahead, err := tx.QueueAhead(Request{Priority: p.priority(r), Seq: r.Seq})
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range p.allOverdue {
+		if o.ID == r.ID {
+			continue
+		}
+		if Before(o, Request{Priority: p.priority(r), Seq: r.Seq}) {
+			ahead-- // counted by the index at its own priority
+		}
+		if p.ahead(o, r) {
+			ahead++
+		}
+	}
+	return ahead + 1, nil
+}
+
+// head calls fn with up to n queued requests in the order this pass
+// takes them: the index's order, with the overdue pairs at their raised
+// places.
+func (p *plan) head(tx Tx, n int, fn func(Request)) error {
+	listed := 0
+	overdue := slices.Clone(p.allOverdue)
+	emit := func(r Request) bool {
+		fn(r)
+		listed++
+		return listed < n
+	}
+	more := true
+	err := tx.Queue(false, func(r Request) bool {
+		for len(overdue) > 0 && p.ahead(overdue[0], r) && more {
+			more = emit(overdue[0])
+			overdue = overdue[1:]
+		}
+		if !more {
+			return false
+		}
+		if p.overduePair(r) {
+			return true // listed at its raised place
+		}
+		more = emit(r)
+		return more
+	})
+	for len(overdue) > 0 && more {
+		more = emit(overdue[0])
+		overdue = overdue[1:]
+	}
+	return err
 }

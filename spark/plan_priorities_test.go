@@ -329,3 +329,59 @@ func TestAnOverduePairHoldsTheServiceHost_WithLendMinPriorityAboveDevelopment(t 
 		t.Errorf("the resident service was stopped (%v) for a request the overdue pair is ahead of", calls)
 	}
 }
+
+// Status's position is the request's place in the order admission takes
+// the queue. An overdue pair goes ahead of all work but development, yet
+// its position counts every higher-priority request queued after it
+// (QueueAhead counts by priority and submission only), and the dashboard,
+// which lists the head of the queue by the same count, may not list it at
+// all though it is admitted next.
+func TestStatus_AnOverduePairsPositionIsWhereAdmissionTakesIt(t *testing.T) {
+	store := sparktest.NewStore()
+	opts := spark.DefaultOptions()
+	opts.Service, opts.PairTest, opts.DashboardQueue = &sparktest.Service{}, true, 3
+	c, err := spark.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	prio := spark.DefaultPriorities()
+	err = store.Tx(ctx, func(tx spark.Tx) error {
+		hosts, _ := tx.Hosts()
+		for _, h := range hosts {
+			h.LastHeartbeat, h.Mode, h.Lease = now, spark.Leased, "r-running"
+			if err := tx.PutHost(h); err != nil {
+				return err
+			}
+		}
+		reqs := []spark.Request{{ID: "pair", Class: spark.BackgroundCI, Topology: spark.Pair, Submitted: now.Add(-2 * time.Hour)}}
+		for i := range 5 {
+			reqs = append(reqs, spark.Request{ID: fmt.Sprintf("ci%d", i), Class: spark.ManualPR, Topology: spark.Single, Submitted: now})
+		}
+		for _, r := range reqs {
+			r.Seq, _ = tx.NextSeq()
+			r.Priority, r.State, r.Duration = prio[r.Class], spark.Queued, time.Hour
+			if err := tx.PutRequest(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Status(ctx, "pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Position != 1 {
+		t.Errorf("the overdue pair, which admission takes first, is at position %d", st.Position)
+	}
+	snap, err := c.Dashboard(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(snap.Reservations, func(r spark.DashboardReservation) bool { return r.ID == "pair" }) {
+		t.Errorf("the dashboard's head of the queue (%d listed) leaves out the overdue pair admitted next", len(snap.Reservations))
+	}
+}
