@@ -364,6 +364,23 @@ func (c *Controller) History(ctx context.Context, after int64, limit int) ([]Eve
 	return out, err
 }
 
+// Lineage names the event log's timeline (Tx.Lineage): a History event's
+// ID is unique within it.
+func (c *Controller) Lineage(ctx context.Context) (string, error) {
+	var l string
+	err := c.tx(ctx, func(tx Tx) error {
+		var err error
+		if l, err = tx.Lineage(); err == nil {
+			err = errRollback
+		}
+		return err
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return l, err
+}
+
 // Events returns the newest events, for a dashboard.
 func (c *Controller) Events(ctx context.Context, limit int) ([]Event, error) {
 	var out []Event

@@ -49,6 +49,11 @@ type Tx interface {
 	// greater than after: the event log read as a history, with each
 	// event's ID set.
 	EventsSince(after int64, limit int) ([]Event, error)
+	// Lineage names this event log's timeline: event IDs are unique
+	// within a lineage only. A new store, and a store restored from a
+	// backup (whose log goes on from the backup's last ID), are new
+	// lineages.
+	Lineage() (string, error)
 }
 
 // EventLimit is how many events one read returns at most: limit, or 1000

@@ -28,7 +28,9 @@
 //	fleet         one document, _id "fleet": queued (the whole queue's
 //	              length), updated
 //	history       one document per controller event, never changed: _id
-//	              (the event's ID), at, kind, reservation, host, alert
+//	              (lineage:seq), lineage (the event log's timeline: a new
+//	              database, or a restored one, starts a new one), seq (the
+//	              event's number in it), at, kind, reservation, host, alert
 package mongomirror
 
 import (
@@ -38,6 +40,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -52,6 +55,7 @@ import (
 type Source interface {
 	Dashboard(ctx context.Context, names map[string]string) (spark.DashboardSnapshot, error)
 	History(ctx context.Context, after int64, limit int) ([]spark.Event, error)
+	Lineage(ctx context.Context) (string, error)
 }
 
 var _ Source = (*spark.Controller)(nil)
@@ -101,11 +105,12 @@ var ErrMirror = errors.New("mongomirror: the MongoDB mirror is behind")
 
 // Mirror copies a controller's state and history into MongoDB.
 type Mirror struct {
-	src   Source
-	db    *mongo.Database
-	opts  Options
-	ready bool  // the indexes exist
-	after int64 // the newest event ID known to be mirrored; -1 until read from MongoDB
+	src     Source
+	db      *mongo.Database
+	opts    Options
+	ready   bool   // the indexes exist
+	lineage string // the event log's timeline after is in
+	after   int64  // the newest event ID known to be mirrored; -1 until read from MongoDB
 }
 
 // New returns a mirror of src into the MongoDB client's database. It
@@ -179,7 +184,9 @@ type (
 		Updated time.Time `bson:"updated"`
 	}
 	transitionDoc struct {
-		ID          int64     `bson:"_id"`
+		ID          string    `bson:"_id"` // lineage:seq
+		Lineage     string    `bson:"lineage"`
+		Seq         int64     `bson:"seq"`
 		At          time.Time `bson:"at"`
 		Kind        string    `bson:"kind"`
 		Reservation string    `bson:"reservation,omitempty"`
@@ -191,7 +198,7 @@ type (
 // Indexes are the indexes a pass makes sure of, by collection.
 var Indexes = map[string][]bson.D{
 	"reservations": {{{Key: "state", Value: 1}, {Key: "position", Value: 1}}, {{Key: "repo", Value: 1}, {Key: "pr", Value: 1}}},
-	"history":      {{{Key: "reservation", Value: 1}, {Key: "_id", Value: 1}}, {{Key: "at", Value: -1}}, {{Key: "kind", Value: 1}, {Key: "at", Value: -1}}},
+	"history":      {{{Key: "lineage", Value: 1}, {Key: "seq", Value: -1}}, {{Key: "reservation", Value: 1}, {Key: "at", Value: 1}}, {{Key: "at", Value: -1}}, {{Key: "kind", Value: 1}, {Key: "at", Value: -1}}},
 }
 
 func (m *Mirror) display(host string) string {
@@ -320,16 +327,26 @@ func (m *Mirror) state(ctx context.Context, snap spark.DashboardSnapshot) error 
 // starting after the newest one it holds.
 func (m *Mirror) history(ctx context.Context) error {
 	coll := m.db.Collection("history")
+	lineage, err := m.src.Lineage(ctx)
+	if err != nil {
+		return fmt.Errorf("mongomirror: read the controller's lineage: %w", err)
+	}
+	if lineage != m.lineage {
+		// Another event log (a new database, or one restored from a
+		// backup, whose IDs go on from the backup's): its events are
+		// never the ones mirrored under another lineage.
+		m.lineage, m.after = lineage, -1
+	}
 	if m.after < 0 {
 		var last transitionDoc
-		err := coll.FindOne(ctx, bson.D{}, options.FindOne().SetSort(bson.D{{Key: "_id", Value: -1}})).Decode(&last)
+		err := coll.FindOne(ctx, bson.D{{Key: "lineage", Value: lineage}}, options.FindOne().SetSort(bson.D{{Key: "seq", Value: -1}})).Decode(&last)
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			m.after = 0
 		case err != nil:
 			return fmt.Errorf("%w: read the newest mirrored event: %w", ErrMirror, err)
 		default:
-			m.after = last.ID
+			m.after = last.Seq
 		}
 	}
 	for {
@@ -342,7 +359,7 @@ func (m *Mirror) history(ctx context.Context) error {
 		}
 		docs := make([]any, len(events))
 		for i, e := range events {
-			doc := transitionDoc{ID: e.ID, At: e.At, Kind: e.Kind, Reservation: e.Request, Alert: e.Alert}
+			doc := transitionDoc{ID: lineage + ":" + strconv.FormatInt(e.ID, 10), Lineage: lineage, Seq: e.ID, At: e.At, Kind: e.Kind, Reservation: e.Request, Alert: e.Alert}
 			if e.Host != "" {
 				doc.Host = m.display(e.Host)
 			}

@@ -200,7 +200,7 @@ func historyIDs(t *testing.T, db *mongo.Database) []int64 {
 	t.Helper()
 	var ids []int64
 	for _, d := range stored(t, db)["history"] {
-		ids = append(ids, d["_id"].(int64))
+		ids = append(ids, d["seq"].(int64))
 	}
 	slices.Sort(ids)
 	return ids

@@ -5,6 +5,8 @@ package sparktest
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"maps"
 	"slices"
@@ -32,6 +34,7 @@ type Store struct {
 	events  []spark.Event
 	token   int64
 	seq     int64
+	lineage string // random: each store is its own event log
 	// Fail makes every transaction fail (the store is unavailable).
 	Fail bool
 }
@@ -40,7 +43,9 @@ var _ spark.Store = (*Store)(nil)
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{hosts: map[string]spark.Host{}, requests: map[string]spark.Request{},
+	b := make([]byte, 8)
+	rand.Read(b)
+	return &Store{hosts: map[string]spark.Host{}, requests: map[string]spark.Request{}, lineage: hex.EncodeToString(b),
 		byClass: map[spark.Class]map[string]bool{}, byPR: map[prKey]map[string]bool{}, byState: map[spark.State]map[string]bool{}}
 }
 
@@ -318,6 +323,8 @@ func (t *tx) EventsSince(after int64, limit int) ([]spark.Event, error) {
 	}
 	return out, nil
 }
+
+func (t *tx) Lineage() (string, error) { return t.s.lineage, nil }
 
 func (t *tx) Events(limit int) ([]spark.Event, error) {
 	limit = min(spark.EventLimit(limit), len(t.events))

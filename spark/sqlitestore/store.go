@@ -66,10 +66,17 @@ BEGIN UPDATE counters SET value = value + CASE WHEN new.state = 'queued' THEN 1 
 CREATE TRIGGER requests_queued_delete AFTER DELETE ON requests WHEN old.state = 'queued'
 BEGIN UPDATE counters SET value = value - 1 WHERE name = 'queued'; END;
 `,
+	// The event log's lineage: a random name for the database, and a
+	// timeline that each restore moves on.
+	4: `
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta (name, value) VALUES ('fleet', lower(hex(randomblob(8))));
+INSERT INTO counters (name, value) VALUES ('timeline', 0);
+`,
 }
 
 // SchemaVersion is the version Open migrates to.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Every statement a transaction runs, prepared once when the store
 // opens: parsing them again in every transaction cost more than running
@@ -95,10 +102,11 @@ ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc =
 	qEvent       = `INSERT INTO events (at, doc) VALUES (?, ?)`
 	qEvents      = `SELECT doc FROM (SELECT id, doc FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`
 	qEventsSince = `SELECT id, doc FROM events WHERE id > ? ORDER BY id LIMIT ?`
+	qLineage     = `SELECT (SELECT value FROM meta WHERE name = 'fleet') || '.' || (SELECT value FROM counters WHERE name = 'timeline')`
 )
 
 var statements = []string{qHosts, qPutHost, qAll, qInStates, qRequest, qPutRequest, qQueue, qBorrowers,
-	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents, qEventsSince}
+	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents, qEventsSince, qLineage}
 
 // prepare prepares every statement, after the schema is current.
 func (s *Store) prepare() error {
@@ -398,6 +406,12 @@ func Restore(from, path string) error {
 	r, err := openDB(tmp)
 	if err == nil {
 		_, err = r.db.Exec(`UPDATE counters SET value = ? WHERE name = 'epoch'`, next)
+		if err == nil {
+			// The restored log goes on from the backup's last event: a
+			// new timeline, so its events are never taken for the ones
+			// the replaced database appended after the backup.
+			_, err = r.db.Exec(`UPDATE counters SET value = value + 1 WHERE name = 'timeline'`)
+		}
 		r.db.Close()
 	}
 	if err != nil {
@@ -693,6 +707,14 @@ func (t *sqlTx) EventsSince(after int64, limit int) ([]spark.Event, error) {
 		return nil, fmt.Errorf("sqlitestore: events since %d: %w", after, err)
 	}
 	return out, nil
+}
+
+func (t *sqlTx) Lineage() (string, error) {
+	var l string
+	if err := t.queryRow(qLineage).Scan(&l); err != nil {
+		return "", fmt.Errorf("sqlitestore: lineage: %w", err)
+	}
+	return l, nil
 }
 
 func (t *sqlTx) Events(limit int) ([]spark.Event, error) {
