@@ -2,7 +2,9 @@ package spark
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -56,19 +58,20 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		return cmp.Or(-cmp.Compare(rank(a, c.opts.PreferredHost), rank(b, c.opts.PreferredHost)),
 			cmp.Compare(rank(a, c.serviceHost()), rank(b, c.serviceHost())))
 	})
-	if err := tx.Queue(true, func(r Request) bool {
+	pairs, err := tx.QueuedPairs()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range pairs {
 		if p.overduePair(r) {
 			p.overdue = append(p.overdue, r)
 		}
-		return true
-	}); err != nil {
-		return nil, err
 	}
 	slices.SortFunc(p.overdue, func(a, b Request) int { return cmp.Compare(a.Seq, b.Seq) }) // all raised alike: by submission
 	p.allOverdue = slices.Clone(p.overdue)
 	stopped := !p.open(nil)
 	if !stopped {
-		err = tx.Queue(false, func(r Request) bool {
+		err = p.merge(tx, false, func(r Request) bool {
 			p.placeOverdueAhead(r)
 			p.place(r)
 			stopped = !p.open(&r)
@@ -79,7 +82,7 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		}
 	}
 	if stopped && p.openToBorrowers() {
-		err = tx.Queue(true, func(r Request) bool {
+		err = p.merge(tx, true, func(r Request) bool {
 			p.placeOverdueAhead(r)
 			p.place(r)
 			return p.openToBorrowers()
@@ -89,6 +92,63 @@ func (c *Controller) plan(tx Tx) (*plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// merge calls fn, in admission order, with the queued requests that name
+// no host and those that name a host free now, until fn returns false. A
+// request naming a host that is not free could take nothing: it is not
+// read (its reason, when asked, is worked out alone). Each part of the
+// queue comes from its own index, so the pass reads only what it places.
+func (p *plan) merge(tx Tx, borrowersOnly bool, fn func(Request) bool) error {
+	hosts := []string{""}
+	for _, name := range p.anyHost {
+		if p.free(p.byName[name]) {
+			hosts = append(hosts, name)
+		}
+	}
+	type stream struct {
+		next func() (Request, bool)
+		stop func()
+		head Request
+		ok   bool
+	}
+	var errs []error
+	streams := make([]*stream, 0, len(hosts))
+	defer func() {
+		for _, s := range streams {
+			s.stop()
+		}
+	}()
+	for _, h := range hosts {
+		next, stop := iter.Pull(func(yield func(Request) bool) {
+			if err := tx.QueueFor(h, borrowersOnly, yield); err != nil {
+				errs = append(errs, err)
+			}
+		})
+		s := &stream{next: next, stop: stop}
+		s.head, s.ok = next()
+		streams = append(streams, s)
+	}
+	for {
+		var first *stream
+		for _, s := range streams {
+			if s.ok && (first == nil || Before(s.head, first.head)) {
+				first = s
+			}
+		}
+		if first == nil {
+			break
+		}
+		r := first.head
+		first.head, first.ok = first.next()
+		if !fn(r) {
+			break
+		}
+	}
+	for _, s := range streams {
+		s.stop()
+	}
+	return errors.Join(errs...)
 }
 
 // free reports whether host h is available to some request at all.

@@ -385,3 +385,57 @@ func TestStatus_AnOverduePairsPositionIsWhereAdmissionTakesIt(t *testing.T) {
 		t.Errorf("the dashboard's head of the queue (%d listed) leaves out the overdue pair admitted next", len(snap.Reservations))
 	}
 }
+
+// Admission cost is independent of the queue's length, whatever the
+// queue holds: a queue of requests that name a busy host is not read by
+// Reconcile or Status (they could take nothing).
+func TestAdmission_ReadsTheHeadOfTheQueue_EvenWhenTheQueueIsBorrowers(t *testing.T) {
+	store := &countingStore{Store: sparktest.NewStore()}
+	opts := spark.DefaultOptions()
+	opts.Service = &sparktest.Service{}
+	c, err := spark.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueBorrowers(t, store, 10_000, "spark-2")
+	for _, h := range []string{"spark-1", "spark-2"} {
+		c.Heartbeat(ctx, spark.HostReport{Host: h})
+	}
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"reconcile placing spark-2", func() error { return c.Reconcile(ctx) }},
+		{"reconcile with spark-2 busy", func() error { return c.Reconcile(ctx) }},
+		{"status of the first waiting request", func() error { _, err := c.Status(ctx, "b000001"); return err }},
+	} {
+		store.read = 0
+		if err := step.run(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if store.read > 50 {
+			t.Errorf("%s read %d requests of 10,000 queued; want at most 50", step.name, store.read)
+		}
+	}
+}
+
+// queueBorrowers queues n single-host CI requests that each name a host
+// (a borrower by spark.Borrower), straight into the store.
+func queueBorrowers(t testing.TB, s spark.Store, n int, host string) {
+	t.Helper()
+	prio := spark.DefaultPriorities()
+	err := s.Tx(ctx, func(tx spark.Tx) error {
+		for i := range n {
+			seq, _ := tx.NextSeq()
+			r := spark.Request{ID: fmt.Sprintf("b%06d", i), Class: spark.BackgroundCI, Topology: spark.Single, Host: host,
+				Priority: prio[spark.BackgroundCI], Seq: seq, State: spark.Queued, Duration: time.Hour, Submitted: time.Now()}
+			if err := tx.PutRequest(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

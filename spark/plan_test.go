@@ -37,6 +37,16 @@ func (t countingTx) Queue(borrowersOnly bool, fn func(spark.Request) bool) error
 	return t.Tx.Queue(borrowersOnly, func(r spark.Request) bool { *t.read++; return fn(r) })
 }
 
+func (t countingTx) QueueFor(host string, borrowersOnly bool, fn func(spark.Request) bool) error {
+	return t.Tx.QueueFor(host, borrowersOnly, func(r spark.Request) bool { *t.read++; return fn(r) })
+}
+
+func (t countingTx) QueuedPairs() ([]spark.Request, error) {
+	rs, err := t.Tx.QueuedPairs()
+	*t.read += len(rs)
+	return rs, err
+}
+
 func (t countingTx) QueuedOf(class spark.Class) ([]spark.Request, error) {
 	rs, err := t.Tx.QueuedOf(class)
 	*t.read += len(rs)

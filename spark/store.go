@@ -28,6 +28,11 @@ type Tx interface {
 	// borrowersOnly it calls fn only with requests for which Borrower is
 	// true.
 	Queue(borrowersOnly bool, fn func(Request) bool) error
+	// QueueFor is Queue over the requests that name host ("": those that
+	// name none), from an index on the host.
+	QueueFor(host string, borrowersOnly bool, fn func(Request) bool) error
+	// QueuedPairs lists the queued pairs, in submission order.
+	QueuedPairs() ([]Request, error)
 	// QueuedOf lists the queued requests of one class, in submission order.
 	QueuedOf(class Class) ([]Request, error)
 	// QueuedForPR lists the queued requests for one pull request, in

@@ -26,6 +26,9 @@ type Store struct {
 	hosts    map[string]spark.Host
 	requests map[string]spark.Request
 	queue    []qkey // the queued requests, in admission order
+	// byHost is the queue by the host its requests name ("" for none).
+	byHost map[string][]qkey
+	pairs  map[string]bool // the queued pairs' IDs
 	// the queued requests' IDs by class and by pull request, and every
 	// request's by state
 	byClass map[spark.Class]map[string]bool
@@ -46,7 +49,8 @@ func NewStore() *Store {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return &Store{hosts: map[string]spark.Host{}, requests: map[string]spark.Request{}, lineage: hex.EncodeToString(b),
-		byClass: map[spark.Class]map[string]bool{}, byPR: map[prKey]map[string]bool{}, byState: map[spark.State]map[string]bool{}}
+		byClass: map[spark.Class]map[string]bool{}, byPR: map[prKey]map[string]bool{}, byState: map[spark.State]map[string]bool{},
+		byHost: map[string][]qkey{}, pairs: map[string]bool{}}
 }
 
 // qkey is a queued request's place in admission order.
@@ -133,28 +137,43 @@ func (s *Store) commit(writes map[string]spark.Request) {
 		s.byState[r.State][id] = true
 		if old, ok := s.requests[id]; ok && old.State == spark.Queued {
 			s.index(old, false)
+			delete(s.pairs, id)
 			if !rebuild {
 				i, _ := slices.BinarySearchFunc(s.queue, keyOf(old), admission)
 				s.queue = slices.Delete(s.queue, i, i+1)
+				hq := s.byHost[old.Host]
+				j, _ := slices.BinarySearchFunc(hq, keyOf(old), admission)
+				s.byHost[old.Host] = slices.Delete(hq, j, j+1)
 			}
 		}
 		s.requests[id] = r
 		if r.State == spark.Queued {
 			s.index(r, true)
+			if r.Topology == spark.Pair {
+				s.pairs[id] = true
+			}
 			if !rebuild {
 				i, _ := slices.BinarySearchFunc(s.queue, keyOf(r), admission)
 				s.queue = slices.Insert(s.queue, i, keyOf(r))
+				hq := s.byHost[r.Host]
+				j, _ := slices.BinarySearchFunc(hq, keyOf(r), admission)
+				s.byHost[r.Host] = slices.Insert(hq, j, keyOf(r))
 			}
 		}
 	}
 	if rebuild {
 		s.queue = s.queue[:0]
+		s.byHost = map[string][]qkey{}
 		for _, r := range s.requests {
 			if r.State == spark.Queued {
 				s.queue = append(s.queue, keyOf(r))
+				s.byHost[r.Host] = append(s.byHost[r.Host], keyOf(r))
 			}
 		}
 		slices.SortFunc(s.queue, admission)
+		for h := range s.byHost {
+			slices.SortFunc(s.byHost[h], admission)
+		}
 	}
 }
 
@@ -209,14 +228,20 @@ func (t *tx) Requests(states ...spark.State) ([]spark.Request, error) {
 // admission order, until fn returns false: the committed queue merged
 // with the ones this transaction queued.
 func (t *tx) queued(fn func(spark.Request) bool) {
+	t.queuedIn(t.s.queue, func(spark.Request) bool { return true }, fn)
+}
+
+// queuedIn is queued over a committed index (keys, in admission order)
+// and this transaction's queued writes that match its condition.
+func (t *tx) queuedIn(keys []qkey, match func(spark.Request) bool, fn func(spark.Request) bool) {
 	var mine []spark.Request
 	for _, r := range t.writes {
-		if r.State == spark.Queued {
+		if r.State == spark.Queued && match(r) {
 			mine = append(mine, r)
 		}
 	}
 	slices.SortFunc(mine, func(a, b spark.Request) int { return admission(keyOf(a), keyOf(b)) })
-	for _, k := range t.s.queue {
+	for _, k := range keys {
 		if _, ok := t.writes[k.id]; ok {
 			continue // this transaction's version is in mine, or it left the queue
 		}
@@ -241,6 +266,23 @@ func (t *tx) queued(fn func(spark.Request) bool) {
 func (t *tx) Queue(borrowersOnly bool, fn func(spark.Request) bool) error {
 	t.queued(func(r spark.Request) bool { return (borrowersOnly && !spark.Borrower(r)) || fn(r) })
 	return nil
+}
+
+// QueueFor walks the host's own queue (borrowersOnly filters it: every
+// request naming a host is a borrower, and for "" only development and
+// pairs are).
+func (t *tx) QueueFor(host string, borrowersOnly bool, fn func(spark.Request) bool) error {
+	t.queuedIn(t.s.byHost[host], func(r spark.Request) bool { return r.Host == host }, func(r spark.Request) bool {
+		if borrowersOnly && !spark.Borrower(r) {
+			return true
+		}
+		return fn(r)
+	})
+	return nil
+}
+
+func (t *tx) QueuedPairs() ([]spark.Request, error) {
+	return t.indexed(t.s.pairs, func(r spark.Request) bool { return r.State == spark.Queued && r.Topology == spark.Pair }), nil
 }
 
 func (t *tx) QueuedOf(class spark.Class) ([]spark.Request, error) {

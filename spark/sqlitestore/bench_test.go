@@ -191,3 +191,52 @@ func BenchmarkDashboard(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkReconcile_QueueNamingABusyHost measures a pass over a queue
+// whose requests all name spark-2, which is busy: none can be placed, and
+// the pass reads none of them (each host's part of the queue has its own
+// index).
+func BenchmarkReconcile_QueueNamingABusyHost(b *testing.B) {
+	for _, st := range benchStores {
+		for _, n := range []int{10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/queued=%d", st.name, n), func(b *testing.B) {
+				store := st.open(b)
+				opts := spark.DefaultOptions()
+				opts.Service = &sparktest.Service{}
+				c, err := spark.New(store, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				prio := spark.DefaultPriorities()
+				err = store.Tx(context.Background(), func(tx spark.Tx) error {
+					for i := range n {
+						seq, _ := tx.NextSeq()
+						r := spark.Request{ID: fmt.Sprintf("named-%07d", i), Class: spark.BackgroundCI, Topology: spark.Single, Host: "spark-2",
+							Priority: prio[spark.BackgroundCI], Seq: seq, State: spark.Queued, Duration: time.Hour, Submitted: time.Now()}
+						if err := tx.PutRequest(r); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				beat := func() error {
+					for _, h := range []string{"spark-1", "spark-2"} {
+						if err := c.Heartbeat(ctx, spark.HostReport{Host: h}); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				beat()
+				if err := c.Reconcile(ctx); err != nil { // spark-2 taken by the first
+					b.Fatal(err)
+				}
+				measure(b, beat, func() error { return c.Reconcile(ctx) })
+			})
+		}
+	}
+}

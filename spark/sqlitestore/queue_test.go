@@ -21,11 +21,13 @@ type queueView struct {
 	Ahead            map[string]int
 	Dev, Service     []string
 	PR               map[int][]string
+	ByHost           map[string][]string // QueueFor, all and borrowers only
+	Pairs            []string
 }
 
 func viewQueue(t *testing.T, tx spark.Tx) queueView {
 	t.Helper()
-	v := queueView{Ahead: map[string]int{}, PR: map[int][]string{}}
+	v := queueView{Ahead: map[string]int{}, PR: map[int][]string{}, ByHost: map[string][]string{}}
 	ids := func(rs []spark.Request, err error) []string {
 		if err != nil {
 			t.Fatal(err)
@@ -51,6 +53,13 @@ func viewQueue(t *testing.T, tx spark.Tx) queueView {
 		t.Fatal(err)
 	}
 	v.Dev, v.Service = ids(tx.QueuedOf(spark.Development)), ids(tx.QueuedOf(spark.ServiceStart))
+	v.Pairs = ids(tx.QueuedPairs())
+	for _, h := range []string{"", "spark-2"} {
+		for _, only := range []bool{false, true} {
+			key := h + fmt.Sprint(only)
+			tx.QueueFor(h, only, func(r spark.Request) bool { v.ByHost[key] = append(v.ByHost[key], r.ID); return true })
+		}
+	}
 	for pr := range 4 {
 		v.PR[pr] = ids(tx.QueuedForPR("o/r", pr))
 	}
@@ -81,6 +90,9 @@ func TestStores_ReadTheSameQueue(t *testing.T) {
 						Priority: rng.IntN(4) * 10, Seq: int64(len(known) + 1), State: spark.Queued}
 					if rng.IntN(4) == 0 {
 						r.Topology = spark.Pair
+					}
+					if rng.IntN(3) == 0 {
+						r.Host = "spark-2"
 					}
 					if rng.IntN(3) == 0 {
 						r.PR = &spark.PRRef{Repo: "o/r", Number: rng.IntN(4), SHA: "abc"}
@@ -159,7 +171,8 @@ func TestMigrate_TheQueueIndexesAreBuiltFromExistingRequests(t *testing.T) {
 	s.Tx(ctx, func(tx spark.Tx) error { got = viewQueue(t, tx); return nil })
 	want := queueView{Order: []string{"dev", "pr", "pair", "bg"}, Borrowers: []string{"dev", "pair"}, Len: 4,
 		Ahead: map[string]int{"dev": 0, "pr": 1, "pair": 2, "bg": 3}, Dev: []string{"dev"},
-		PR: map[int][]string{0: nil, 1: nil, 2: nil, 3: {"pr"}}}
+		PR:     map[int][]string{0: nil, 1: nil, 2: nil, 3: {"pr"}},
+		ByHost: map[string][]string{"false": {"dev", "pr", "pair", "bg"}, "true": {"dev", "pair"}}, Pairs: []string{"pair"}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("the migrated queue (-want +got):\n%s", d)
 	}

@@ -73,10 +73,20 @@ CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT INTO meta (name, value) VALUES ('fleet', lower(hex(randomblob(8))));
 INSERT INTO counters (name, value) VALUES ('timeline', 0);
 `,
+	// The queue by the host a request names (admission reads only the
+	// hosts that are free) and the queued pairs.
+	5: `
+ALTER TABLE requests ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE requests ADD COLUMN topology TEXT NOT NULL DEFAULT '';
+UPDATE requests SET host = coalesce(json_extract(doc, '$.host'), ''), topology = coalesce(json_extract(doc, '$.topology'), '');
+CREATE INDEX requests_queue_host ON requests (host, priority DESC, seq) WHERE state = 'queued';
+CREATE INDEX requests_borrowers_host ON requests (host, priority DESC, seq) WHERE state = 'queued' AND borrower;
+CREATE INDEX requests_queued_pairs ON requests (seq) WHERE state = 'queued' AND topology = 'pair';
+`,
 }
 
 // SchemaVersion is the version Open migrates to.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Every statement a transaction runs, prepared once when the store
 // opens: parsing them again in every transaction cost more than running
@@ -87,15 +97,19 @@ const (
 	qAll        = `SELECT doc FROM requests ORDER BY seq`
 	qInStates   = `SELECT doc FROM requests WHERE state IN (SELECT value FROM json_each(?)) ORDER BY seq`
 	qRequest    = `SELECT doc FROM requests WHERE id = ?`
-	qPutRequest = `INSERT INTO requests (id, state, seq, doc, priority, class, borrower, pr) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	qPutRequest = `INSERT INTO requests (id, state, seq, doc, priority, class, borrower, pr, host, topology) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc = excluded.doc,
-	priority = excluded.priority, class = excluded.class, borrower = excluded.borrower, pr = excluded.pr`
-	qQueue       = `SELECT doc FROM requests INDEXED BY requests_queue WHERE state = 'queued' ORDER BY priority DESC, seq`
-	qBorrowers   = `SELECT doc FROM requests INDEXED BY requests_borrowers WHERE state = 'queued' AND borrower ORDER BY priority DESC, seq`
-	qQueuedOf    = `SELECT doc FROM requests INDEXED BY requests_queued_class WHERE state = 'queued' AND class = ? ORDER BY seq`
-	qQueuedForPR = `SELECT doc FROM requests INDEXED BY requests_queued_pr WHERE state = 'queued' AND pr = ? ORDER BY seq`
-	qQueueLen    = `SELECT value FROM counters WHERE name = 'queued'`
-	qQueueAhead  = `SELECT
+	priority = excluded.priority, class = excluded.class, borrower = excluded.borrower, pr = excluded.pr,
+	host = excluded.host, topology = excluded.topology`
+	qQueueFor     = `SELECT doc FROM requests INDEXED BY requests_queue_host WHERE state = 'queued' AND host = ? ORDER BY priority DESC, seq`
+	qBorrowersFor = `SELECT doc FROM requests INDEXED BY requests_borrowers_host WHERE state = 'queued' AND borrower AND host = ? ORDER BY priority DESC, seq`
+	qQueuedPairs  = `SELECT doc FROM requests INDEXED BY requests_queued_pairs WHERE state = 'queued' AND topology = 'pair' ORDER BY seq`
+	qQueue        = `SELECT doc FROM requests INDEXED BY requests_queue WHERE state = 'queued' ORDER BY priority DESC, seq`
+	qBorrowers    = `SELECT doc FROM requests INDEXED BY requests_borrowers WHERE state = 'queued' AND borrower ORDER BY priority DESC, seq`
+	qQueuedOf     = `SELECT doc FROM requests INDEXED BY requests_queued_class WHERE state = 'queued' AND class = ? ORDER BY seq`
+	qQueuedForPR  = `SELECT doc FROM requests INDEXED BY requests_queued_pr WHERE state = 'queued' AND pr = ? ORDER BY seq`
+	qQueueLen     = `SELECT value FROM counters WHERE name = 'queued'`
+	qQueueAhead   = `SELECT
 	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority > ?1) +
 	(SELECT count(*) FROM requests INDEXED BY requests_queue WHERE state = 'queued' AND priority = ?1 AND seq < ?2)`
 	qNext        = `UPDATE counters SET value = value + 1 WHERE name = ? RETURNING value`
@@ -105,7 +119,7 @@ ON CONFLICT (id) DO UPDATE SET state = excluded.state, seq = excluded.seq, doc =
 	qLineage     = `SELECT (SELECT value FROM meta WHERE name = 'fleet') || '.' || (SELECT value FROM counters WHERE name = 'timeline')`
 )
 
-var statements = []string{qHosts, qPutHost, qAll, qInStates, qRequest, qPutRequest, qQueue, qBorrowers,
+var statements = []string{qHosts, qPutHost, qAll, qInStates, qRequest, qPutRequest, qQueue, qBorrowers, qQueuedPairs,
 	qQueuedOf, qQueuedForPR, qQueueLen, qQueueAhead, qNext, qEvent, qEvents, qEventsSince, qLineage}
 
 // prepare prepares every statement, after the schema is current.
@@ -578,7 +592,7 @@ func (t *sqlTx) PutRequest(r spark.Request) error {
 		pr = prKey(r.PR.Repo, r.PR.Number)
 	}
 	_, err = t.exec(qPutRequest,
-		r.ID, string(r.State), r.Seq, string(doc), r.Priority, string(r.Class), spark.Borrower(r), pr)
+		r.ID, string(r.State), r.Seq, string(doc), r.Priority, string(r.Class), spark.Borrower(r), pr, r.Host, string(r.Topology))
 	if err != nil {
 		return fmt.Errorf("sqlitestore: put request: %w", err)
 	}
@@ -594,10 +608,44 @@ func (t *sqlTx) Queue(borrowersOnly bool, fn func(spark.Request) bool) error {
 	if borrowersOnly {
 		q = qBorrowers
 	}
-	rows, err := t.query(q)
+	return t.each(fn, q)
+}
+
+// QueueFor reads the queue of the requests naming host from its index.
+// The plan reads several hosts' queues at once, and one prepared
+// statement cannot run twice at a time: each read prepares its own.
+func (t *sqlTx) QueueFor(host string, borrowersOnly bool, fn func(spark.Request) bool) error {
+	q := qQueueFor
+	if borrowersOnly {
+		q = qBorrowersFor
+	}
+	rows, err := t.tx.Query(q, host)
+	if err != nil {
+		return fmt.Errorf("sqlitestore: queue for %q: %w", host, err)
+	}
+	return readEach(rows, fn)
+}
+
+func (t *sqlTx) QueuedPairs() ([]spark.Request, error) {
+	rows, err := t.query(qQueuedPairs)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: queued pairs: %w", err)
+	}
+	return scan[spark.Request](rows)
+}
+
+// each reads requests from query q a row at a time, and stops reading
+// when fn says so.
+func (t *sqlTx) each(fn func(spark.Request) bool, q string, args ...any) error {
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlitestore: queue: %w", err)
 	}
+	return readEach(rows, fn)
+}
+
+// readEach decodes rows of request documents for fn until it says stop.
+func readEach(rows *sql.Rows, fn func(spark.Request) bool) error {
 	defer rows.Close()
 	for rows.Next() {
 		var doc []byte
