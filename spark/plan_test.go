@@ -118,6 +118,13 @@ func TestAdmission_ReadsTheHeadOfTheQueueNotAllOfIt(t *testing.T) {
 			}
 			return err
 		}},
+		{"a pull request's live requests (a GitHub event)", 50, func() error {
+			live, err := c.LiveForPR(ctx, "o/r", 5000)
+			if err == nil && len(live) == 0 {
+				err = fmt.Errorf("PR 5000's requests not found")
+			}
+			return err
+		}},
 		{"dashboard listing the default 100", 110, func() error { _, err := c.Dashboard(ctx, nil); return err }},
 	} {
 		store.read = 0

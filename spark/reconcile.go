@@ -1,9 +1,11 @@
 package spark
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -412,6 +414,35 @@ func (c *Controller) Hosts(ctx context.Context) ([]Host, error) {
 		err = nil
 	}
 	return hosts, err
+}
+
+// LiveForPR returns the queued and active requests for one pull request,
+// from the queue's index by pull request and the active leases: what a
+// GitHub event for the PR needs, whatever the queue's length.
+func (c *Controller) LiveForPR(ctx context.Context, repo string, number int) ([]Request, error) {
+	var out []Request
+	err := c.tx(ctx, func(tx Tx) error {
+		active, err := tx.Requests(Active)
+		if err != nil {
+			return err
+		}
+		for _, r := range active {
+			if r.PR != nil && r.PR.Repo == repo && r.PR.Number == number {
+				out = append(out, r)
+			}
+		}
+		queued, err := tx.QueuedForPR(repo, number)
+		if err != nil {
+			return err
+		}
+		out = append(out, queued...)
+		slices.SortFunc(out, func(a, b Request) int { return cmp.Compare(a.Seq, b.Seq) })
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		err = nil
+	}
+	return out, err
 }
 
 // Snapshot returns hosts and live requests, for status pages. It reads

@@ -311,7 +311,7 @@ func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label stri
 	// command for what a label asked for) while the first is queued or
 	// running is that one. A command's ask outlives the label's: the
 	// label's removal no longer cancels it.
-	_, live, err := in.ctrl.Snapshot(ctx)
+	live, err := in.ctrl.LiveForPR(ctx, pr.Repo, pr.Number)
 	if err != nil {
 		return err
 	}

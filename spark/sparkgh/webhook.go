@@ -563,7 +563,7 @@ func (in *Integration) lanes(labels []string) []string {
 
 // hasQueued reports whether pr has queued work.
 func (in *Integration) hasQueued(ctx context.Context, pr PR) (bool, error) {
-	_, live, err := in.ctrl.Snapshot(ctx)
+	live, err := in.ctrl.LiveForPR(ctx, pr.Repo, pr.Number)
 	return slices.ContainsFunc(live, func(r spark.Request) bool {
 		return r.State == spark.Queued && r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number
 	}), err
@@ -677,7 +677,7 @@ func (in *Integration) comment(ctx context.Context, e *github.IssueCommentEvent)
 }
 
 func (in *Integration) statusText(ctx context.Context, pr PR) string {
-	_, live, err := in.ctrl.Snapshot(ctx)
+	live, err := in.ctrl.LiveForPR(ctx, pr.Repo, pr.Number)
 	if err != nil {
 		return "The Spark controller is unavailable; nothing new starts until it is back."
 	}
