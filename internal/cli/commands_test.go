@@ -116,6 +116,7 @@ func TestEveryCommand_HelpIsZeroAndARefusedCommandLineIsTwoInOneLine(t *testing.
 		{"gate", []string{"authorize", "-h"}, []string{"authorize", "stray"}, [][]string{{"authorize", "-repo", "o/r", "-pr", "1"}, {"authorize", "-repo", "o/r", "-actor", "a"}}},
 		{"gate", []string{"publish", "-h"}, []string{"publish", "stray"}, [][]string{{"publish", "-repo", "o/r", "-head", "h", "-tested-ref", "r"}}},
 		{"gate", []string{"local-relay", "-h"}, []string{"local-relay", "stray"}, [][]string{{"local-relay", "-repo", "o/r", "-pr", "1", "-sha", "s"}}},
+		{"gate", []string{"local-run", "-h"}, []string{"local-run", "stray"}, [][]string{{"local-run", "-repo", "o/r", "-pr", "1"}, {"local-run", "-repo", "o/r", "-lane", "make gpu-test"}}},
 		{"gate", []string{"recover", "-h"}, []string{"recover", "stray"}, [][]string{{"recover", "-repo", "o/r"}, {"recover", "-pr", "1"}}},
 		{"gateflow", []string{"-h"}, []string{"stray"}, [][]string{{"-real"}, {"-real", "-repo", "o/r", "-pr", "4", "-actor", "m", "-run-id", "9"}}},
 		{"nvrtcpin", []string{"-h"}, nil, [][]string{{}}}, // its arguments are Packages files
@@ -146,6 +147,7 @@ func TestEveryCommand_HelpIsZeroAndARefusedCommandLineIsTwoInOneLine(t *testing.
 		{"sparkd", []string{"-h"}, []string{"stray"}, [][]string{{"-webhook-secret-file", "secret"}}},
 		{"sparkd", []string{"backup", "-h"}, []string{"backup", "stray"}, [][]string{{"backup"}, {"backup", "-db", "spark.db"}}},
 		{"sparkd", []string{"restore", "-h"}, []string{"restore", "stray"}, [][]string{{"restore", "-file", "backup.db"}}},
+		{"sparkd", []string{"token", "-h"}, []string{"token", "stray"}, [][]string{{"token", "-role", "host", "-name", "spark-1"}, {"token", "-tokens", "t", "-name", "spark-1"}}},
 		{"watch", []string{"-h"}, []string{"stray"}, [][]string{{}, {"-pod", "p1", "-repo", "o/r"}}},
 	}
 	tabled := map[string]bool{}
