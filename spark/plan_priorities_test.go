@@ -99,7 +99,7 @@ func TestAHostNeverHasTwoActiveLeases_WithCustomPriorities(t *testing.T) {
 // at their defaults: class priorities in any order, and LendMinPriority
 // from the fleet file's lend_min_priority (which may be above
 // development's priority). And one plan never grants a host twice.
-func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould_AnySettings(t *testing.T) {
+func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould(t *testing.T) {
 	modes := []spark.Mode{spark.Idle, spark.Idle, spark.Idle, spark.Leased, spark.ReleaseRequired, spark.ServiceRunning,
 		spark.ServiceRunning, spark.Lending, spark.Restoring, spark.OutOfService}
 	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI, spark.Development, spark.ServiceStart}

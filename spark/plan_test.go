@@ -3,11 +3,9 @@ package spark_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparktest"
 )
@@ -133,77 +131,6 @@ func TestAdmission_ReadsTheHeadOfTheQueueNotAllOfIt(t *testing.T) {
 		}
 		if store.read > step.most {
 			t.Errorf("%s read %d requests of 10,000 queued; want at most %d", step.name, store.read, step.most)
-		}
-	}
-}
-
-// Reading only the head of the queue decides exactly what a pass over the
-// whole queue would: the same grants, and for every request still
-// waiting the same reason, across random fleets and queues.
-func TestPlan_TheHeadOfTheQueueDecidesWhatTheWholeQueueWould(t *testing.T) {
-	modes := []spark.Mode{spark.Idle, spark.Idle, spark.Idle, spark.Leased, spark.ReleaseRequired, spark.ServiceRunning,
-		spark.ServiceRunning, spark.Lending, spark.Restoring, spark.OutOfService}
-	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI, spark.Development, spark.ServiceStart}
-	prio := spark.DefaultPriorities()
-	for seed := range 400 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		store := sparktest.NewStore()
-		opts := spark.Options{PairTest: true, Service: &sparktest.Service{}}
-		nHosts := 2 + rng.IntN(3)
-		for i := range nHosts {
-			opts.Hosts = append(opts.Hosts, spark.HostConfig{Name: fmt.Sprintf("h%d", i), Managed: rng.IntN(8) > 0, Service: i == 0})
-		}
-		if rng.IntN(2) == 0 {
-			opts.PreferredHost = "h1"
-		}
-		c, err := spark.New(store, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		err = store.Tx(ctx, func(tx spark.Tx) error {
-			hosts, _ := tx.Hosts()
-			for _, h := range hosts {
-				h.Mode, h.Draining = modes[rng.IntN(len(modes))], rng.IntN(5) == 0
-				if rng.IntN(4) == 0 {
-					h.GPUProcesses = 1 + rng.IntN(3)
-				}
-				if rng.IntN(6) > 0 {
-					h.LastHeartbeat = now
-				}
-				if err := tx.PutHost(h); err != nil {
-					return err
-				}
-			}
-			for i := range rng.IntN(40) {
-				seq, _ := tx.NextSeq()
-				cl := classes[rng.IntN(len(classes))]
-				r := spark.Request{ID: fmt.Sprintf("r%02d", i), Class: cl, Topology: spark.Single, Priority: prio[cl], Seq: seq, State: spark.Queued,
-					Submitted: now.Add(-time.Duration(rng.IntN(150)) * time.Minute)} // some pairs overdue
-				switch rng.IntN(6) {
-				case 0:
-					r.Topology = spark.Pair
-				case 1:
-					r.Host = fmt.Sprintf("h%d", rng.IntN(nHosts))
-				}
-				if cl == spark.ServiceStart {
-					r.Host = "h0"
-				}
-				if err := tx.PutRequest(r); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		head, full, err := spark.ComparePlans(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(full, head); d != "" {
-			t.Fatalf("seed %d: the head-of-queue plan differs from the whole-queue plan (-whole +head):\n%s", seed, d)
 		}
 	}
 }
