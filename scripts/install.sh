@@ -122,8 +122,19 @@ esac
 archive="gpugate_${ref#v}_${os}_${arch}.tar.gz"
 # Installed once per job: RUNNER_TEMP is the job's own.
 dir="$tmp_root/gpugate-release/${ref}_${os}_${arch}"
+sums() { # sums FILE...: SHA-256 lines, sha256sum's format
+	if command -v sha256sum >/dev/null; then sha256sum -- "$@"; else shasum -a 256 -- "$@"; fi
+}
 if [ -f "$dir/.verified" ]; then
-	installed "$dir" "release $ref ($os/$arch) already installed in this job: $dir"
+	# A later step of the job checks the installed commands again: an
+	# earlier step's code may have changed them since.
+	if ! (cd "$dir" && awk 'NR > 1' .verified >"$tmp_root/.gpugate-recheck.$$" && sums $(awk '{ print $2 }' "$tmp_root/.gpugate-recheck.$$") | cmp -s - "$tmp_root/.gpugate-recheck.$$"); then
+		rm -f "$tmp_root/.gpugate-recheck.$$"
+		echo "::error::gpugate: the commands of release $ref installed in $dir changed since they were verified: refusing to run them"
+		exit 1
+	fi
+	rm -f "$tmp_root/.gpugate-recheck.$$"
+	installed "$dir" "release $ref ($os/$arch) already installed in this job, checked again: $dir"
 fi
 
 mkdir -p "$tmp_root"
@@ -173,7 +184,12 @@ fi
 
 mkdir -p "$work/bin"
 tar -xzf "$work/$archive" -C "$work/bin"
-echo "$got  $archive" >"$work/bin/.verified"
+# The archive's sum, then each file's, for a later step to check.
+{
+	echo "$got  $archive"
+	(cd "$work/bin" && find . -type f -print | LC_ALL=C sort | while IFS= read -r f; do sums "$f"; done)
+} >"$work/verified"
+mv "$work/verified" "$work/bin/.verified"
 mkdir -p "$(dirname "$dir")"
 rm -rf -- "$dir" # a download interrupted before it was verified
 mv "$work/bin" "$dir"

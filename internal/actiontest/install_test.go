@@ -481,6 +481,27 @@ func TestStepsOfOneJobDownloadTheReleaseOnce(t *testing.T) {
 	}
 }
 
+// A later step of the job checks the installed commands again: a command
+// an earlier step's code changed is refused, never run.
+func TestALaterStepRefusesAnInstalledCommandChangedSinceItWasVerified(t *testing.T) {
+	needTools(t)
+	rel := serveRelease(t, fakeReleases(t, nil))
+	env := runnerEnv(t, rel, "Linux", "X64", "")
+	env["GPUGATE_ACTION_REF"], env["GPUGATE_STEP"] = "v1.2.3", "classify"
+	first := install(t, env)
+	if first.code != 0 {
+		t.Fatalf("exit %d:\n%s", first.code, first.log)
+	}
+	classify := filepath.Join(first.outputs["bin"], "classify")
+	if err := os.WriteFile(classify, []byte("#!/bin/sh\necho planted\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := install(t, env)
+	if got.code == 0 || got.outputs["bin"] != "" || !strings.Contains(got.log, "::error::gpugate: the commands of release v1.2.3 installed in") {
+		t.Errorf("exit %d, outputs %v:\n%s", got.code, got.outputs, got.log)
+	}
+}
+
 // A release archive whose SHA-256 is not the one its checksums.txt lists,
 // or that no checksum covers, is refused before anything in it is
 // extracted or run, and the step fails instead of building around it.
