@@ -318,7 +318,7 @@ func (c *Client) send(ctx context.Context, r request, out any) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Scrub the whole body before anything cuts it: a secret across
 		// the cut would keep its prefix.
-		e := ParseError(r.method, r.path, resp.StatusCode, c.scrubBody(data, r), resp.Header.Get("Retry-After"), time.Now(), c.capacity)
+		e := parseError(r.method, r.path, resp.StatusCode, c.scrubBody(data, r), resp.Header.Get("Retry-After"), time.Now(), c.capacity)
 		e.Title, e.Detail = c.scrub(e.Title, r), c.scrub(e.Detail, r) // as decoded from JSON escapes
 		for i := range e.Errors {
 			e.Errors[i] = c.scrub(e.Errors[i], r)

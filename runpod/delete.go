@@ -48,7 +48,7 @@ func (e *DeleteError) Unwrap() error { return e.Err }
 func (e *DeleteError) Is(target error) bool { return target == ErrNotDeleted }
 
 // Delete is the shared cleanup helper: at most five DELETE attempts within
-// 180 seconds (DeletePolicy), each request's timeout 20 seconds capped by
+// 180 seconds (deletePolicy), each request's timeout 20 seconds capped by
 // what is left. The first DELETE is sent at once, even while the client's
 // shared cooldown pauses other calls; a Retry-After is then a minimum
 // between attempts, capped by the client (DefaultMaxRetryAfter). A 404 confirms deletion, so deleting an already-deleted pod
@@ -56,11 +56,11 @@ func (e *DeleteError) Is(target error) bool { return target == ErrNotDeleted }
 // (after the client's cooldown) checks whether the pod is already gone. On
 // failure the *DeleteError names the pod.
 func Delete(ctx context.Context, api PodAPI, podID string) error {
-	return DeleteWith(ctx, api, podID, DeletePolicy())
+	return deleteWith(ctx, api, podID, deletePolicy())
 }
 
-// DeleteWith is Delete under another budget.
-func DeleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolicy) error {
+// deleteWith is Delete under another budget.
+func deleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolicy) error {
 	if err := policy.validate(); err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, er
 
 // DeleteByName resolves a pod known only by its name (Result.UnresolvedPodNames:
 // a create whose response was lost while the listing failed) and deletes
-// it. It lists pods within DeletePolicy's budget and deletes every live pod
+// it. It lists pods within deletePolicy's budget and deletes every live pod
 // with exactly that name, each with Delete. It returns nil only when the
 // listing succeeded and every such pod's deletion was confirmed (none
 // found: no pod was created). Otherwise the *DeleteError names the pod:
@@ -169,7 +169,7 @@ func DeleteByName(ctx context.Context, api PodAPI, name string) error {
 }
 
 // listNamed lists the live pods with exactly this name, retrying the
-// listing within DeletePolicy's budget: each try is one listing (one
+// listing within deletePolicy's budget: each try is one listing (one
 // request per page, for a *Client), so a Retry-After or the shared
 // cooldown is waited out between tries, never inside one try's timeout.
 func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attempts int, err error) {
@@ -182,7 +182,7 @@ func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attem
 	if c, ok := api.(interface{ Cooldown() time.Duration }); ok {
 		cool = c.Cooldown
 	}
-	err = DeletePolicy().run(ctx, cool, func(ctx context.Context, n int) error {
+	err = deletePolicy().run(ctx, cool, func(ctx context.Context, n int) error {
 		attempts = n
 		var err error
 		pods, err = list(ctx)

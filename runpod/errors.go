@@ -122,11 +122,11 @@ type problem struct {
 	Errors []string `json:"errors"`
 }
 
-// ParseError builds the *APIError for a non-2xx response from its status,
+// parseError builds the *APIError for a non-2xx response from its status,
 // body and Retry-After header value. A body that is not a problem document
 // keeps a short, printable excerpt as the detail. capacity decides which
 // 400s are capacity misses (nil: DefaultCapacityPattern).
-func ParseError(method, path string, status int, body []byte, retryAfter string, now time.Time, capacity *regexp.Regexp) *APIError {
+func parseError(method, path string, status int, body []byte, retryAfter string, now time.Time, capacity *regexp.Regexp) *APIError {
 	e := &APIError{Method: method, Path: path, StatusCode: status}
 	var p problem
 	if err := json.Unmarshal(body, &p); err == nil && (p.Title != "" || p.Detail != "" || len(p.Errors) > 0) {
@@ -137,7 +137,7 @@ func ParseError(method, path string, status int, body []byte, retryAfter string,
 		}
 		e.Detail = text
 	}
-	if d, ok := ParseRetryAfter(retryAfter, now); ok {
+	if d, ok := parseRetryAfter(retryAfter, now); ok {
 		e.RetryAfter = d
 	}
 	if capacity == nil {

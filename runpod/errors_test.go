@@ -36,7 +36,7 @@ func TestParseError_CreateRetryTable(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			body := fmt.Appendf(nil, `{"title":%q,"status":%d,"detail":%q}`, http.StatusText(tt.status), tt.status, tt.detail)
-			e := ParseError("POST", "/v2/pods", tt.status, body, "", t0, nil)
+			e := parseError("POST", "/v2/pods", tt.status, body, "", t0, nil)
 			if !errors.Is(e, tt.want) {
 				t.Errorf("%v does not match %v", e, tt.want)
 			}
@@ -49,7 +49,7 @@ func TestParseError_CreateRetryTable(t *testing.T) {
 
 func TestParseError_ProblemBody(t *testing.T) {
 	body := []byte(`{"title":"Unprocessable Entity","status":422,"detail":"Request validation failed.","errors":["$: additional properties 'bogus' not allowed"]}`)
-	got := ParseError("POST", "/v2/pods", 422, body, "", t0, nil)
+	got := parseError("POST", "/v2/pods", 422, body, "", t0, nil)
 	want := &APIError{Method: "POST", Path: "/v2/pods", StatusCode: 422, Title: "Unprocessable Entity", Detail: "Request validation failed.", Errors: []string{"$: additional properties 'bogus' not allowed"}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(APIError{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".kind" }, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -58,7 +58,7 @@ func TestParseError_ProblemBody(t *testing.T) {
 		t.Errorf("Error() = %q", got.Error())
 	}
 	// A body that is not a problem document keeps a printable excerpt.
-	html := ParseError("GET", "/v2/pods", 502, []byte("<html>bad gateway</html>"), "", t0, nil)
+	html := parseError("GET", "/v2/pods", 502, []byte("<html>bad gateway</html>"), "", t0, nil)
 	if html.Detail != "<html>bad gateway</html>" || !errors.Is(html, ErrTransient) {
 		t.Errorf("non-problem body: %+v", html)
 	}
@@ -86,9 +86,9 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tt.in, t0)
+			got, ok := parseRetryAfter(tt.in, t0)
 			if got != tt.want || ok != tt.ok {
-				t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+				t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 			}
 		})
 	}
@@ -99,9 +99,9 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		d, ok := ParseRetryAfter(v, t0)
+		d, ok := parseRetryAfter(v, t0)
 		if d < 0 || (!ok && d != 0) {
-			t.Fatalf("ParseRetryAfter(%q) = %v, %v", v, d, ok)
+			t.Fatalf("parseRetryAfter(%q) = %v, %v", v, d, ok)
 		}
 	})
 }
@@ -112,9 +112,9 @@ func FuzzParseError(f *testing.F) {
 	f.Add(422, []byte(`{"errors":["a","b"]}`), "")
 	f.Add(502, []byte("\xff<html>"), "Sun, 29 Nov 2026 12:00:30 GMT")
 	f.Fuzz(func(t *testing.T, status int, body []byte, retryAfter string) {
-		e := ParseError("GET", "/v2/pods", status, body, retryAfter, t0, nil)
+		e := parseError("GET", "/v2/pods", status, body, retryAfter, t0, nil)
 		if e.StatusCode != status || e.RetryAfter < 0 || len(e.Detail) > 100_000 {
-			t.Fatalf("ParseError gave %+v", e)
+			t.Fatalf("parseError gave %+v", e)
 		}
 		_ = e.Error()
 		if status >= 500 && !errors.Is(e, ErrTransient) {

@@ -49,10 +49,10 @@ func DefaultCreateRetryPolicy() RetryPolicy {
 	return p
 }
 
-// DeletePolicy is the shared cleanup budget: at most five DELETE attempts
+// deletePolicy is the shared cleanup budget: at most five DELETE attempts
 // within 180 seconds, each request's timeout 20 seconds capped by what is
 // left.
-func DeletePolicy() RetryPolicy {
+func deletePolicy() RetryPolicy {
 	p := DefaultRetryPolicy()
 	p.Deadline, p.MaxAttempts, p.InitialInterval = 180*time.Second, 5, 2*time.Second
 	return p

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// ParseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
+// parseRetryAfter reads a Retry-After header value (RFC 9110 §10.2.3):
 // delta-seconds or an HTTP-date. A date in the past means no wait. ok is
 // false when the value is absent or malformed.
-func ParseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
+func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
