@@ -100,39 +100,21 @@ type nextestParser struct {
 }
 
 func (p *nextestParser) document() error {
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n': // a null document decodes to nothing
-		return p.d.literal("null")
-	case '{':
-		return p.d.object(func(key []byte) error {
-			if fieldIs(key, "rust-suites") {
-				return p.rustSuites()
-			}
-			return p.d.skipValue()
-		})
-	}
-	return p.d.typeErr(c, "object", "the listing")
+	// A null document decodes to nothing.
+	return p.d.objectOrNull("the listing", nil, func(key []byte) error {
+		if fieldIs(key, "rust-suites") {
+			return p.rustSuites()
+		}
+		return p.d.skipValue()
+	})
 }
 
 func (p *nextestParser) rustSuites() error {
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n': // null empties the map
+	p.listed = true
+	return p.d.objectOrNull("rust-suites", func() { // null empties the map
 		p.listed, p.suites = false, p.suites[:0]
 		p.store, p.storeFiltered = chunked[TestID]{}, chunked[filterReason]{}
-		return p.d.literal("null")
-	case '{':
-		p.listed = true
-		return p.d.object(p.suite)
-	}
-	return p.d.typeErr(c, "object", "rust-suites")
+	}, p.suite)
 }
 
 // suite reads one binary's entry. A repeated binary key replaces the
@@ -140,28 +122,17 @@ func (p *nextestParser) rustSuites() error {
 func (p *nextestParser) suite(key []byte) error {
 	s := nextestSuite{key: string(key), start: p.store.n}
 	p.clearCases()
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n':
-		err = p.d.literal("null")
-	case '{':
-		err = p.d.object(func(key []byte) error {
-			switch {
-			case fieldIs(key, "testcases"):
-				return p.testcases()
-			case fieldIs(key, "binary-id"):
-				return p.stringField(&s.id, "binary-id")
-			case fieldIs(key, "status"):
-				return p.stringField(&s.status, "status")
-			}
-			return p.d.skipValue()
-		})
-	default:
-		err = p.d.typeErr(c, "object", "a rust-suites entry")
-	}
+	err := p.d.objectOrNull("a rust-suites entry", nil, func(key []byte) error {
+		switch {
+		case fieldIs(key, "testcases"):
+			return p.testcases()
+		case fieldIs(key, "binary-id"):
+			return p.stringField(&s.id, "binary-id")
+		case fieldIs(key, "status"):
+			return p.stringField(&s.status, "status")
+		}
+		return p.d.skipValue()
+	})
 	if err != nil {
 		return err
 	}
@@ -221,18 +192,7 @@ func (p *nextestParser) stringField(dst *string, name string) error {
 // testcases reads a binary's test cases; they follow its earlier ones, if
 // the key repeats (its map is merged into).
 func (p *nextestParser) testcases() error {
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n': // null empties the binary's map
-		p.clearCases()
-		return p.d.literal("null")
-	case '{':
-		return p.d.object(p.testcase)
-	}
-	return p.d.typeErr(c, "object", "testcases")
+	return p.d.objectOrNull("testcases", p.clearCases, p.testcase) // null empties the binary's map
 }
 
 // filterReason is why nextest left a test case out of a listing, when
@@ -253,37 +213,26 @@ var filterReasons = [...]string{"", "string", "expression", "partition"}
 func (p *nextestParser) testcase(key []byte) error {
 	p.name = append(p.name[:0], key...)
 	var fm filterMatch
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n':
-		err = p.d.literal("null")
-	case '{':
-		err = p.d.object(func(key []byte) error {
+	err := p.d.objectOrNull("a test case", nil, func(key []byte) error {
+		switch {
+		case fieldIs(key, "filter-match"):
+			return p.filterMatch(&fm)
+		case fieldIs(key, "ignored"):
+			c, err := p.d.peek()
 			switch {
-			case fieldIs(key, "filter-match"):
-				return p.filterMatch(&fm)
-			case fieldIs(key, "ignored"):
-				c, err := p.d.peek()
-				switch {
-				case err != nil:
-					return err
-				case c == 't':
-					return p.d.literal("true")
-				case c == 'f':
-					return p.d.literal("false")
-				case c == 'n':
-					return p.d.literal("null")
-				}
-				return p.d.typeErr(c, "bool", "ignored")
+			case err != nil:
+				return err
+			case c == 't':
+				return p.d.literal("true")
+			case c == 'f':
+				return p.d.literal("false")
+			case c == 'n':
+				return p.d.literal("null")
 			}
-			return p.d.skipValue()
-		})
-	default:
-		err = p.d.typeErr(c, "object", "a test case")
-	}
+			return p.d.typeErr(c, "bool", "ignored")
+		}
+		return p.d.skipValue()
+	})
 	if err != nil {
 		return err
 	}
@@ -306,38 +255,28 @@ type filterMatch struct {
 // filter-match is merged into the first, as encoding/json decodes into one
 // struct.
 func (p *nextestParser) filterMatch(fm *filterMatch) error {
-	c, err := p.d.peek()
-	if err != nil {
-		return err
-	}
-	switch c {
-	case 'n':
-		return p.d.literal("null")
-	case '{':
-		return p.d.object(func(key []byte) error {
-			switch {
-			case fieldIs(key, "status"):
-				v, ok, err := p.d.stringOrNull("status")
-				if ok {
-					fm.mismatch = string(v) == "mismatch"
-				}
-				return err
-			case fieldIs(key, "reason"):
-				v, ok, err := p.d.stringOrNull("reason")
-				if ok {
-					fm.reason = notFiltered
-					for r := filteredByString; r <= filteredByPartition; r++ {
-						if string(v) == filterReasons[r] {
-							fm.reason = r
-						}
+	return p.d.objectOrNull("filter-match", nil, func(key []byte) error {
+		switch {
+		case fieldIs(key, "status"):
+			v, ok, err := p.d.stringOrNull("status")
+			if ok {
+				fm.mismatch = string(v) == "mismatch"
+			}
+			return err
+		case fieldIs(key, "reason"):
+			v, ok, err := p.d.stringOrNull("reason")
+			if ok {
+				fm.reason = notFiltered
+				for r := filteredByString; r <= filteredByPartition; r++ {
+					if string(v) == filterReasons[r] {
+						fm.reason = r
 					}
 				}
-				return err
 			}
-			return p.d.skipValue()
-		})
-	}
-	return p.d.typeErr(c, "object", "filter-match")
+			return err
+		}
+		return p.d.skipValue()
+	})
 }
 
 // dedupe keeps, as decoding into maps would, the last entry of a binary

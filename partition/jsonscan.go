@@ -150,6 +150,26 @@ func (d *jsonReader) push() error {
 	return nil
 }
 
+// objectOrNull reads an object (object) or a null, after onNull (when
+// set), as encoding/json decodes null into a map or struct; anything else
+// is a type error naming what.
+func (d *jsonReader) objectOrNull(what string, onNull func(), field func(key []byte) error) error {
+	c, err := d.peek()
+	if err != nil {
+		return err
+	}
+	switch c {
+	case 'n':
+		if onNull != nil {
+			onNull()
+		}
+		return d.literal("null")
+	case '{':
+		return d.object(field)
+	}
+	return d.typeErr(c, "object", what)
+}
+
 // object reads an object, its '{' next. For each key it calls field,
 // which must read the key's value; the key it is given is valid only
 // until field reads that value.

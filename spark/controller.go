@@ -108,6 +108,9 @@ func (o *Options) defaults() {
 type Controller struct {
 	store Store
 	opts  Options
+	// overduePriority is an overdue pair's priority in a pass: one above
+	// every class but development.
+	overduePriority int
 }
 
 // New opens a controller over store, adopting the configured hosts (their
@@ -131,6 +134,11 @@ func New(store Store, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("%w: preferred host %s is not in the fleet", ErrInvalid, opts.PreferredHost)
 	}
 	c := &Controller{store: store, opts: opts}
+	for class, prio := range opts.Priorities {
+		if class != Development {
+			c.overduePriority = max(c.overduePriority, prio+1)
+		}
+	}
 	err := store.Tx(context.Background(), func(tx Tx) error {
 		have, err := tx.Hosts()
 		if err != nil {

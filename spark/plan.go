@@ -198,13 +198,7 @@ func (p *plan) priority(r Request) int {
 	if !p.overduePair(r) {
 		return r.Priority
 	}
-	top := r.Priority
-	for class, prio := range p.c.opts.Priorities {
-		if class != Development {
-			top = max(top, prio+1)
-		}
-	}
-	return top
+	return max(r.Priority, p.c.overduePriority)
 }
 
 // ahead reports whether a goes before b in this pass: by priority (an

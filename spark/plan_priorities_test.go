@@ -422,20 +422,8 @@ func TestAdmission_ReadsTheHeadOfTheQueue_EvenWhenTheQueueIsBorrowers(t *testing
 // queueBorrowers queues n single-host CI requests that each name a host
 // (a borrower by spark.Borrower), straight into the store.
 func queueBorrowers(t testing.TB, s spark.Store, n int, host string) {
-	t.Helper()
-	prio := spark.DefaultPriorities()
-	err := s.Tx(ctx, func(tx spark.Tx) error {
-		for i := range n {
-			seq, _ := tx.NextSeq()
-			r := spark.Request{ID: fmt.Sprintf("b%06d", i), Class: spark.BackgroundCI, Topology: spark.Single, Host: host,
-				Priority: prio[spark.BackgroundCI], Seq: seq, State: spark.Queued, Duration: time.Hour, Submitted: time.Now()}
-			if err := tx.PutRequest(r); err != nil {
-				return err
-			}
-		}
-		return nil
+	queue(t, s, n, func(i int) spark.Request {
+		return spark.Request{ID: fmt.Sprintf("b%06d", i), Class: spark.BackgroundCI, Topology: spark.Single, Host: host,
+			Priority: spark.DefaultPriorities()[spark.BackgroundCI]}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -57,21 +57,15 @@ func (t countingTx) QueuedForPR(repo string, number int) ([]spark.Request, error
 	return rs, err
 }
 
-// queueCI queues n CI requests of every class in turn, a tenth of them
-// for a pull request, straight into the store.
-func queueCI(t testing.TB, s spark.Store, n int) {
+// queue puts n requests made by make straight into the store, queued,
+// each with the next submission sequence number.
+func queue(t testing.TB, s spark.Store, n int, make func(i int) spark.Request) {
 	t.Helper()
-	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
-	prio := spark.DefaultPriorities()
 	err := s.Tx(ctx, func(tx spark.Tx) error {
 		for i := range n {
-			seq, _ := tx.NextSeq()
-			c := classes[i%len(classes)]
-			r := spark.Request{ID: fmt.Sprintf("q%06d", i), Class: c, Topology: spark.Single, Priority: prio[c], Seq: seq,
-				State: spark.Queued, Duration: time.Hour, Submitted: time.Now()}
-			if i%10 == 0 {
-				r.PR = &spark.PRRef{Repo: "o/r", Number: i, SHA: "abc1234"}
-			}
+			r := make(i)
+			r.Seq, _ = tx.NextSeq()
+			r.State, r.Duration, r.Submitted = spark.Queued, time.Hour, time.Now()
 			if err := tx.PutRequest(r); err != nil {
 				return err
 			}
@@ -81,6 +75,21 @@ func queueCI(t testing.TB, s spark.Store, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// queueCI queues n CI requests of every class in turn, a tenth of them
+// for a pull request, straight into the store.
+func queueCI(t testing.TB, s spark.Store, n int) {
+	classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
+	prio := spark.DefaultPriorities()
+	queue(t, s, n, func(i int) spark.Request {
+		c := classes[i%len(classes)]
+		r := spark.Request{ID: fmt.Sprintf("q%06d", i), Class: c, Topology: spark.Single, Priority: prio[c]}
+		if i%10 == 0 {
+			r.PR = &spark.PRRef{Repo: "o/r", Number: i, SHA: "abc1234"}
+		}
+		return r
+	})
 }
 
 // An admission pass, a submission, a status and the dashboard read the
