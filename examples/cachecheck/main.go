@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/cachetrust"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
@@ -318,7 +319,7 @@ func findArtifact(key, repo, trusted string, asJSON bool, getenv func(string) st
 		return fail(err)
 	}
 	ctx := context.Background()
-	client, err := ghaction.GitHubClient(ctx, getenv)
+	client, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return fail(fmt.Errorf("cachecheck: -find: %w", err))
 	}

@@ -35,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
@@ -182,7 +183,7 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 		if err != nil {
 			return changepolicy.Listing{}, err
 		}
-		client, err := ghaction.GitHubClient(ctx, getenv)
+		client, err := ghclient.New(ctx, getenv)
 		if err != nil {
 			return changepolicy.Listing{}, fmt.Errorf("classify: -pr: %w", err)
 		}

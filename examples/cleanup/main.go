@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podcost"
@@ -212,7 +213,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, log io
 	if err != nil {
 		return warn(err)
 	}
-	client, err := ghaction.GitHubClient(ctx, getenv)
+	client, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return warn(err)
 	}

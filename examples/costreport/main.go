@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
@@ -70,7 +71,7 @@ func collect(ctx context.Context, args []string, getenv func(string) string, std
 	if u.Before(s) {
 		return cli.Refuse(fs, "-until %s is before -since %s", *until, *since)
 	}
-	client, err := ghaction.GitHubClient(ctx, getenv)
+	client, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return fmt.Errorf("costreport: %w", err)
 	}

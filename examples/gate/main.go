@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
@@ -84,7 +85,7 @@ func subcommand(ctx context.Context, name string, args []string, getenv func(str
 		}
 	}
 	outputs, err := func() ([][2]string, error) {
-		client, err := ghaction.GitHubClient(ctx, getenv)
+		client, err := ghclient.New(ctx, getenv)
 		if err != nil {
 			return nil, fmt.Errorf("gate: %w", err)
 		}

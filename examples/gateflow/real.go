@@ -11,8 +11,8 @@ import (
 	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
-	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/runpod"
 )
 
@@ -54,7 +54,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if _, err := o.startup.Apply(&startup, cfg, true); err != nil {
 		return nil, err
 	}
-	gh, err := ghaction.GitHubClient(ctx, getenv)
+	gh, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("gateflow: %w", err)
 	}

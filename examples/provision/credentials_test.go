@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/githubtest"
 	"github.com/gpugate/gpugate/runpod"
 )
@@ -18,5 +18,5 @@ func TestRealMode_GitHubAppCredentialsAreEnough(t *testing.T) {
 		cfg, _ := runpod.LoadConfig(runpod.ExampleConfig)
 		_, err := connect(context.Background(), options{}, getenv, &cfg)
 		return err
-	}, func(err error) bool { return errors.Is(err, ghaction.ErrNoToken) })
+	}, func(err error) bool { return errors.Is(err, ghclient.ErrNoToken) })
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podstartup"
@@ -259,7 +260,7 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	if getenv("RUNPOD_API_KEY") == "" {
 		return world{}, errors.New("provision: RUNPOD_API_KEY is not set (or use -simulate)")
 	}
-	if err := ghaction.RequireCredentials(getenv); err != nil {
+	if err := ghclient.RequireCredentials(getenv); err != nil {
 		return world{}, fmt.Errorf("provision: minting JIT runner configs needs GitHub: %w", err)
 	}
 	switch {
@@ -270,7 +271,7 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	if err != nil {
 		return world{}, err
 	}
-	gh, err := ghaction.GitHubClient(ctx, getenv)
+	gh, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return world{}, fmt.Errorf("provision: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/githubtest"
 )
 
@@ -16,5 +16,5 @@ import (
 func TestRealMode_GitHubAppCredentialsAreEnough(t *testing.T) {
 	githubtest.CheckCredentials(t, func(getenv func(string) string) error {
 		return reap(context.Background(), options{}, getenv, io.Discard, io.Discard)
-	}, func(err error) bool { return errors.Is(err, ghaction.ErrNoToken) })
+	}, func(err error) bool { return errors.Is(err, ghclient.ErrNoToken) })
 }

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/stepsignal"
@@ -100,7 +101,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 		if getenv("RUNPOD_API_KEY") == "" {
 			return errors.New("reap: RUNPOD_API_KEY is not set (or use -simulate)")
 		}
-		if err := ghaction.RequireCredentials(getenv); err != nil {
+		if err := ghclient.RequireCredentials(getenv); err != nil {
 			return fmt.Errorf("reap: run lookups need GitHub: %w", err)
 		}
 		switch {
@@ -111,7 +112,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 		if err != nil {
 			return err
 		}
-		gh, err := ghaction.GitHubClient(ctx, getenv)
+		gh, err := ghclient.New(ctx, getenv)
 		if err != nil {
 			return fmt.Errorf("reap: %w", err)
 		}

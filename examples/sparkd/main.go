@@ -52,8 +52,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
-	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 	"github.com/gpugate/gpugate/spark/sparktest"
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 		// Only the App itself can read and redeliver its webhook
 		// deliveries; with GITHUB_TOKEN, a delivery sparkd missed stays
 		// missed.
-		if app, err := ghaction.GitHubAppClient(ctx, os.Getenv); err == nil {
+		if app, err := ghclient.NewApp(ctx, os.Getenv); err == nil {
 			missed = newRedeliveries(sparkgh.AppDeliveries{Client: app}, time.Now(), log)
 		} else {
 			log.Warn("sparkd.no_redelivery", "why", err.Error())
@@ -346,7 +346,7 @@ func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, gro
 	if err != nil {
 		return nil, fmt.Errorf("webhook secret: %w", err)
 	}
-	client, err := ghaction.GitHubClient(ctx, os.Getenv)
+	client, err := ghclient.New(ctx, os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("-webhook-secret-file: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/stepsignal"
@@ -115,7 +116,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	if getenv("RUNPOD_API_KEY") == "" {
 		return runpod.WatchResult{}, errors.New("watch: RUNPOD_API_KEY is not set (or use -simulate)")
 	}
-	if err := ghaction.RequireCredentials(getenv); err != nil {
+	if err := ghclient.RequireCredentials(getenv); err != nil {
 		return runpod.WatchResult{}, fmt.Errorf("watch: job progress needs GitHub: %w", err)
 	}
 	switch {
@@ -126,7 +127,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
-	gh, err := ghaction.GitHubClient(ctx, getenv)
+	gh, err := ghclient.New(ctx, getenv)
 	if err != nil {
 		return runpod.WatchResult{}, fmt.Errorf("watch: %w", err)
 	}

@@ -222,7 +222,7 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 }
 
 // AppDeliveries is the go-github adapter of DeliveryLog. Its client must
-// authenticate as the App (ghaction.GitHubAppClient).
+// authenticate as the App (ghclient.NewApp).
 type AppDeliveries struct {
 	Client *github.Client
 }

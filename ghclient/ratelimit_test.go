@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"context"
@@ -104,9 +104,9 @@ func TestRateLimits_AreWaitedOutWithinTheDeadlineThenFailVisibly(t *testing.T) {
 	}
 }
 
-// GitHubClient's token client goes through the rate-limit transport.
+// New's token client goes through the rate-limit transport.
 func TestGitHubClient_HonoursRateLimits(t *testing.T) {
-	c, err := GitHubClient(context.Background(), func(k string) string { return map[string]string{"GITHUB_TOKEN": "t"}[k] })
+	c, err := New(context.Background(), func(k string) string { return map[string]string{"GITHUB_TOKEN": "t"}[k] })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"context"
@@ -106,7 +106,7 @@ func appKeyFile(t *testing.T) (string, *rsa.PrivateKey) {
 	return path, key
 }
 
-// appClient is GitHubClient as App 12's installation 77, with a static
+// appClient is New as App 12's installation 77, with a static
 // GITHUB_TOKEN beside it, against fake.
 func appClient(t *testing.T, fake *fakeApp, keyFile string) *github.Client {
 	t.Helper()
@@ -114,7 +114,7 @@ func appClient(t *testing.T, fake *fakeApp, keyFile string) *github.Client {
 	t.Cleanup(srv.Close)
 	env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
 		EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
-	c, err := GitHubClient(context.Background(), func(k string) string { return env[k] })
+	c, err := New(context.Background(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestGitHubClient_RefusesAppSettingsItCannotUse(t *testing.T) {
 		"an EC key":              {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: ecFile}, "not an RSA private key"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := GitHubClient(context.Background(), func(k string) string { return tc.env[k] })
+			_, err := New(context.Background(), func(k string) string { return tc.env[k] })
 			if !errors.Is(err, ErrApp) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET-KEY-MATERIAL") {
 				t.Errorf("%v, want ErrApp saying %q", err, tc.want)
 			}
@@ -194,7 +194,7 @@ func TestGitHubClient_AFailedMintFailsTheCall(t *testing.T) {
 	}
 }
 
-// GitHubAppClient calls /app endpoints as the App itself, with a signed
+// NewApp calls /app endpoints as the App itself, with a signed
 // JWT (never an installation token, which GitHub refuses there), and
 // refuses to work without the App's settings.
 func TestGitHubAppClient_CallsAsTheAppWithAJWT(t *testing.T) {
@@ -204,7 +204,7 @@ func TestGitHubAppClient_CallsAsTheAppWithAJWT(t *testing.T) {
 	defer srv.Close()
 	env := map[string]string{"GITHUB_API_URL": srv.URL + "/api/v3", "GITHUB_TOKEN": "ghs_static",
 		EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}
-	c, err := GitHubAppClient(context.Background(), func(k string) string { return env[k] })
+	c, err := NewApp(context.Background(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestGitHubAppClient_CallsAsTheAppWithAJWT(t *testing.T) {
 	delete(env, EnvAppID)
 	delete(env, EnvAppInstallationID)
 	delete(env, EnvAppPrivateKeyFile)
-	if _, err := GitHubAppClient(context.Background(), func(k string) string { return env[k] }); !errors.Is(err, ErrApp) || !strings.Contains(err.Error(), "only the App itself") {
+	if _, err := NewApp(context.Background(), func(k string) string { return env[k] }); !errors.Is(err, ErrApp) || !strings.Contains(err.Error(), "only the App itself") {
 		t.Errorf("without the App's settings: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestGitHubClient_AuthenticatesWithTheTokenAgainstGITHUB_API_URL(t *testing.
 	}))
 	defer srv.Close()
 	env := map[string]string{"GITHUB_TOKEN": "ghs_token", "GITHUB_API_URL": srv.URL + "/api/v3"}
-	c, err := GitHubClient(context.Background(), func(k string) string { return env[k] })
+	c, err := New(context.Background(), func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +30,11 @@ func TestGitHubClient_AuthenticatesWithTheTokenAgainstGITHUB_API_URL(t *testing.
 }
 
 func TestGitHubClient_RefusesAMissingTokenOrABadURL(t *testing.T) {
-	if _, err := GitHubClient(context.Background(), func(string) string { return "" }); !errors.Is(err, ErrNoToken) {
+	if _, err := New(context.Background(), func(string) string { return "" }); !errors.Is(err, ErrNoToken) {
 		t.Errorf("no token: %v, want ErrNoToken", err)
 	}
 	env := map[string]string{"GITHUB_TOKEN": "ghs_token", "GITHUB_API_URL": "http://[::1"}
-	if _, err := GitHubClient(context.Background(), func(k string) string { return env[k] }); err == nil {
+	if _, err := New(context.Background(), func(k string) string { return env[k] }); err == nil {
 		t.Error("a malformed GITHUB_API_URL was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 // the deadline allows.
 const MaxRateLimitWait = 5 * time.Minute
 
-// rateLimits is the transport of every GitHub client GitHubClient and
-// GitHubAppClient build: a response that says the rate limit is spent
+// rateLimits is the transport of every GitHub client New and NewApp
+// build: a response that says the rate limit is spent
 // (403 or 429 with X-RateLimit-Remaining: 0, or with Retry-After for
 // GitHub's secondary limits) is waited out and the request sent once
 // more, when the wait fits the caller's deadline (MaxRateLimitWait

@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"crypto/rsa"
@@ -23,9 +23,10 @@ const (
 	EnvAppPrivateKeyFile = "GITHUB_APP_PRIVATE_KEY_FILE" // the App's private key (PEM), never printed
 )
 
-// ErrApp is returned by GitHubClient and GitHubAppClient for GitHub App
-// settings they cannot use.
-var ErrApp = errors.New("ghaction: GitHub App authentication")
+// ErrApp is returned by New, NewApp and RequireCredentials for GitHub
+// App settings they cannot use, and by a call whose installation token
+// GitHub refuses to mint.
+var ErrApp = errors.New("ghclient: GitHub App authentication")
 
 // appAuth is a GitHub App's settings: the App, its installation, its key
 // and the API base URL its tokens are minted at.

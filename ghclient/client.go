@@ -1,4 +1,4 @@
-package ghaction
+package ghclient
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrNoToken is returned by GitHubClient when neither GITHUB_TOKEN nor a
-// GitHub App is configured.
-var ErrNoToken = errors.New("ghaction: GITHUB_TOKEN is not set")
+// ErrNoToken is returned by New and RequireCredentials when neither
+// GITHUB_TOKEN nor a GitHub App is configured.
+var ErrNoToken = errors.New("ghclient: GITHUB_TOKEN is not set")
 
 // noToken is ErrNoToken with what to do about it where the command runs:
 // in a workflow, pass the job's token; at a terminal, export one.
@@ -23,15 +23,16 @@ func noToken(getenv func(string) string) error {
 	return fmt.Errorf("%w: export a token that can read the repository (GITHUB_TOKEN=$(gh auth token)), or set %s, %s and %s for a GitHub App", ErrNoToken, EnvAppID, EnvAppInstallationID, EnvAppPrivateKeyFile)
 }
 
-// GitHubClient builds a go-github client that honours GITHUB_API_URL
-// (GitHub Enterprise Server, or a test server). It authenticates as a
+// New builds the go-github client of a command that calls GitHub. It
+// honours GITHUB_API_URL (GitHub Enterprise Server, or a test server).
+// It authenticates as a
 // GitHub App installation when GITHUB_APP_ID, GITHUB_APP_INSTALLATION_ID
 // and GITHUB_APP_PRIVATE_KEY_FILE are set, minting a fresh installation
 // token shortly before each one expires, as a process that outlives one
 // token's hour needs (github.com/bradleyfalzon/ghinstallation); otherwise
 // with GITHUB_TOKEN, through golang.org/x/oauth2. A spent rate limit is
 // waited out within the caller's deadline, then reported (rateLimits).
-func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
+func New(ctx context.Context, getenv func(string) string) (*github.Client, error) {
 	withAPI, a, err := settings(getenv)
 	if err != nil {
 		return nil, err
@@ -48,8 +49,8 @@ func GitHubClient(ctx context.Context, getenv func(string) string) (*github.Clie
 }
 
 // RequireCredentials checks, without calling GitHub, that getenv holds a
-// GitHub credential GitHubClient can use: a GitHub App's settings (its
-// key file readable) or GITHUB_TOKEN. It is the one credential check of
+// GitHub credential New can use: a GitHub App's settings (its key file
+// readable) or GITHUB_TOKEN. It is the one credential check of
 // every command that calls GitHub: none asks for GITHUB_TOKEN by name
 // when an App is configured.
 func RequireCredentials(getenv func(string) string) error {
@@ -74,7 +75,7 @@ func settings(getenv func(string) string) (withAPI func(*github.Client) (*github
 		}
 		e, err := c.WithEnterpriseURLs(api, api)
 		if err != nil {
-			return nil, fmt.Errorf("ghaction: GITHUB_API_URL %q is not a URL: %w", api, err)
+			return nil, fmt.Errorf("ghclient: GITHUB_API_URL %q is not a URL: %w", api, err)
 		}
 		return e, nil
 	}
@@ -88,12 +89,12 @@ func settings(getenv func(string) string) (withAPI func(*github.Client) (*github
 	return withAPI, a, nil
 }
 
-// GitHubAppClient authenticates as the GitHub App itself (a JWT signed
-// with its key, GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE), for the
+// NewApp builds a client that authenticates as the GitHub App itself (a
+// JWT signed with its key, GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY_FILE), for the
 // endpoints under /app, such as its webhook deliveries, that an
 // installation token cannot call. It refuses to work without the App's
 // settings.
-func GitHubAppClient(ctx context.Context, getenv func(string) string) (*github.Client, error) {
+func NewApp(ctx context.Context, getenv func(string) string) (*github.Client, error) {
 	withAPI, a, err := settings(getenv)
 	switch {
 	case err != nil:
