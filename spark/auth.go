@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -102,6 +103,35 @@ func LoadTokenFile(path string) (*TokenFile, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// AddToken makes a fresh API token for one holder (role and name),
+// appends its hash to the token file at path (created 0600 when missing;
+// a running TokenFile reads it again) and returns the token, which the
+// file never holds: show it once. A role that is not one of the three, or
+// a file that would no longer parse, is ErrInvalid and leaves the file as
+// it was.
+func AddToken(path string, role Role, name string) (string, error) {
+	tok := NewToken()
+	line := fmt.Sprintf("%s %s %s\n", role, name, HashToken(tok))
+	existing, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("spark: token file: %w", err)
+	}
+	if _, err := ParseTokens(append(existing, line...)); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = f.WriteString(line)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("spark: token file: %w", err)
+	}
+	return tok, nil
 }
 
 // ParseTokens parses token-file lines.

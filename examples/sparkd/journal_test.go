@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gpugate/gpugate/spark/fleet"
 )
 
 // A delivery sparkd answered 202 but had not processed when it was told
@@ -78,7 +80,7 @@ func TestSparkd_ADeliveryInFlightAtShutdownIsJournalled(t *testing.T) {
 	if code := <-d.done; code != 0 {
 		t.Fatalf("exit %d: %s", code, d.logs)
 	}
-	got, err := loadUnprocessed(filepath.Join(dir, unprocessedFile))
+	got, err := fleet.Unprocessed(dir)
 	if err != nil || len(got) != 1 || got["label-7"].IsZero() {
 		t.Errorf("journal %v, %v; want label-7\n%s", got, err, d.logs)
 	}

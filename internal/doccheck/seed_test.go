@@ -30,7 +30,7 @@ func TestNoSeedInUserFacingText(t *testing.T) {
 		files = append(files, m...)
 	}
 	for _, p := range []string{"README.md", "CONTRIBUTING.md", "docs/*.md", "action.yml", "*/action.yml", "scripts/action.sh", "scripts/install.sh",
-		"changepolicy/example_policy.yml", "runpod/example_config.yml", "cachetrust/*.yml", "smoke/tiers/*.yml", "examples/sparkd/*.yml", "examples/workflows/*"} {
+		"changepolicy/example_policy.yml", "runpod/example_config.yml", "cachetrust/*.yml", "smoke/tiers/*.yml", "spark/fleet/*.yml", "examples/workflows/*"} {
 		add(p)
 	}
 	filepath.WalkDir(reviewRoot, func(p string, d os.DirEntry, err error) error {

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // interval; a failed request is retried with backoff before its next
 // time (TestScheduleRetriesUntilItsNextTime).
 func TestSchedulesAskForTheirWorkWhenDue(t *testing.T) {
-	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+	fleet, err := Load([]byte(`hosts: [{name: a, managed: true}]
 schedules:
   - {name: nightly, repo: o/butter, branch: main, class: benchmark, topology: pair, suite: performance, at: "03:00", duration: 3h}
   - {name: merge, repo: o/iron, branch: main, class: merge-ci, suite: smoke, every: 6h}
@@ -32,7 +32,7 @@ schedules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := fleet.schedules[0].Scheduled; s.Class != spark.Benchmark || s.Topology != spark.Pair || s.Duration != 3*time.Hour || s.Repo != "o/butter" {
+	if s := fleet.Schedules[0].Scheduled; s.Class != spark.Benchmark || s.Topology != spark.Pair || s.Duration != 3*time.Hour || s.Repo != "o/butter" {
 		t.Errorf("loaded %+v", s)
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -47,7 +47,7 @@ schedules:
 		enough := make(chan struct{})
 		var logs syncBuffer
 		go func() {
-			runSchedules(ctx, fleet.schedules, func(_ context.Context, s sparkgh.Scheduled) error {
+			RunSchedules(ctx, fleet.Schedules, func(_ context.Context, s sparkgh.Scheduled) error {
 				mu.Lock()
 				defer mu.Unlock()
 				asked[s.Name] = append(asked[s.Name], time.Since(start))
@@ -88,7 +88,7 @@ schedules:
 // 15 minutes, never at or past the schedule's next time, which then asks
 // as usual.
 func TestScheduleRetriesUntilItsNextTime(t *testing.T) {
-	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+	fleet, err := Load([]byte(`hosts: [{name: a, managed: true}]
 schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, suite: smoke, every: 1h}]
 `))
 	if err != nil {
@@ -101,7 +101,7 @@ schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, sui
 		done, enough := make(chan struct{}), make(chan struct{})
 		var logs syncBuffer
 		go func() {
-			runSchedules(ctx, fleet.schedules, func(context.Context, sparkgh.Scheduled) error {
+			RunSchedules(ctx, fleet.Schedules, func(context.Context, sparkgh.Scheduled) error {
 				asked = append(asked, time.Since(start))
 				if time.Since(start) == 2*time.Hour {
 					close(enough)
@@ -130,9 +130,9 @@ schedules: [{name: hourly, repo: o/iron, branch: main, class: background-ci, sui
 func TestScheduleFirst_ARunMissedWhileDownIsAskedForAtStart(t *testing.T) {
 	h, m := time.Hour, time.Minute
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	daily, every := schedule{at: 3 * h}, schedule{every: 6 * h}
+	daily, every := Schedule{at: 3 * h}, Schedule{every: 6 * h}
 	for name, tc := range map[string]struct {
-		s         schedule
+		s         Schedule
 		now, last time.Time
 		asked     bool
 		want      time.Time
@@ -154,7 +154,7 @@ func TestScheduleFirst_ARunMissedWhileDownIsAskedForAtStart(t *testing.T) {
 // runSchedules asks at once for the run a restart missed, reading when the
 // schedule last asked from the controller.
 func TestSchedulesCatchUpAfterARestart(t *testing.T) {
-	fleet, err := loadFleet([]byte(`hosts: [{name: a, managed: true}]
+	fleet, err := Load([]byte(`hosts: [{name: a, managed: true}]
 schedules: [{name: nightly, repo: o/butter, branch: main, class: benchmark, suite: performance, at: "00:00"}]
 `))
 	if err != nil {
@@ -166,7 +166,7 @@ schedules: [{name: nightly, repo: o/butter, branch: main, class: benchmark, suit
 		asked := make(chan time.Duration, 1)
 		done := make(chan struct{})
 		go func() {
-			runSchedules(ctx, fleet.schedules, func(context.Context, sparkgh.Scheduled) error {
+			RunSchedules(ctx, fleet.Schedules, func(context.Context, sparkgh.Scheduled) error {
 				asked <- time.Since(start)
 				return nil
 			}, func(_ context.Context, name string) (time.Time, bool, error) {
@@ -238,7 +238,7 @@ func (s *syncBuffer) String() string {
 
 // A daily schedule's next time is today's until that has passed, then tomorrow's.
 func TestScheduleNext(t *testing.T) {
-	s := schedule{at: 3*time.Hour + 30*time.Minute}
+	s := Schedule{at: 3*time.Hour + 30*time.Minute}
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct{ now, want time.Time }{
 		{day.Add(time.Hour), day.Add(3*time.Hour + 30*time.Minute)},
@@ -250,7 +250,7 @@ func TestScheduleNext(t *testing.T) {
 			t.Errorf("next(%s) = %s, want %s", tc.now, got, tc.want)
 		}
 	}
-	if got := (schedule{every: 6 * time.Hour}).next(day); !got.Equal(day.Add(6 * time.Hour)) {
+	if got := (Schedule{every: 6 * time.Hour}).next(day); !got.Equal(day.Add(6 * time.Hour)) {
 		t.Errorf("every 6h: %s", got)
 	}
 }

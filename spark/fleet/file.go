@@ -1,4 +1,14 @@
-package main
+// Package fleet is the fleet file a spark controller runs from and the
+// work its daemon does besides admission: the hosts and admission settings,
+// the resident service's shell commands, the alert command, schedules that
+// queue work at a branch's commit, the journal of webhook deliveries
+// accepted but not processed, and the round loop that serves the API,
+// reconciles and does the GitHub work (Daemon). sparkd is its flags.
+//
+// A fleet file is strict YAML (unknown keys are errors, one document, an
+// empty file refused); fleet.example.yml, embedded as Example, is the
+// template with the default values.
+package fleet
 
 import (
 	"bytes"
@@ -21,17 +31,18 @@ import (
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
-// exampleFleet is the default fleet as a -fleet file: the template to copy.
+// Example is the default fleet as a fleet file: the template to copy.
 //
 //go:embed fleet.example.yml
-var exampleFleet []byte
+var Example []byte
 
-// errFleet marks a -fleet file sparkd cannot run with.
-var errFleet = errors.New("sparkd: invalid fleet file")
+// ErrInvalid marks a fleet file a controller cannot run with; the error
+// names the key to fix.
+var ErrInvalid = errors.New("fleet: invalid fleet file")
 
 // fleetFile is the -fleet YAML: the hosts, the admission settings and the
 // resident service's commands.
-type fleetFile struct {
+type fileYAML struct {
 	Hosts            []spark.HostConfig `yaml:"hosts"`
 	PreferredHost    string             `yaml:"preferred_host"`
 	PairTest         bool               `yaml:"pair_test"`
@@ -41,9 +52,9 @@ type fleetFile struct {
 	RestoreAttempts  int                `yaml:"restore_attempts"`
 	RestoreBackoff   time.Duration      `yaml:"restore_backoff"`
 	Durations        map[string]string  `yaml:"durations"`
-	Service          *serviceCommands   `yaml:"service"`
+	Service          *ShellService      `yaml:"service"`
 	GitHub           *githubSettings    `yaml:"github"`
-	Schedules        []scheduleEntry    `yaml:"schedules"`
+	Schedules        []scheduleYAML     `yaml:"schedules"`
 	// AlertCommand reaches an operator on each alert (a failed lend, a
 	// failed restore of the resident service): a shell command run with
 	// the alert in SPARK_ALERT_KIND, _HOST, _REQUEST, _DETAIL and _AT.
@@ -67,20 +78,24 @@ type githubSettings struct {
 	MergeQueue    *sparkgh.MergeQueue     `yaml:"merge_queue"`
 }
 
-// fleet is a loaded -fleet file: the controller's options and the GitHub
-// integration's configuration (the defaults, with the file's overrides; its
-// webhook secret is filled in from -webhook-secret-file).
-type fleet struct {
-	opts      spark.Options
-	github    sparkgh.Config
-	schedules []schedule
-	alertCmd  string
-	mongoURI  string
+// File is a loaded fleet file: the controller's options and the GitHub
+// integration's configuration (the defaults, with the file's overrides; the
+// webhook secret is not part of it).
+type File struct {
+	Options   spark.Options
+	GitHub    sparkgh.Config
+	Schedules []Schedule
+	// AlertCommand reaches an operator on each alert (Alerter).
+	AlertCommand string
+	// MongoURI, when set, is where the state is mirrored
+	// (mongomirror.Start). It may hold a password: never log it.
+	MongoURI string
 }
 
-// serviceCommands drive the resident service: each is a shell command run
-// by sparkd, done when it exits 0.
-type serviceCommands struct {
+// ShellService drives the resident service with the fleet file's shell
+// commands: each is done when it exits 0. It is the controller's
+// ResidentService for a fleet file's service host.
+type ShellService struct {
 	DrainCmd          string `yaml:"drain"`           // stop taking new work
 	StopCmd           string `yaml:"stop"`            // stop it completely (a pause is not a release)
 	VerifyReleasedCmd string `yaml:"verify_released"` // exit 0 only when it holds no GPU memory or process
@@ -88,55 +103,61 @@ type serviceCommands struct {
 	HealthyCmd        string `yaml:"healthy"` // the model-ready health check
 }
 
-// loadFleet parses a -fleet file strictly (unknown keys are errors) into
-// the controller's options and the GitHub integration's configuration.
-// The service commands become the controller's ResidentService; a fleet
-// whose service host has no complete set of them is refused, since the
-// service host could then never be lent or restored safely.
-func loadFleet(data []byte) (fleet, error) {
-	var f fleetFile
+// Load parses a fleet file strictly (unknown keys are errors) into the
+// controller's options and the GitHub integration's configuration. The
+// service commands become the controller's ResidentService (a
+// *ShellService); a fleet whose service host has no complete set of them
+// is refused, since the service host could then never be lent or restored
+// safely. Every error is ErrInvalid.
+func Load(data []byte) (File, error) {
+	var f fileYAML
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
 		if errors.Is(err, io.EOF) {
-			return fleet{}, fmt.Errorf("%w: the file is empty; start from fleet.example.yml", errFleet)
+			return File{}, fmt.Errorf("%w: the file is empty; start from fleet.example.yml", ErrInvalid)
 		}
-		return fleet{}, fmt.Errorf("%w: %v", errFleet, err)
+		return File{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	opts, err := f.options()
 	if err != nil {
-		return fleet{}, err
+		return File{}, err
 	}
 	gh, err := f.GitHub.config()
 	if err != nil {
-		return fleet{}, err
+		return File{}, err
 	}
 	scheds, err := f.schedules()
 	if err != nil {
-		return fleet{}, err
+		return File{}, err
 	}
-	return fleet{opts: opts, github: gh, schedules: scheds, alertCmd: strings.TrimSpace(f.AlertCommand), mongoURI: strings.TrimSpace(f.MongoURI)}, nil
+	return File{Options: opts, GitHub: gh, Schedules: scheds, AlertCommand: strings.TrimSpace(f.AlertCommand), MongoURI: strings.TrimSpace(f.MongoURI)}, nil
 }
 
-// alerter runs the fleet file's alert command for each alert, in the
+// Alerter runs the fleet file's alert command for each alert, in the
 // background (the controller's loop must not wait on it), bounded to a
-// minute. A failure is logged without the command or its output, which
-// may carry a webhook address or a credential.
-type alerter struct {
-	cmd string
-	log *slog.Logger
-	wg  sync.WaitGroup
+// minute, with the alert in SPARK_ALERT_KIND, _HOST, _REQUEST, _DETAIL and
+// _AT. A failure is logged without the command or its output, which may
+// carry a webhook address or a credential.
+type Alerter struct {
+	Command string
+	Log     *slog.Logger
+	wg      sync.WaitGroup
 }
 
-func (a *alerter) send(e spark.Event) {
+// Wait returns once every alert sent so far has been delivered or failed.
+func (a *Alerter) Wait() { a.wg.Wait() }
+
+// Send runs the command for e; use it as spark.Options.OnAlert.
+func (a *Alerter) Send(e spark.Event) {
 	a.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		// Its output is not logged either: a failing curl can print the
 		// address it was given.
-		if _, err := shell.Run(ctx, a.cmd, "SPARK_ALERT_KIND="+e.Kind, "SPARK_ALERT_HOST="+e.Host, "SPARK_ALERT_REQUEST="+e.Request,
+		if _, err := shell.Run(ctx, a.Command, "SPARK_ALERT_KIND="+e.Kind, "SPARK_ALERT_HOST="+e.Host, "SPARK_ALERT_REQUEST="+e.Request,
 			"SPARK_ALERT_DETAIL="+e.Detail, "SPARK_ALERT_AT="+e.At.UTC().Format(time.RFC3339)); err != nil {
-			a.log.Error("sparkd.alert_failed", "kind", e.Kind, "host", e.Host, "error", err.Error())
+			a.Log.Error("sparkd.alert_failed", "kind", e.Kind, "host", e.Host, "error", err.Error())
 		}
 	})
 }
@@ -160,13 +181,13 @@ func (g *githubSettings) config() (sparkgh.Config, error) {
 	c.CommandPrefix, c.MinRole, c.CheckName, c.Workflow = g.CommandPrefix, g.MinRole, g.CheckName, g.Workflow
 	c.MergeQueue = g.MergeQueue
 	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("%w: github: %w", errFleet, err)
+		return c, fmt.Errorf("%w: github: %w", ErrInvalid, err)
 	}
 	return c, nil
 }
 
 // options validates the file's fleet into the controller's options.
-func (f fleetFile) options() (spark.Options, error) {
+func (f fileYAML) options() (spark.Options, error) {
 	opts := spark.Options{
 		Hosts: f.Hosts, PreferredHost: f.PreferredHost, PairTest: f.PairTest, HeartbeatTimeout: f.HeartbeatTimeout,
 		LendMinPriority: f.LendMinPriority, RestoreAttempts: f.RestoreAttempts, RestoreBackoff: f.RestoreBackoff,
@@ -174,9 +195,9 @@ func (f fleetFile) options() (spark.Options, error) {
 	}
 	switch {
 	case len(f.Hosts) == 0:
-		return opts, fmt.Errorf("%w: hosts: list at least one host (name, managed, service)", errFleet)
+		return opts, fmt.Errorf("%w: hosts: list at least one host (name, managed, service)", ErrInvalid)
 	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0 || f.PairMaxWait < 0:
-		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts, lend_min_priority and pair_max_wait cannot be negative", errFleet)
+		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts, lend_min_priority and pair_max_wait cannot be negative", ErrInvalid)
 	}
 	if len(f.Durations) > 0 {
 		known := spark.DefaultDurations()
@@ -184,11 +205,11 @@ func (f fleetFile) options() (spark.Options, error) {
 		for class, v := range f.Durations {
 			if _, ok := known[spark.Class(class)]; !ok {
 				names := slices.Sorted(maps.Keys(known))
-				return opts, fmt.Errorf("%w: durations: unknown class %q (the classes are %v)", errFleet, class, names)
+				return opts, fmt.Errorf("%w: durations: unknown class %q (the classes are %v)", ErrInvalid, class, names)
 			}
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return opts, fmt.Errorf("%w: durations: %s: %q is not a positive duration such as 2h", errFleet, class, v)
+				return opts, fmt.Errorf("%w: durations: %s: %q is not a positive duration such as 2h", ErrInvalid, class, v)
 			}
 			opts.Durations[spark.Class(class)] = d
 		}
@@ -197,23 +218,23 @@ func (f fleetFile) options() (spark.Options, error) {
 	for _, h := range f.Hosts {
 		if h.Service {
 			if serviceHost != "" {
-				return opts, fmt.Errorf("%w: hosts: %s and %s both run the resident service; one host does", errFleet, serviceHost, h.Name)
+				return opts, fmt.Errorf("%w: hosts: %s and %s both run the resident service; one host does", ErrInvalid, serviceHost, h.Name)
 			}
 			serviceHost = h.Name
 		}
 	}
 	switch {
 	case serviceHost != "" && f.Service == nil:
-		return opts, fmt.Errorf("%w: host %s runs the resident service, so service: needs its drain, stop, verify_released, start and healthy commands", errFleet, serviceHost)
+		return opts, fmt.Errorf("%w: host %s runs the resident service, so service: needs its drain, stop, verify_released, start and healthy commands", ErrInvalid, serviceHost)
 	case serviceHost == "" && f.Service != nil:
-		return opts, fmt.Errorf("%w: service: commands are given but no host has service: true", errFleet)
+		return opts, fmt.Errorf("%w: service: commands are given but no host has service: true", ErrInvalid)
 	case f.Service != nil:
 		for _, c := range []struct{ key, cmd string }{
 			{"drain", f.Service.DrainCmd}, {"stop", f.Service.StopCmd}, {"verify_released", f.Service.VerifyReleasedCmd},
 			{"start", f.Service.StartCmd}, {"healthy", f.Service.HealthyCmd},
 		} {
 			if strings.TrimSpace(c.cmd) == "" {
-				return opts, fmt.Errorf("%w: service.%s is empty: every step of lending and restoring the service needs its command", errFleet, c.key)
+				return opts, fmt.Errorf("%w: service.%s is empty: every step of lending and restoring the service needs its command", ErrInvalid, c.key)
 			}
 		}
 		opts.Service = f.Service
@@ -221,12 +242,12 @@ func (f fleetFile) options() (spark.Options, error) {
 	return opts, nil
 }
 
-var _ spark.ResidentService = (*serviceCommands)(nil)
+var _ spark.ResidentService = (*ShellService)(nil)
 
 // run runs one command. Its error names the step and the exit status,
 // with the last line of its output; never the command, which may carry
 // host names or credentials the controller's events must not keep.
-func (s *serviceCommands) run(ctx context.Context, step, cmd string) error {
+func (s *ShellService) run(ctx context.Context, step, cmd string) error {
 	out, err := shell.Run(ctx, cmd)
 	if err == nil {
 		return nil
@@ -245,20 +266,20 @@ func (s *serviceCommands) run(ctx context.Context, step, cmd string) error {
 }
 
 // Drain runs the drain command.
-func (s *serviceCommands) Drain(ctx context.Context) error { return s.run(ctx, "drain", s.DrainCmd) }
+func (s *ShellService) Drain(ctx context.Context) error { return s.run(ctx, "drain", s.DrainCmd) }
 
 // Stop runs the stop command.
-func (s *serviceCommands) Stop(ctx context.Context) error { return s.run(ctx, "stop", s.StopCmd) }
+func (s *ShellService) Stop(ctx context.Context) error { return s.run(ctx, "stop", s.StopCmd) }
 
 // VerifyReleased runs the verify_released command.
-func (s *serviceCommands) VerifyReleased(ctx context.Context) error {
+func (s *ShellService) VerifyReleased(ctx context.Context) error {
 	return s.run(ctx, "verify_released", s.VerifyReleasedCmd)
 }
 
 // Start runs the start command.
-func (s *serviceCommands) Start(ctx context.Context) error { return s.run(ctx, "start", s.StartCmd) }
+func (s *ShellService) Start(ctx context.Context) error { return s.run(ctx, "start", s.StartCmd) }
 
 // Healthy runs the healthy command.
-func (s *serviceCommands) Healthy(ctx context.Context) error {
+func (s *ShellService) Healthy(ctx context.Context) error {
 	return s.run(ctx, "healthy", s.HealthyCmd)
 }

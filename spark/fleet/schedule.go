@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
-// scheduleEntry is one entry of the fleet file's schedules: work the
+// scheduleYAML is one entry of the fleet file's schedules: work the
 // controller asks for itself ("Scheduled benchmark … Controller
 // schedule"), at a branch's current commit, through the same queue.
-type scheduleEntry struct {
+type scheduleYAML struct {
 	Name     string `yaml:"name"`
 	Repo     string `yaml:"repo"`   // owner/name
 	Branch   string `yaml:"branch"` // whose commit runs
@@ -26,8 +26,9 @@ type scheduleEntry struct {
 	Duration string `yaml:"duration"` // lease length (default: the class's)
 }
 
-// schedule is a validated entry.
-type schedule struct {
+// Schedule is a validated schedule of the fleet file: work the controller
+// asks for itself, daily at a time of day (UTC) or at an interval.
+type Schedule struct {
 	sparkgh.Scheduled
 	at    time.Duration // from midnight UTC, when daily
 	every time.Duration // when periodic
@@ -38,43 +39,43 @@ type schedule struct {
 const minEvery = 10 * time.Minute
 
 // schedules validates the file's entries.
-func (f fleetFile) schedules() ([]schedule, error) {
-	var out []schedule
+func (f fileYAML) schedules() ([]Schedule, error) {
+	var out []Schedule
 	seen := map[string]bool{}
 	for i, e := range f.Schedules {
 		where := fmt.Sprintf("schedules[%d]", i)
 		if e.Name != "" {
 			where = "schedule " + e.Name
 		}
-		s := schedule{Scheduled: sparkgh.Scheduled{Name: e.Name, Repo: e.Repo, Branch: e.Branch, Class: spark.Class(e.Class),
+		s := Schedule{Scheduled: sparkgh.Scheduled{Name: e.Name, Repo: e.Repo, Branch: e.Branch, Class: spark.Class(e.Class),
 			Topology: spark.Topology(e.Topology), Suite: e.Suite}}
 		switch {
 		case e.Name == "" || seen[e.Name]:
-			return nil, fmt.Errorf("%w: %s: every schedule needs a name of its own", errFleet, where)
+			return nil, fmt.Errorf("%w: %s: every schedule needs a name of its own", ErrInvalid, where)
 		case (e.At == "") == (e.Every == ""):
-			return nil, fmt.Errorf("%w: %s: give exactly one of at (daily, HH:MM UTC) and every (an interval such as 6h)", errFleet, where)
+			return nil, fmt.Errorf("%w: %s: give exactly one of at (daily, HH:MM UTC) and every (an interval such as 6h)", ErrInvalid, where)
 		}
 		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %w", errFleet, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		seen[e.Name] = true
 		if e.At != "" {
 			t, err := time.Parse("15:04", e.At)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: at %q: want HH:MM in UTC, such as 03:00", errFleet, where, e.At)
+				return nil, fmt.Errorf("%w: %s: at %q: want HH:MM in UTC, such as 03:00", ErrInvalid, where, e.At)
 			}
 			s.at = time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute
 		} else {
 			d, err := time.ParseDuration(e.Every)
 			if err != nil || d < minEvery {
-				return nil, fmt.Errorf("%w: %s: every %q: an interval of at least %s, such as 6h", errFleet, where, e.Every, minEvery)
+				return nil, fmt.Errorf("%w: %s: every %q: an interval of at least %s, such as 6h", ErrInvalid, where, e.Every, minEvery)
 			}
 			s.every = d
 		}
 		if e.Duration != "" {
 			d, err := time.ParseDuration(e.Duration)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("%w: %s: duration %q is not a positive duration such as 4h", errFleet, where, e.Duration)
+				return nil, fmt.Errorf("%w: %s: duration %q is not a positive duration such as 4h", ErrInvalid, where, e.Duration)
 			}
 			s.Duration = d
 		}
@@ -84,7 +85,7 @@ func (f fleetFile) schedules() ([]schedule, error) {
 }
 
 // next is the schedule's first time strictly after t.
-func (s schedule) next(t time.Time) time.Time {
+func (s Schedule) next(t time.Time) time.Time {
 	if s.every > 0 {
 		return t.Add(s.every)
 	}
@@ -97,7 +98,7 @@ func (s schedule) next(t time.Time) time.Time {
 
 // prev is the schedule's latest daily time at or before t (daily
 // schedules only).
-func (s schedule) prev(t time.Time) time.Time {
+func (s Schedule) prev(t time.Time) time.Time {
 	due := t.UTC().Truncate(24 * time.Hour).Add(s.at)
 	if due.After(t) {
 		due = due.Add(-24 * time.Hour)
@@ -110,7 +111,7 @@ func (s schedule) prev(t time.Time) time.Time {
 // time). A daily run missed while sparkd was down (a deploy at 03:00) is
 // asked for at once; an interval keeps its cadence from the last ask, and
 // one that has passed asks at once.
-func (s schedule) first(now, last time.Time, asked bool) time.Time {
+func (s Schedule) first(now, last time.Time, asked bool) time.Time {
 	switch {
 	case !asked:
 		return s.next(now)
@@ -133,15 +134,15 @@ const (
 	retryMax   = 15 * time.Minute
 )
 
-// runSchedules asks for each schedule's work when it is due, until ctx
+// RunSchedules asks for each schedule's work when it is due, until ctx
 // ends. A failed request is retried with backoff (retryFirst doubling to
 // retryMax) until the schedule's next regular time, so a brief outage at
 // 03:00 does not cost the night's run, and an outage that lasts only
 // delays the next one. A sleeping machine that wakes late asks once, not
 // once for every time it missed. lastAsked says when a schedule last
 // asked, across restarts (the controller's requests), for its first time
-// (schedule.first); an error there only loses the catch-up.
-func runSchedules(ctx context.Context, scheds []schedule, submit func(context.Context, sparkgh.Scheduled) error,
+// (Schedule.first); an error there only loses the catch-up.
+func RunSchedules(ctx context.Context, scheds []Schedule, submit func(context.Context, sparkgh.Scheduled) error,
 	lastAsked func(ctx context.Context, name string) (time.Time, bool, error), log *slog.Logger) {
 	done := make(chan struct{})
 	for _, s := range scheds {

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gpugate/gpugate/spark/sparkgh"
@@ -61,6 +62,13 @@ type unprocessedJournal struct {
 	Deliveries map[string]time.Time `json:"deliveries"`
 }
 
+// Unprocessed reads the journal a Daemon keeps in its StateDir: each
+// webhook delivery accepted but not processed, by GUID, with when it
+// arrived. No journal is an empty one.
+func Unprocessed(stateDir string) (map[string]time.Time, error) {
+	return loadUnprocessed(filepath.Join(stateDir, unprocessedFile))
+}
+
 // loadUnprocessed reads the journal; a missing file is an empty one.
 func loadUnprocessed(path string) (map[string]time.Time, error) {
 	data, err := os.ReadFile(path)
@@ -72,7 +80,7 @@ func loadUnprocessed(path string) (map[string]time.Time, error) {
 	}
 	var j unprocessedJournal
 	if err := json.Unmarshal(data, &j); err != nil || j.Version != 1 {
-		return nil, fmt.Errorf("sparkd: %s is not a version 1 journal of unprocessed deliveries (%v): remove it to start afresh", path, err)
+		return nil, fmt.Errorf("fleet: %s is not a version 1 journal of unprocessed deliveries (%v): remove it to start afresh", path, err)
 	}
 	return j.Deliveries, nil
 }

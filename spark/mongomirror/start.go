@@ -1,4 +1,4 @@
-package main
+package mongomirror
 
 import (
 	"context"
@@ -9,17 +9,21 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/gpugate/gpugate/spark"
-	"github.com/gpugate/gpugate/spark/mongomirror"
 )
 
-// startMirror mirrors the controller into MongoDB in the background until
-// the returned stop is called. Only a URI the driver refuses stops
-// sparkd: a server out of reach, even one whose DNS name does not resolve
-// yet, is retried (every 30 s until it connects), never awaited by
-// admission. The URI is never logged.
-func startMirror(ctx context.Context, c *spark.Controller, uri string, names map[string]string, log *slog.Logger) (stop func(), err error) {
-	client, err := mongomirror.Connect(uri)
-	if err != nil && !errors.Is(err, mongomirror.ErrUnreachable) {
+// Start mirrors the controller into the MongoDB at uri in the background
+// until the returned stop is called (it waits for the last pass and
+// disconnects). Only a URI the driver refuses is an error (ErrBadURI): a
+// server out of reach, even one whose DNS name does not resolve yet, is
+// retried every 30 s until it connects, never awaited by admission. The
+// URI is never logged.
+func Start(ctx context.Context, c *spark.Controller, uri string, opts Options) (stop func(), err error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	client, err := Connect(uri)
+	if err != nil && !errors.Is(err, ErrUnreachable) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -36,10 +40,10 @@ func startMirror(ctx context.Context, c *spark.Controller, uri string, names map
 				return
 			case <-t.C:
 			}
-			client, err = mongomirror.Connect(uri)
+			client, err = Connect(uri)
 		}
 		connected = client
-		mongomirror.New(c, client, mongomirror.Options{Names: names, Log: log}).Run(ctx)
+		New(c, client, opts).Run(ctx)
 	}()
 	log.Info("sparkd.mirror", "database", "gpugate", "every", "15s")
 	return func() {
