@@ -17,6 +17,11 @@
 //     execution, cleanup/queue and unassigned overhead, adding up exactly to
 //     the window; a missing mark makes its stages unknown; nothing after the
 //     deletion is counted.
+//   - PodRecordOf, RejectedAttempts and MarksOf read what package runpod
+//     reports (the pod before its deletion, the provisioning attempts, the
+//     GPU job's progress) into a PodRecord, the rejected attempts that
+//     were paid for and the stage Marks, so every report is built the
+//     same way.
 //   - Report is the versioned JSON artifact and Markdown summary, written
 //     after deletion and bounded (WriteBounded), with rejected provisioning
 //     attempts apart and storage out of scope.

@@ -114,7 +114,7 @@ type PodTemplate struct {
 	Image        string            // resolved to a digest before provisioning
 	RunnerPrefix string            // label prefix; default Owner.Prefix()
 	Owner        Ownership         // tags the reaper relies on
-	Env          map[string]string // further non-secret parameters
+	Env          map[string]string // further non-secret parameters: the CUDA proof's (smoke.PodStartup.Env), whose tier table Provision checks the floors against
 	Args         Secret            // the startup command
 	Disk         int               // container disk, GB
 	Ports        []string
@@ -243,8 +243,11 @@ func (r Result) RetentionRecord(owner Ownership) (RetentionRecord, bool) {
 // <prefix>-cN and a single-use JIT config. It accepts only a RUNNING pod
 // with runtime present whose own runner is online (the smoke proof runs
 // before registration, so online means proven). A rejected or timed-out
-// pod is deleted at once before the next candidate. See the package
-// documentation for the stop rules.
+// pod is deleted at once before the next candidate. Before anything is
+// bought it refuses a template it cannot provision with (ErrTemplate) and
+// floors of cfg that admit hosts the template's CUDA proof rejects
+// (ErrFloor, Config.CheckFloors). See the package documentation for the
+// stop rules.
 func Provision(ctx context.Context, deps Deps, cfg Config, plan []Candidate, tmpl PodTemplate) (Result, error) {
 	p := provisioner{deps: deps, cfg: cfg, tmpl: tmpl, log: deps.Log}
 	if p.log == nil {
@@ -289,6 +292,9 @@ func (p *provisioner) check(plan []Candidate) error {
 		return fmt.Errorf("%w: the candidate plan is empty", ErrExhausted)
 	}
 	if err := p.cfg.Validate(); err != nil {
+		return err
+	}
+	if err := checkProofFloors(p.cfg, p.tmpl); err != nil {
 		return err
 	}
 	// Every attempt's request has the same variables: one that could never

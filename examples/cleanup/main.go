@@ -40,7 +40,6 @@ import (
 	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
-	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -148,7 +147,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 			fmt.Fprintf(stdout, "resolved the pod named %q by listing: none left running (confirmed)\n", name)
 		}
 	}
-	rejected := podcost.Rejected(prov.Attempts)
+	rejected := cost.RejectedAttempts(prov.Attempts)
 	if o.pod == "" {
 		rep := cost.NewRejectedReport(rejected)
 		rep.TestedRef, rep.GateKind = o.ref, o.kind
@@ -161,10 +160,10 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
 	pod, readErr := runpod.RecordBeforeDelete(ctx, api, o.pod)
 	if err := readErr; err == nil {
-		rec = podcost.Record(pod)
+		rec = cost.PodRecordOf(pod)
 	} else if snap := prov.Snapshot; snap != nil && snap.ID == o.pod {
 		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s); the cost uses the record saved at startup", o.pod, err))
-		rec = podcost.Record(snap)
+		rec = cost.PodRecordOf(snap)
 	} else {
 		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s) and provisioning saved no record of it; its cost is reported unknown", o.pod, err))
 	}
@@ -223,7 +222,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, log io
 	if err != nil {
 		return warn(err)
 	}
-	return podcost.Marks(p)
+	return cost.MarksOf(p)
 }
 
 // report writes the cost report (best effort, bounded: it runs after the

@@ -49,7 +49,6 @@ import (
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
-	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
@@ -360,7 +359,7 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 	if w.realTime != nil {
 		rep, err = w.realTime.report(pod, res)
 	} else {
-		rep, err = cost.NewReport(podcost.Record(pod), deletedAt, marks, podcost.Rejected(res.Attempts))
+		rep, err = cost.NewReport(cost.PodRecordOf(pod), deletedAt, marks, cost.RejectedAttempts(res.Attempts))
 	}
 	if err != nil {
 		return oc, err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
-	"github.com/gpugate/gpugate/internal/podcost"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -104,7 +103,7 @@ func (rt *realTime) restate(res *runpod.Result) {
 // cleanup. The container's start counts from the pod's create as the
 // provider recorded it.
 func (rt *realTime) report(pod *runpod.Pod, res runpod.Result) (cost.Report, error) {
-	rec := podcost.Record(pod)
+	rec := cost.PodRecordOf(pod)
 	created := pod.CreatedAt.UTC().Truncate(time.Second)
 	started := created.Add(rt.provision)
 	job := started.Add(time.Duration(res.StartupSeconds * float64(time.Second)))
@@ -112,7 +111,7 @@ func (rt *realTime) report(pod *runpod.Pod, res runpod.Result) (cost.Report, err
 	ended := tests.Add(rt.tests)
 	deleted := ended.Add(rt.cleanup)
 	rec.StartedAt = &started
-	return cost.NewReport(rec, deleted, cost.Marks{JobStarted: &job, TestsStarted: &tests, TestsEnded: &ended}, podcost.Rejected(res.Attempts))
+	return cost.NewReport(rec, deleted, cost.Marks{JobStarted: &job, TestsStarted: &tests, TestsEnded: &ended}, cost.RejectedAttempts(res.Attempts))
 }
 
 // String says what the figures are.

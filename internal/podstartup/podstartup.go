@@ -1,7 +1,10 @@
 // Package podstartup turns the provisioning programs' flags into what every
 // candidate pod's create request carries for the CUDA proof: the NVRTC tier
 // table and the packed proof in the environment, and the startup command
-// that runs the proof before the runner registers.
+// that runs the proof before the runner registers. The rule the startup
+// must keep with the pods' floors is the library's
+// (runpod.Config.CheckFloors), which Provision applies too; this package
+// only reads the flags and the files they name.
 package podstartup
 
 import (
@@ -37,16 +40,12 @@ var (
 	ErrTwoProofs = errors.New("podstartup: -proof and -proof-path are alternatives: pass one")
 )
 
-// ErrFloor is returned by Apply when the pods' floors admit hosts the
-// proof can only reject.
-var ErrFloor = errors.New("podstartup: the pods' floors admit hosts the CUDA proof rejects")
-
 // Apply renders the startup and puts it into tmpl. It refuses, before
 // anything is bought, floors of the pods' configuration that admit hosts
-// the proof can only reject, each after it was paid for (ErrFloor): a
-// min_cuda_version below the lowest NVRTC tier, or a min_vram_gb below the
-// proof's. For real pods
-// (required) it also refuses a missing proof (ErrNoProof) and a tier table
+// the proof can only reject, each after it was paid for (runpod.ErrFloor,
+// runpod.Config.CheckFloors): a min_cuda_version below the lowest NVRTC
+// tier, or a min_vram_gb below the proof's. For real pods (required) it
+// also refuses a missing proof (ErrNoProof) and a tier table
 // without pinned checksums (smoke.ErrNoChecksum); simulations, whose pods
 // run no script, get the in-image variant when no proof is given.
 func (o Options) Apply(tmpl *runpod.PodTemplate, pods runpod.Config, required bool) (smoke.PodStartup, error) {
@@ -67,7 +66,7 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, pods runpod.Config, required bo
 	if err != nil {
 		return smoke.PodStartup{}, err
 	}
-	if err := checkFloors(pods, cfg); err != nil {
+	if err := pods.CheckFloors(cfg); err != nil {
 		return smoke.PodStartup{}, err
 	}
 	if required {
@@ -91,32 +90,4 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, pods runpod.Config, required bo
 	maps.Copy(tmpl.Env, st.Env)
 	tmpl.Args = runpod.Secret(st.Command)
 	return st, nil
-}
-
-// checkFloors refuses pods' floors below the proof's: it rejects a driver
-// older than every tier and a GPU with less memory than its own floor, so
-// such a host is bought for nothing.
-func checkFloors(pods runpod.Config, cfg smoke.Config) error {
-	if pods.MinVRAMGB < cfg.MinVRAMGB {
-		return fmt.Errorf("%w: min_vram_gb %d admits GPUs with less memory than the proof requires (%d GB); the proof would reject each after it was paid for: raise min_vram_gb to %d", ErrFloor, pods.MinVRAMGB, cfg.MinVRAMGB, cfg.MinVRAMGB)
-	}
-	floor, err := smoke.ParseVersion(pods.MinCUDAVersion)
-	if err != nil {
-		return fmt.Errorf("%w: min_cuda_version %q: %w", ErrFloor, pods.MinCUDAVersion, err)
-	}
-	var lowest smoke.Version
-	var name string
-	for i, t := range cfg.Tiers {
-		v, err := smoke.ParseVersion(t.CUDA)
-		if err != nil {
-			return fmt.Errorf("%w: tier %s: %w", ErrFloor, t.Name, err)
-		}
-		if i == 0 || v.Less(lowest) {
-			lowest, name = v, t.Name
-		}
-	}
-	if len(cfg.Tiers) > 0 && floor.Less(lowest) {
-		return fmt.Errorf("%w: min_cuda_version %s admits hosts whose driver is older than the lowest tier (%s, CUDA %s); the proof would reject each after it was paid for: raise min_cuda_version to %s", ErrFloor, floor, name, lowest, lowest)
-	}
-	return nil
 }

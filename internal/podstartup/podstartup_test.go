@@ -117,7 +117,7 @@ func TestApply_RefusesACUDAFloorBelowEveryTier(t *testing.T) {
 	for floor, ok := range map[string]bool{"12.6": true, "12.8": true, "13.0": true, "12.4": false, "11.8": false, "twelve": false} {
 		tmpl := runpod.PodTemplate{}
 		_, err := Options{}.Apply(&tmpl, runpod.Config{MinCUDAVersion: floor, MinVRAMGB: 20}, false)
-		if ok != (err == nil) || !ok && !errors.Is(err, ErrFloor) {
+		if ok != (err == nil) || !ok && !errors.Is(err, runpod.ErrFloor) {
 			t.Errorf("min_cuda_version %s: %v", floor, err)
 		}
 		if floor == "12.4" && (err == nil || !strings.Contains(err.Error(), "raise min_cuda_version to 12.6")) {
@@ -132,7 +132,7 @@ func TestApply_RefusesAVRAMFloorBelowTheProofs(t *testing.T) {
 	for vram, ok := range map[int]bool{20: true, 48: true, 16: false, 0: false} {
 		tmpl := runpod.PodTemplate{}
 		_, err := Options{}.Apply(&tmpl, runpod.Config{MinCUDAVersion: "12.6", MinVRAMGB: vram}, false)
-		if ok != (err == nil) || !ok && !errors.Is(err, ErrFloor) {
+		if ok != (err == nil) || !ok && !errors.Is(err, runpod.ErrFloor) {
 			t.Errorf("min_vram_gb %d: %v", vram, err)
 		}
 	}
