@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/testsys"
 )
 
 // benchIDs is n tests in 350 binaries (50 crates of 7 suites), sorted as
@@ -342,7 +344,7 @@ func TestPeakHelper(t *testing.T) {
 	if f[0] == "go" {
 		parse = ParseGoTestJSON
 	}
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), testsys.CPUTime()
 	r, n, err := func() (Report, int, error) {
 		var listing io.Reader
 		if f[1] == "memory" {
@@ -372,7 +374,7 @@ func TestPeakHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	elapsed, cpu := time.Since(start), testsys.CPUTime()-cpu0
 	if fmt.Sprint(len(r.New)) != f[4] || fmt.Sprint(len(r.Stale)) != f[5] {
 		t.Fatalf("%d tests: %d new and %d stale, want %s and %s", n, len(r.New), len(r.Stale), f[4], f[5])
 	}
@@ -382,7 +384,7 @@ func TestPeakHelper(t *testing.T) {
 	if cpu >= 0 {
 		fmt.Printf("peak.cpu-ns=%d\n", cpu.Nanoseconds())
 	}
-	if rss := maxRSS(); rss > 0 {
+	if rss := testsys.MaxRSS(); rss > 0 {
 		fmt.Printf("peak.peak-RSS-MiB=%.1f\n", float64(rss)/(1<<20))
 	}
 	fmt.Printf("peak.heap-sys-MiB=%.1f\npeak.total-alloc-MiB=%.1f\n", float64(ms.HeapSys)/(1<<20), float64(ms.TotalAlloc)/(1<<20))

@@ -11,6 +11,8 @@ import (
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/internal/testsys"
 )
 
 // tricky listings: what encoding/json decodes in ways a hand-written
@@ -347,7 +349,7 @@ func TestParseTSVFile_SameAsTheStream(t *testing.T) {
 // A partition read from a pipe is read once, never counted first.
 func TestParseTSVFile_ReadsAPipeOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.tsv")
-	if err := mkfifo(path); err != nil {
+	if err := testsys.Mkfifo(path); err != nil {
 		t.Skipf("no named pipes here: %v", err)
 	}
 	doc := "# header\na\tb\thost\nc\td\tsingle-gpu\tnote\n"

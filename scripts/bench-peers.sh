@@ -65,5 +65,5 @@ echo "partition parse+check ${ours} ms   jq+sort+comm ${peer} ms   jq/partition 
 echo "== checkpoint restore vs GNU tar -x (100,000 files of 4 KiB, on tmpfs where there is one)"
 dir=/dev/shm
 [ -d "$dir" ] && [ -w "$dir" ] || dir="$tmp"
-out=$(TMPDIR="$dir" go test ./partition -run '^$' -bench 'BenchmarkRestoreCheckpointVsTar' -benchtime 3x 2>&1)
+out=$(TMPDIR="$dir" go test ./compileplan -run '^$' -bench 'BenchmarkRestoreCheckpointVsTar' -benchtime 3x 2>&1)
 echo "restore $(metric restore-ms <<<"$out") ms   tar -x $(metric tar-ms <<<"$out") ms   restore/tar $(metric restore/tar <<<"$out") (CPU $(metric restore/tar-cpu <<<"$out"))"

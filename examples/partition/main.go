@@ -37,6 +37,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/compileplan"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/partition"
@@ -345,15 +346,15 @@ func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	if len(raw) == 0 {
 		return fmt.Errorf("partition: %s lists no compile units: there is nothing to shard", fs.Arg(0))
 	}
-	var units []partition.Unit
+	var units []compileplan.Unit
 	for _, u := range raw {
 		d, err := time.ParseDuration(u.Cost)
 		if err != nil {
 			return fmt.Errorf("partition: unit %s: cost %q: %w", u.Name, u.Cost, err)
 		}
-		units = append(units, partition.Unit{Name: u.Name, Cost: d, Objects: u.Objects})
+		units = append(units, compileplan.Unit{Name: u.Name, Cost: d, Objects: u.Objects})
 	}
-	ss, err := partition.Shards(units, *n)
+	ss, err := compileplan.Shards(units, *n)
 	if err != nil {
 		return err
 	}
@@ -378,13 +379,13 @@ func shards(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	return gha.SetOutputs([2]string{"shards", string(out)})
 }
 
-func readSums(path string) ([]partition.Object, error) {
+func readSums(path string) ([]compileplan.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
 	defer f.Close()
-	objs, err := partition.ParseSHA256Sums(f)
+	objs, err := compileplan.ParseSHA256Sums(f)
 	if err != nil {
 		return nil, fmt.Errorf("partition: %s: %w", path, err)
 	}
@@ -408,7 +409,7 @@ func verifyObjects(args []string, gha ghaction.Env, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	var manifests [][]partition.Object
+	var manifests [][]compileplan.Object
 	total := 0
 	for _, m := range fs.Args() {
 		objs, err := readSums(m)
@@ -418,7 +419,7 @@ func verifyObjects(args []string, gha ghaction.Env, stdout, stderr io.Writer) er
 		manifests = append(manifests, objs)
 		total += len(objs)
 	}
-	if err := partition.VerifyObjects(manifests, have); err != nil {
+	if err := compileplan.VerifyObjects(manifests, have); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "every one of the %d shard objects was reused unchanged\n", total)
@@ -440,7 +441,7 @@ func chain(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	if *estimate <= 0 {
 		return cli.Refuse(fs, "give -estimate, the build's compile time (e.g. 10h)")
 	}
-	c, err := partition.PlanChain(*estimate, *jobCap, *depth)
+	c, err := compileplan.PlanChain(*estimate, *jobCap, *depth)
 	if err != nil {
 		return err
 	}
@@ -467,17 +468,17 @@ func chainState(args []string, gha ghaction.Env, stdout, stderr io.Writer) error
 	if !artifactSafe(*cell) {
 		return cli.Refuse(fs, "-cell %q cannot be part of an artifact name (no \" : < > | * ? \\ / or spaces around it)", *cell)
 	}
-	state := partition.ChainState{}
+	state := compileplan.ChainState{}
 	data, err := os.ReadFile(*file)
 	switch {
 	case err == nil:
-		if state, err = partition.ParseChainState(data); err != nil {
+		if state, err = compileplan.ParseChainState(data); err != nil {
 			return fmt.Errorf("%s: %w", *file, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("partition: %w", err)
 	}
-	state, err = partition.MergeChainState(state, *cell, partition.CellState{Link: *link, Done: *done})
+	state, err = compileplan.MergeChainState(state, *cell, compileplan.CellState{Link: *link, Done: *done})
 	if err != nil {
 		return err
 	}
@@ -557,14 +558,14 @@ func chainStatus(args []string, gha ghaction.Env, stdout, stderr io.Writer) erro
 // readChainStates reads every state file named, or under a directory
 // named (every *.json file). A path that does not exist holds no states:
 // the first link of a chain has none to download.
-func readChainStates(paths []string) (partition.ChainState, int, error) {
-	var states []partition.ChainState
+func readChainStates(paths []string) (compileplan.ChainState, int, error) {
+	var states []compileplan.ChainState
 	read := func(path string) error {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("partition: %w", err)
 		}
-		s, err := partition.ParseChainState(data)
+		s, err := compileplan.ParseChainState(data)
 		if err != nil {
 			return fmt.Errorf("%s is not a chain state file (partition chain-state writes them): %w", path, err)
 		}
@@ -594,7 +595,7 @@ func readChainStates(paths []string) (partition.ChainState, int, error) {
 			return nil, 0, err
 		}
 	}
-	return partition.CombineChainStates(states...), len(states), nil
+	return compileplan.CombineChainStates(states...), len(states), nil
 }
 
 // batches sizes dispatches so each clears well inside the queue cap.
@@ -609,7 +610,7 @@ func batches(args []string, gha ghaction.Env, stdout, stderr io.Writer) error {
 	if err := cli.Flags(fs, args); err != nil {
 		return err
 	}
-	sizes, err := partition.Batches(*jobs, *runners, *typical, *queueCap)
+	sizes, err := compileplan.Batches(*jobs, *runners, *typical, *queueCap)
 	if err != nil {
 		return err
 	}
@@ -637,7 +638,7 @@ func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.
 		return cli.Refuse(fs, "give -%s FILE and one directory", flagName)
 	}
 	dir := fs.Arg(0)
-	var st partition.CheckpointStats
+	var st compileplan.CheckpointStats
 	if verb == "restore" {
 		f, err := os.Open(*file)
 		if err != nil {
@@ -649,7 +650,7 @@ func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("partition: %w", err)
 		}
-		if st, err = partition.RestoreCheckpoint(bufio.NewReaderSize(f, 1<<20), dir); err != nil {
+		if st, err = compileplan.RestoreCheckpoint(bufio.NewReaderSize(f, 1<<20), dir); err != nil {
 			return err
 		}
 	} else {
@@ -666,7 +667,7 @@ func checkpoint(verb string, args []string, gha ghaction.Env, stdout, stderr io.
 			return fmt.Errorf("partition: %w", err)
 		}
 		w := bufio.NewWriterSize(f, 1<<20)
-		st, err = partition.WriteCheckpoint(w, dir)
+		st, err = compileplan.WriteCheckpoint(w, dir)
 		if err == nil {
 			err = w.Flush()
 		}

@@ -213,7 +213,7 @@ func TestChainStatusResumesEachCellFromItsOwnStateFiles(t *testing.T) {
 		t.Errorf("one cell: exit %d\n%s", code, outputs)
 	}
 	if code, out, _ := runActions(t, "chain-status", "-cells", "natten,pytorch3d,xformers", "-require-done", states); code != 1 ||
-		!strings.Contains(out, "::error::partition: the checkpoint chain did not finish every cell: natten (at link 2), xformers (at link 1)") {
+		!strings.Contains(out, "::error::compileplan: the checkpoint chain did not finish every cell: natten (at link 2), xformers (at link 1)") {
 		t.Errorf("unfinished: exit %d\n%s", code, out)
 	}
 	record("chain-state-natten-3", "-cell", "natten", "-link", "3", "-done")

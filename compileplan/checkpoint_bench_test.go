@@ -1,4 +1,4 @@
-package partition
+package compileplan
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/testsys"
 )
 
 // gnuTar is GNU tar's path, or "" when there is none.
@@ -62,40 +64,40 @@ func BenchmarkRestoreCheckpointVsTar(b *testing.B) {
 			var ours, oursCPU, tars, tarsCPU time.Duration
 			first := true
 			b.SetBytes(int64(n) << 12)
-			syncFS()
+			testsys.SyncFS()
 			for b.Loop() {
 				dst, err := os.MkdirTemp(parent, "restore")
 				if err != nil {
 					b.Fatal(err)
 				}
-				t0, c0 := time.Now(), cpuTime()
+				t0, c0 := time.Now(), testsys.CPUTime()
 				if _, err := restoreFile(ckpt, dst); err != nil {
 					b.Fatal(err)
 				}
 				ours += time.Since(t0)
-				oursCPU += cpuTime() - c0
+				oursCPU += testsys.CPUTime() - c0
 				b.StopTimer()
 				if first {
 					sameMtimes(b, root, dst, n)
 				}
 				os.RemoveAll(dst)
-				syncFS()
+				testsys.SyncFS()
 				if tarPath != "" {
 					dst, err := os.MkdirTemp(parent, "tar")
 					if err != nil {
 						b.Fatal(err)
 					}
-					t0, c0 := time.Now(), childrenCPUTime()
+					t0, c0 := time.Now(), testsys.ChildrenCPUTime()
 					if out, err := exec.Command(tarPath, "-x", "--no-same-owner", "-f", ckpt, "-C", dst).CombinedOutput(); err != nil {
 						b.Fatalf("tar: %v\n%s", err, out)
 					}
 					tars += time.Since(t0)
-					tarsCPU += childrenCPUTime() - c0
+					tarsCPU += testsys.ChildrenCPUTime() - c0
 					if first {
 						sameMtimes(b, root, dst, n)
 					}
 					os.RemoveAll(dst)
-					syncFS()
+					testsys.SyncFS()
 				}
 				first = false
 				b.StartTimer()

@@ -1,4 +1,4 @@
-package partition
+package compileplan
 
 import (
 	"archive/tar"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/internal/testsys"
 )
 
 // entry is one path of a tree as a checkpoint must keep it.
@@ -318,7 +320,7 @@ func TestRestoreCheckpoint_RefusesSparseFiles(t *testing.T) {
 
 func TestWriteCheckpoint_RefusesWhatATreeDoesNotCarry(t *testing.T) {
 	src := t.TempDir()
-	if err := mkfifo(filepath.Join(src, "pipe")); err != nil {
+	if err := testsys.Mkfifo(filepath.Join(src, "pipe")); err != nil {
 		t.Skipf("no named pipes here: %v", err)
 	}
 	if _, err := WriteCheckpoint(io.Discard, src); !errors.Is(err, ErrCheckpoint) || !bytes.Contains([]byte(err.Error()), []byte("pipe")) {

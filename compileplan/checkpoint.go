@@ -1,4 +1,4 @@
-package partition
+package compileplan
 
 import (
 	"archive/tar"
@@ -19,7 +19,7 @@ import (
 // ErrCheckpoint is matched by every checkpoint refusal: an entry that would
 // land outside the restore directory, a kind of file a source tree does not
 // need, or a tar stream that is not one.
-var ErrCheckpoint = errors.New("partition: bad checkpoint")
+var ErrCheckpoint = errors.New("compileplan: bad checkpoint")
 
 // CheckpointStats counts what a checkpoint holds.
 type CheckpointStats struct {
@@ -118,7 +118,7 @@ func WriteCheckpoint(w io.Writer, root string) (CheckpointStats, error) {
 		err = tw.Close()
 	}
 	if err != nil {
-		return st, fmt.Errorf("partition: checkpoint of %s: %w", root, err)
+		return st, fmt.Errorf("compileplan: checkpoint of %s: %w", root, err)
 	}
 	return st, nil
 }
@@ -135,7 +135,7 @@ func RestoreCheckpoint(r io.Reader, dir string) (CheckpointStats, error) {
 	var st CheckpointStats
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return st, fmt.Errorf("partition: restore into %s: %w", dir, err)
+		return st, fmt.Errorf("compileplan: restore into %s: %w", dir, err)
 	}
 	defer root.Close()
 	type stamp struct {
@@ -197,7 +197,7 @@ func RestoreCheckpoint(r io.Reader, dir string) (CheckpointStats, error) {
 	slices.SortStableFunc(dirs, func(a, b stamp) int { return strings.Count(b.name, "/") - strings.Count(a.name, "/") })
 	for _, d := range dirs {
 		if err := errors.Join(root.Chmod(d.name, d.mode), root.Chtimes(d.name, d.mtime, d.mtime)); err != nil {
-			return st, fmt.Errorf("partition: restore %s: %w", d.name, err)
+			return st, fmt.Errorf("compileplan: restore %s: %w", d.name, err)
 		}
 	}
 	return st, nil

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package partition
+package compileplan
 
 import (
 	"io"

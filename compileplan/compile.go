@@ -1,4 +1,4 @@
-package partition
+package compileplan
 
 import (
 	"bufio"
@@ -39,7 +39,7 @@ type Shard struct {
 }
 
 // ErrShards is matched by Shards' input errors.
-var ErrShards = errors.New("partition: invalid compile units")
+var ErrShards = errors.New("compileplan: invalid compile units")
 
 // Shards splits units into n balanced shards, deterministically: longest
 // processing time first (ties by name) onto the least-loaded shard (ties by
@@ -85,7 +85,7 @@ func Shards(units []Unit, n int) ([]Shard, error) {
 }
 
 // ErrObjects is matched when the link step did not reuse every shard object.
-var ErrObjects = errors.New("partition: the link step did not reuse every shard object")
+var ErrObjects = errors.New("compileplan: the link step did not reuse every shard object")
 
 // ObjectError names what was missing, changed or rebuilt.
 type ObjectError struct {
@@ -107,7 +107,7 @@ func (e *ObjectError) Error() string {
 	if len(e.Extra) > 0 {
 		parts = append(parts, fmt.Sprintf("compiled outside any shard %s", strings.Join(e.Extra, ", ")))
 	}
-	return "partition: the link step did not reuse every shard object (a silent full recompile): " + strings.Join(parts, "; ")
+	return "compileplan: the link step did not reuse every shard object (a silent full recompile): " + strings.Join(parts, "; ")
 }
 
 // Is matches ErrObjects.
@@ -158,7 +158,7 @@ func VerifyObjects(manifests [][]Object, present []Object) error {
 }
 
 // ErrSums is matched by ParseSHA256Sums errors.
-var ErrSums = errors.New("partition: malformed sha256sum listing")
+var ErrSums = errors.New("compileplan: malformed sha256sum listing")
 
 // sumsEscapes undoes GNU sha256sum's escaping of a name that holds a
 // backslash, a newline or a carriage return (the line then starts with "\").
@@ -214,7 +214,7 @@ type Chain struct {
 }
 
 // ErrChain is matched when a build cannot finish within the wired chain.
-var ErrChain = errors.New("partition: the build does not fit the checkpoint chain")
+var ErrChain = errors.New("compileplan: the build does not fit the checkpoint chain")
 
 // ChainMargin is each link's reserve, within the job cap, for restoring and
 // uploading the checkpoint (the whole source tree as a PAX tar).
@@ -250,7 +250,7 @@ type CellState struct {
 type ChainState map[string]CellState
 
 // ErrCell is matched by MergeChainState's refusals.
-var ErrCell = errors.New("partition: invalid chain update")
+var ErrCell = errors.New("compileplan: invalid chain update")
 
 // MergeChainState applies one cell's update to the state and returns the
 // new state: only that cell changes, its link never goes backwards, and a
@@ -282,7 +282,7 @@ func (s ChainState) Pending() []string {
 }
 
 // ErrChainState is matched when a chain state file cannot be read.
-var ErrChainState = errors.New("partition: malformed chain state")
+var ErrChainState = errors.New("compileplan: malformed chain state")
 
 // ParseChainState reads a state file as partition chain-state writes it
 // (a JSON object of cell name to {"link": N, "done": bool}). The file
@@ -348,7 +348,7 @@ func (s ChainState) Resume(cells []string) []ResumePoint {
 }
 
 // ErrUnfinished is matched when a chain left a cell unfinished.
-var ErrUnfinished = errors.New("partition: the checkpoint chain did not finish every cell")
+var ErrUnfinished = errors.New("compileplan: the checkpoint chain did not finish every cell")
 
 // Finished is the chain's completion check, the one a required check
 // should run: nil when every cell is done, otherwise an error wrapping
@@ -369,7 +369,7 @@ func (s ChainState) Finished(cells []string) error {
 }
 
 // ErrBatches is matched when a dispatch cannot be batched safely.
-var ErrBatches = errors.New("partition: cannot batch the dispatch")
+var ErrBatches = errors.New("compileplan: cannot batch the dispatch")
 
 // Batches splits a dispatch of jobs so that every batch clears within half
 // of the queue cap (GitHub discards a job queued over 24 h) on runners
