@@ -47,6 +47,7 @@ import (
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/gateflow/econ"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/podstartup"
@@ -131,7 +132,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var err error
 	switch {
 	case o.simulateFleet:
-		doc, err = document(simulateFleet(ctx, o, narration))
+		var m econ.FailureModel
+		if m, err = econ.LoadModel(o.model); err == nil {
+			doc, err = document(econ.Simulate(ctx, econ.Options{MergeRefs: o.prsPerMonth, RunsPerUpstreamRun: o.deliveriesPerUpstreamRun, Seed: o.seed, Model: m}, narration))
+		}
 	case o.real:
 		doc, err = document(realFlow(ctx, o, getenv, narration))
 	default:

@@ -19,6 +19,7 @@ import (
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/gateflow/econ"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
@@ -175,8 +176,8 @@ func TestJSONPrintsTheRunsInsteadOfTheNarration(t *testing.T) {
 			t.Errorf("the paid run: %+v", first)
 		}
 		out, _, code = runGateflow(t, nil, "-json", "-simulate-fleet", "-merge-refs", "12")
-		var fleet fleetDoc
-		if err := json.Unmarshal([]byte(out), &fleet); code != 0 || err != nil || fleet.MergeRefs != 12 || len(fleet.Policies) != len(policies)+1 || fleet.Policies[0].Name != "gpugate" {
+		var fleet econ.Report
+		if err := json.Unmarshal([]byte(out), &fleet); code != 0 || err != nil || fleet.MergeRefs != 12 || len(fleet.Policies) != len(econ.Policies())+1 || fleet.Policies[0].Name != "gpugate" {
 			t.Errorf("-simulate-fleet -json: exit %d, %v: %+v", code, err, fleet)
 		}
 	})
@@ -219,37 +220,6 @@ func TestTheREADMEShowsWhatTheDefaultSimulationPrints(t *testing.T) {
 		out, _, code := runGateflow(t, nil, "-simulate-fleet")
 		if code != 0 || !strings.Contains(out, "simulated month:"+block) {
 			t.Errorf("exit %d; docs/tour.md's table is not the output of go run ./examples/gateflow -simulate-fleet:\n%s", code, cmp.Diff("simulated month:"+block, out))
-		}
-	})
-}
-
-func TestSimulation_ReuseKeepsOnePaidRunPerTestedMergeRef(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		o := options{seed: 3, prsPerMonth: 20, deliveriesPerUpstreamRun: 3}
-		base, m, gpus := simSetup(t)
-		gg, err := simulatePolicy(context.Background(), o, base, m, gpus, policies[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		noReuse, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "no reuse", NoReuse: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		premium, err := simulatePolicy(context.Background(), o, base, m, gpus, policy{Name: "premium", Premium: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if gg.Validated != o.prsPerMonth || gg.PaidRuns > o.prsPerMonth*m.MaxTriesPerRef {
-			t.Errorf("gpugate: %+v", gg)
-		}
-		if noReuse.PaidRuns < 2*gg.PaidRuns {
-			t.Errorf("without reuse every delivery should pay: %d paid runs vs %d", noReuse.PaidRuns, gg.PaidRuns)
-		}
-		if ratio(premium.Dollars, float64(premium.Validated)) <= ratio(gg.Dollars, float64(gg.Validated)) {
-			t.Errorf("the premium tier should cost more per validated ref: %+v vs %+v", premium, gg)
-		}
-		if or := oracleBound(o, base, m, gpus); ratio(or.Dollars, float64(or.Validated)) > ratio(gg.Dollars, float64(gg.Validated)) {
-			t.Errorf("the oracle is a lower bound: %+v vs %+v", or, gg)
 		}
 	})
 }
@@ -309,59 +279,6 @@ func TestRealModeTagsAndWatchesTheRunAttemptItRunsIn(t *testing.T) {
 	}
 }
 
-func simSetup(t *testing.T) (runpod.Config, failureModel, []string) {
-	t.Helper()
-	base, m, gpus, err := simConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base, m, gpus
-}
-
-func TestFailureModelFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := dir + "/" + name
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	m, err := loadModel(write("ok.yml", "outage: 0.5\nproof_fail: {\"NVIDIA L4\": 1}\n"))
-	if err != nil || m.Outage != 0.5 || m.ProofFail["NVIDIA L4"] != 1 || m.NotDelivering != defaultModel().NotDelivering {
-		t.Errorf("%+v %v", m, err)
-	}
-	for name, body := range map[string]string{"unknown.yml": "outages: 0.1\n", "rate.yml": "not_delivering: 1.5\n", "tries.yml": "max_tries_per_ref: 0\n", "nan.yml": "outage: .nan\n"} {
-		if _, err := loadModel(write(name, body)); err == nil {
-			t.Errorf("%s: accepted %q", name, body)
-		}
-	}
-	// Every provider outage: nothing is ever paid for, nothing validated.
-	// The fake's clock: the client's retries of each refused create pass
-	// instantly.
-	down := write("down.yml", "outage: 1\n")
-	synctest.Test(t, func(t *testing.T) {
-		out, _, code := runGateflow(t, nil, "-simulate-fleet", "-merge-refs", "3", "-failure-model", down)
-		if code != 0 || !strings.Contains(out, "gpugate                       0.00") {
-			t.Errorf("exit %d:\n%s", code, out)
-		}
-	})
-}
-
-func FuzzParseModel(f *testing.F) {
-	f.Add([]byte("outage: 0.5\nproof_fail: {\"NVIDIA L4\": 1}\n"))
-	f.Add([]byte("max_tries_per_ref: 2\nstock_out: {a: 0}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := parseModel("fuzz.yml", data)
-		if err != nil {
-			return
-		}
-		if !(m.Outage >= 0 && m.Outage <= 1) || !(m.NotDelivering >= 0 && m.NotDelivering <= 1) || m.MaxTriesPerRef < 1 {
-			t.Fatalf("accepted an invalid model %+v", m)
-		}
-	})
-}
-
 // The lifecycle authorizes only the head its classification listed: a push
 // between classification and authorization stops the run before anything
 // is published or bought.
@@ -392,11 +309,11 @@ func TestLifecycle_AHeadThatMovedSinceClassificationPublishesNothing(t *testing.
 func TestSimulation_ThePeersPoliciesFaceTheSameWorld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out, _, code := runGateflow(t, nil, "-json", "-simulate-fleet", "-merge-refs", "40", "-seed", "3")
-		var fleet fleetDoc
+		var fleet econ.Report
 		if err := json.Unmarshal([]byte(out), &fleet); code != 0 || err != nil {
 			t.Fatalf("exit %d, %v", code, err)
 		}
-		rows := map[string]fleetRow{}
+		rows := map[string]econ.Row{}
 		for _, r := range fleet.Policies {
 			rows[r.Name] = r
 		}

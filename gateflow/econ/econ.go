@@ -1,4 +1,17 @@
-package main
+// Package econ simulates a month of GPU-gate runs to compare the economics
+// of gpugate's paid lifecycle with its own ablations, the policies of the
+// tools an adopter would pick instead (SkyPilot's failover, dstack's
+// offers) and an oracle lower bound: dollars per validated merge ref, paid
+// runs per ref, dollars wasted on rejected candidates and red gates.
+//
+// Each run replays the real planning (runpod.CandidatePlan), provisioning
+// (runpod.Provision, with its CUDA proof and early stop), reuse
+// (gate.LookupReuse and gate.Publish), watchdog (runpod.Watch) and cleanup
+// (runpod.Delete) against a fresh in-process fake RunPod. The failure
+// model is drawn per (seed, ref, try), so every policy faces the same
+// world; paid seconds come from a duration model, not the wall clock, so a
+// seed gives the same figures every time.
+package econ
 
 import (
 	"bytes"
@@ -22,17 +35,9 @@ import (
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
-// The simulation replays a month of tested merge refs through the real
-// planning (CandidatePlan), provisioning (Provision, with its CUDA proof and
-// early stop), reuse (gate.LookupReuse/Publish), watchdog (Watch) and cleanup
-// (Delete) code against a fresh in-process fake RunPod per run. The failure
-// model is drawn per (seed, ref, try), so every policy faces the same world.
-// Paid seconds come from a duration model applied to each attempt's outcome,
-// not from the wall clock, so a seed gives the same figures every time.
-
-// failureModel is what can go wrong in one run. The defaults are rates
-// observed on a real project's GPU CI.
-type failureModel struct {
+// FailureModel is what can go wrong in one run. The defaults
+// (DefaultModel) are rates observed on a real project's GPU CI.
+type FailureModel struct {
 	StockOut        map[string]float64 `yaml:"stock_out"`          // per GPU type: sold out between the catalog read and the create
 	ProofFail       map[string]float64 `yaml:"proof_fail"`         // per GPU type: the host cannot run the project's CUDA
 	Outage          float64            `yaml:"outage"`             // the provider refuses every create (5xx) for the whole run
@@ -41,27 +46,27 @@ type failureModel struct {
 	FailedJobSecond float64            `yaml:"failed_job_seconds"` // without the proof, a broken host fails the job after this long (setup and the whole test run: nextest reports every failure)
 }
 
-// loadModel overlays a YAML file on the default model. Unknown keys and
-// rates outside [0, 1] are errors.
-func loadModel(path string) (failureModel, error) {
-	m := defaultModel()
+// LoadModel overlays a YAML file on the default model (no path: the
+// default). Unknown keys and rates outside [0, 1] are ErrModel.
+func LoadModel(path string) (FailureModel, error) {
+	m := DefaultModel()
 	if path == "" {
 		return m, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return m, fmt.Errorf("gateflow: failure model: %w", err)
+		return m, fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	return parseModel(path, data)
+	return ParseModel(path, data)
 }
 
-// parseModel overlays YAML on the default model.
-func parseModel(path string, data []byte) (failureModel, error) {
-	m := defaultModel()
+// ParseModel overlays YAML on the default model; path names it in errors.
+func ParseModel(path string, data []byte) (FailureModel, error) {
+	m := DefaultModel()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-		return m, fmt.Errorf("gateflow: failure model %s: %w", path, err)
+		return m, fmt.Errorf("%w %s: %w", ErrModel, path, err)
 	}
 	rates := map[string]float64{"outage": m.Outage, "not_delivering": m.NotDelivering}
 	for g, r := range m.StockOut {
@@ -72,14 +77,14 @@ func parseModel(path string, data []byte) (failureModel, error) {
 	}
 	for k, r := range rates {
 		if !(r >= 0 && r <= 1) { // NaN too
-			return m, fmt.Errorf("gateflow: failure model %s: %s = %g: a rate is between 0 and 1", path, k, r)
+			return m, fmt.Errorf("%w %s: %s = %g: a rate is between 0 and 1", ErrModel, path, k, r)
 		}
 	}
 	if !(m.FailedJobSecond >= 0) {
-		return m, fmt.Errorf("gateflow: failure model %s: failed_job_seconds = %g: want a non-negative duration", path, m.FailedJobSecond)
+		return m, fmt.Errorf("%w %s: failed_job_seconds = %g: want a non-negative duration", ErrModel, path, m.FailedJobSecond)
 	}
 	if m.MaxTriesPerRef < 1 {
-		return m, fmt.Errorf("gateflow: failure model %s: max_tries_per_ref must be at least 1", path)
+		return m, fmt.Errorf("%w %s: max_tries_per_ref must be at least 1", ErrModel, path)
 	}
 	return m, nil
 }
@@ -89,8 +94,9 @@ type durations struct {
 	Boot, Proof, Setup, Tests, Cleanup float64
 }
 
-func defaultModel() failureModel {
-	return failureModel{
+// DefaultModel is the failure model of a real project's GPU CI.
+func DefaultModel() FailureModel {
+	return FailureModel{
 		StockOut:        map[string]float64{"NVIDIA L4": 0.30, "NVIDIA GeForce RTX 4090": 0.15, "NVIDIA L40S": 0.08, "NVIDIA RTX 6000 Ada Generation": 0.10, "NVIDIA A100-SXM4-80GB": 0.05},
 		ProofFail:       map[string]float64{"NVIDIA GeForce RTX 4090": 0.20, "NVIDIA L4": 0.08, "NVIDIA L40S": 0.03, "NVIDIA RTX 6000 Ada Generation": 0.03, "NVIDIA A100-SXM4-80GB": 0.02},
 		Outage:          0.03,
@@ -100,11 +106,15 @@ func defaultModel() failureModel {
 	}
 }
 
+// runnerImage is the pinned runner image the simulated pods start; the
+// fake ignores it, Provision requires a digest.
+const runnerImage = "ghcr.io/actions/actions-runner:2.323.0@sha256:831a2607a2618e4b79d9323b4c72330f3861768a061c2b92a845e9d214d80e5b"
+
 var model = durations{Boot: 80, Proof: 35, Setup: 120, Tests: 600, Cleanup: 20}
 
-// policy is gpugate, one of its ablations, or the policy of a tool an
+// Policy is gpugate, one of its ablations, or the policy of a tool an
 // adopter would pick instead.
-type policy struct {
+type Policy struct {
 	Name    string
 	Premium bool // only the premium and A100 tiers
 	NoReuse bool
@@ -122,7 +132,11 @@ type policy struct {
 	Source string // where the policy's parameters come from
 }
 
-var policies = []policy{
+// Policies are the simulated policies, in the table's order: gpugate,
+// its ablations, then the peers'.
+func Policies() []Policy { return slices.Clone(policies) }
+
+var policies = []Policy{
 	{Name: "gpugate"},
 	{Name: "always premium tier", Premium: true},
 	{Name: "no gate reuse", NoReuse: true},
@@ -148,7 +162,7 @@ type runWorld struct {
 	outage, dead        bool
 }
 
-func draw(seed int64, ref, try int, m failureModel, gpus []string) runWorld {
+func draw(seed int64, ref, try int, m FailureModel, gpus []string) runWorld {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%d/%d", seed, ref, try)
 	r := rand.New(rand.NewPCG(h.Sum64(), uint64(seed)))
@@ -168,16 +182,16 @@ type tally struct {
 	Dollars, Wasted, Seconds    float64
 }
 
-// fleetDoc is what -json prints for -simulate-fleet: the table's rows.
-type fleetDoc struct {
-	MergeRefs          int        `json:"merge_refs"`
-	RunsPerUpstreamRun float64    `json:"runs_per_upstream_run"`
-	Seed               int64      `json:"seed"`
-	Policies           []fleetRow `json:"policies"` // the baselines and gpugate, then the oracle lower bound
+// Report is a simulated month: the table's rows.
+type Report struct {
+	MergeRefs          int     `json:"merge_refs"`
+	RunsPerUpstreamRun float64 `json:"runs_per_upstream_run"`
+	Seed               int64   `json:"seed"`
+	Policies           []Row   `json:"policies"` // the baselines and gpugate, then the oracle lower bound
 }
 
-// fleetRow is one policy's month.
-type fleetRow struct {
+// Row is one policy's month.
+type Row struct {
 	Name              string  `json:"name"`
 	PaidRunsPerRef    float64 `json:"paid_runs_per_ref"`
 	USDPerValidated   float64 `json:"usd_per_validated"`
@@ -188,17 +202,37 @@ type fleetRow struct {
 	Source            string  `json:"source,omitempty"` // a peer policy's documentation
 }
 
-func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, error) {
-	if o.prsPerMonth <= 0 || o.deliveriesPerUpstreamRun < 1 {
-		return nil, fmt.Errorf("gateflow: -merge-refs must be positive and -runs-per-upstream-run at least 1 (got %d, %g)", o.prsPerMonth, o.deliveriesPerUpstreamRun)
+// Options are a simulated month's parameters.
+type Options struct {
+	MergeRefs          int          // tested merge refs in the month
+	RunsPerUpstreamRun float64      // GPU-gate runs started per upstream CI run before reuse, at least 1
+	Seed               int64        // the failure model's draw
+	Model              FailureModel // LoadModel's; the zero value is DefaultModel
+}
+
+// ErrOptions marks Options a month cannot be simulated with; ErrModel a
+// failure model that is not one.
+var (
+	ErrOptions = errors.New("econ: invalid simulation options")
+	ErrModel   = errors.New("econ: invalid failure model")
+)
+
+// Simulate runs the month for every policy, prints the table to out and
+// returns its rows.
+func Simulate(ctx context.Context, o Options, out io.Writer) (*Report, error) {
+	if o.MergeRefs <= 0 || o.RunsPerUpstreamRun < 1 {
+		return nil, fmt.Errorf("%w: the merge refs must be positive and the runs per upstream run at least 1 (got %d, %g)", ErrOptions, o.MergeRefs, o.RunsPerUpstreamRun)
 	}
 	base, _, gpus, err := simConfig()
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadModel(o.model)
-	if err != nil {
-		return nil, err
+	m := o.Model
+	if m.MaxTriesPerRef == 0 && m.StockOut == nil && m.ProofFail == nil && m.Outage == 0 && m.NotDelivering == 0 && m.FailedJobSecond == 0 {
+		m = DefaultModel()
+	}
+	if m.MaxTriesPerRef < 1 {
+		return nil, fmt.Errorf("%w: max_tries_per_ref must be at least 1", ErrModel)
 	}
 	results := make([]tally, len(policies))
 	var wg sync.WaitGroup
@@ -213,17 +247,17 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, er
 		}
 	}
 	oracle := oracleBound(o, base, m, gpus)
-	fmt.Fprintf(out, "simulated month: %d tested merge refs, %.1f GPU-gate runs started per upstream CI run, seed %d\n", o.prsPerMonth, o.deliveriesPerUpstreamRun, o.seed)
+	fmt.Fprintf(out, "simulated month: %d tested merge refs, %.1f GPU-gate runs started per upstream CI run, seed %d\n", o.MergeRefs, o.RunsPerUpstreamRun, o.Seed)
 	fmt.Fprintf(out, "failure model: stock-outs and CUDA-proof failures per GPU type, provider outage %.0f%% of runs, provider not delivering runners %.0f%% of runs, up to %d tries per ref\n",
 		m.Outage*100, m.NotDelivering*100, m.MaxTriesPerRef)
 	fmt.Fprintf(out, "paid-time model: boot %.0f s, proof %.0f s, job setup %.0f s, tests %.0f s, cleanup %.0f s\n\n", model.Boot, model.Proof, model.Setup, model.Tests, model.Cleanup)
 	fmt.Fprintf(out, "%-20s %13s %12s %9s %11s %10s %13s\n", "policy", "paid runs/ref", "$/validated", "$ wasted", "paid s/run", "validated", "failed gates")
-	doc := &fleetDoc{MergeRefs: o.prsPerMonth, RunsPerUpstreamRun: o.deliveriesPerUpstreamRun, Seed: o.seed}
+	doc := &Report{MergeRefs: o.MergeRefs, RunsPerUpstreamRun: o.RunsPerUpstreamRun, Seed: o.Seed}
 	row := func(name, source string, t tally) {
-		r := fleetRow{Name: name, Source: source, PaidRunsPerRef: ratio(float64(t.PaidRuns), float64(o.prsPerMonth)), USDPerValidated: ratio(t.Dollars, float64(t.Validated)),
+		r := Row{Name: name, Source: source, PaidRunsPerRef: ratio(float64(t.PaidRuns), float64(o.MergeRefs)), USDPerValidated: ratio(t.Dollars, float64(t.Validated)),
 			USDWasted: t.Wasted, PaidSecondsPerRun: ratio(t.Seconds, float64(t.PaidRuns)), Validated: t.Validated, FailedGates: t.Failed}
 		doc.Policies = append(doc.Policies, r)
-		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", r.Name, r.PaidRunsPerRef, r.USDPerValidated, r.USDWasted, r.PaidSecondsPerRun, r.Validated, o.prsPerMonth, r.FailedGates)
+		fmt.Fprintf(out, "%-20s %13.2f %12.4f %9.4f %11.0f %6d/%-3d %13d\n", r.Name, r.PaidRunsPerRef, r.USDPerValidated, r.USDWasted, r.PaidSecondsPerRun, r.Validated, o.MergeRefs, r.FailedGates)
 	}
 	for i, p := range policies {
 		row(p.Name, p.Source, results[i])
@@ -240,16 +274,16 @@ func simulateFleet(ctx context.Context, o options, out io.Writer) (*fleetDoc, er
 
 // simConfig is the bundled configuration, the failure model and the GPU
 // types in a fixed order.
-func simConfig() (runpod.Config, failureModel, []string, error) {
+func simConfig() (runpod.Config, FailureModel, []string, error) {
 	base, err := runpod.LoadConfig(runpod.ExampleConfig)
 	if err != nil {
-		return runpod.Config{}, failureModel{}, nil, err
+		return runpod.Config{}, FailureModel{}, nil, err
 	}
 	var gpus []string
 	for _, t := range base.Tiers {
 		gpus = append(gpus, t.GPUTypes...)
 	}
-	return base, defaultModel(), gpus, nil
+	return base, DefaultModel(), gpus, nil
 }
 
 func ratio(a, b float64) float64 {
@@ -270,7 +304,7 @@ func deliveries(seed int64, ref int, per float64) int {
 }
 
 // simulatePolicy runs the month for one policy.
-func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failureModel, gpus []string, p policy) (tally, error) {
+func simulatePolicy(ctx context.Context, o Options, base runpod.Config, m FailureModel, gpus []string, p Policy) (tally, error) {
 	cfg := base
 	cfg.StartupPoll, cfg.StartupTimeout = time.Millisecond, 10*time.Second
 	if p.Premium {
@@ -281,12 +315,12 @@ func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failur
 	}
 	checks := gatetest.NewChecks()
 	var t tally
-	for ref := range o.prsPerMonth {
+	for ref := range o.MergeRefs {
 		head := fmt.Sprintf("%040x", 2*ref+1)
 		merge := fmt.Sprintf("%040x", 2*ref+2)
 		validated := false
 		try := 0
-		for range deliveries(o.seed, ref, o.deliveriesPerUpstreamRun) {
+		for range deliveries(o.Seed, ref, o.RunsPerUpstreamRun) {
 			if !p.NoReuse {
 				if d := gate.LookupReuse(ctx, checks, head, merge, gate.DefaultCheckName); d.Reuse {
 					continue
@@ -322,8 +356,8 @@ func simulatePolicy(ctx context.Context, o options, base runpod.Config, m failur
 }
 
 // oneRun provisions, watches and cleans up one gate run on a fresh fake.
-func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, gpus []string, p policy, ref, try int, t *tally) (bool, error) {
-	w := draw(o.seed, ref, try, m, gpus)
+func oneRun(ctx context.Context, o Options, cfg runpod.Config, m FailureModel, gpus []string, p Policy, ref, try int, t *tally) (bool, error) {
+	w := draw(o.Seed, ref, try, m, gpus)
 	fake := runpodtest.New(runpodtest.WithSchedule(time.Millisecond, time.Millisecond))
 	api, err := fake.NewClient(runpod.WithRetryPolicy(runpod.RetryPolicy{Deadline: 5 * time.Second, MaxAttempts: 2, RequestTimeout: 5 * time.Second,
 		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, Multiplier: 1}))
@@ -370,7 +404,7 @@ func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, g
 	case p.Attempts > 0:
 		cfg.MaxProvisionAttempts = p.Attempts
 	}
-	tmpl := runpod.PodTemplate{Image: pinnedImage, RunnerPrefix: fmt.Sprintf("sim-%d-%d", ref, try),
+	tmpl := runpod.PodTemplate{Image: runnerImage, RunnerPrefix: fmt.Sprintf("sim-%d-%d", ref, try),
 		Owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: int64(ref + 1), RunAttempt: try + 1}}
 	res, _ := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan, tmpl)
 	attempts := res.Attempts
@@ -418,11 +452,11 @@ func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, g
 		runpod.WatchOptions{SetupDeadline: 5 * time.Second, Lifetime: 10 * time.Second, Poll: time.Millisecond, StartGrace: time.Second})
 	if !wres.Deleted {
 		if err := runpod.Delete(ctx, api, res.PodID); err != nil {
-			return false, fmt.Errorf("gateflow: simulation cleanup of %s: %w", res.PodID, err)
+			return false, fmt.Errorf("econ: simulation cleanup of %s: %w", res.PodID, err)
 		}
 	}
 	if n := len(fake.Running()); n != 0 {
-		return false, fmt.Errorf("gateflow: simulation left %d pods running", n)
+		return false, fmt.Errorf("econ: simulation left %d pods running", n)
 	}
 	secs := model.Boot + model.Proof + model.Setup + model.Tests + model.Cleanup
 	if broken {
@@ -439,14 +473,14 @@ func oneRun(ctx context.Context, o options, cfg runpod.Config, m failureModel, g
 
 // oracleBound is the cheapest compatible in-stock GPU for each ref, first
 // try, no waste, one run.
-func oracleBound(o options, base runpod.Config, m failureModel, gpus []string) tally {
+func oracleBound(o Options, base runpod.Config, m FailureModel, gpus []string) tally {
 	prices := map[string]float64{}
 	for _, g := range runpodtest.DefaultGPUs() {
 		prices[g.ID] = g.SecurePrice
 	}
 	var t tally
-	for ref := range o.prsPerMonth {
-		w := draw(o.seed, ref, 0, m, gpus)
+	for ref := range o.MergeRefs {
+		w := draw(o.Seed, ref, 0, m, gpus)
 		best := 0.0
 		for _, g := range gpus {
 			if w.stockOut[g] || w.proofFail[g] || prices[g] == 0 || (base.MaxHourlyPrice > 0 && prices[g] > base.MaxHourlyPrice) {
