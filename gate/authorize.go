@@ -48,6 +48,10 @@ var (
 	ErrNoMergeRef   = errors.New("gate: no test merge commit")
 	ErrBadRequest   = errors.New("gate: invalid request")
 	ErrEvidence     = errors.New("gate: local validation evidence refused")
+	// ErrLocallyValidated: the pull request now carries the
+	// local-validation label, so the paid path stops: nothing is bought
+	// or published, and the local relay's gate stands.
+	ErrLocallyValidated = errors.New("gate: the pull request was validated on a maintainer's GPU; the paid path stops")
 )
 
 var roles = []string{"none", "read", "triage", "write", "maintain", "admin"}
@@ -88,6 +92,8 @@ type Authorization struct {
 	// so the paid path is skipped (every paid job after authorization, and
 	// the publication) and the local relay's gate stands.
 	LocalValidation bool
+	// LocalLabel is the local-validation label Recheck reads again.
+	LocalLabel string
 }
 
 // Authorize runs the trust boundary before any spend: the actor's role, a
@@ -140,7 +146,7 @@ func Authorize(ctx context.Context, repo Repo, req AuthRequest) (Authorization, 
 		return Authorization{}, fmt.Errorf("%w (PR #%d)", err, req.PR)
 	}
 	a.HeadSHA, a.TestedRef = pr.HeadSHA, pr.MergeSHA
-	a.LocalValidation = !PaidPathAllowed(pr, req.LocalLabel)
+	a.LocalValidation, a.LocalLabel = !PaidPathAllowed(pr, req.LocalLabel), req.LocalLabel
 	return a, nil
 }
 
@@ -167,8 +173,10 @@ func checkPR(pr PullRequest) error {
 }
 
 // Recheck confirms, just before spending, that the pull request is still
-// open, same-repository, and at the authorized head. A manual revision needs no
-// recheck: it is immutable.
+// open, same-repository, at the authorized head, and without the
+// local-validation label (ErrLocallyValidated: the label may have been
+// added after authorization). A manual revision needs no recheck: it is
+// immutable.
 func Recheck(ctx context.Context, repo Repo, a Authorization) error {
 	if a.PR == 0 {
 		return nil
@@ -182,6 +190,9 @@ func Recheck(ctx context.Context, repo Repo, a Authorization) error {
 	}
 	if pr.HeadSHA != a.HeadSHA {
 		return fmt.Errorf("%w: #%d was authorized at %s and is now at %s", ErrHeadMoved, a.PR, short(a.HeadSHA), short(pr.HeadSHA))
+	}
+	if !PaidPathAllowed(pr, a.LocalLabel) {
+		return fmt.Errorf("%w: #%d carries %q", ErrLocallyValidated, a.PR, localLabel(a.LocalLabel))
 	}
 	return nil
 }

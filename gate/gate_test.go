@@ -539,3 +539,56 @@ func BenchmarkReuse(b *testing.B) {
 		})
 	}
 }
+
+// The local-validation label can be added after authorization: the
+// re-read just before spending stops the paid path, whatever the caller
+// (a library caller of Recheck gets the rule, not only the commands).
+func TestRecheck_ALabelAddedAfterAuthorizationStopsTheSpend(t *testing.T) {
+	for name, label := range map[string]string{"the default label": "", "a custom label": "validated-on-my-gpu"} {
+		t.Run(name, func(t *testing.T) {
+			r := repoWithPR()
+			a, err := gate.Authorize(context.Background(), r, gate.AuthRequest{Actor: "maint", PR: 7, LocalLabel: label})
+			if err != nil || a.LocalValidation {
+				t.Fatalf("%+v %v", a, err)
+			}
+			p := r.PRs[7]
+			added := label
+			if added == "" {
+				added = gate.DefaultLocalLabel
+			}
+			p.Labels = append(p.Labels, added)
+			r.PRs[7] = p
+			if err := gate.Recheck(context.Background(), r, a); !errors.Is(err, gate.ErrLocallyValidated) {
+				t.Errorf("err = %v, want ErrLocallyValidated", err)
+			}
+		})
+	}
+}
+
+// PublishPaid reads the pull request again: a label added after
+// authorization means nothing is published, so the local relay's gate is
+// never overridden; a local publication and a manual revision are
+// published at once.
+func TestPublishPaid_ALabelAddedAfterAuthorizationPublishesNothing(t *testing.T) {
+	ctx := context.Background()
+	r := repoWithPR()
+	checks := gatetest.NewChecks()
+	head := r.PRs[7].HeadSHA
+	report := gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: r.PRs[7].MergeSHA, Kind: gate.KindFailed}, Details: "provisioning failed"}
+	if _, err := gate.PublishPaid(ctx, r, checks, 7, "", report, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p := r.PRs[7]
+	p.Labels = append(p.Labels, gate.DefaultLocalLabel)
+	r.PRs[7] = p
+	if _, err := gate.PublishPaid(ctx, r, checks, 7, "", report, time.Now()); !errors.Is(err, gate.ErrLocallyValidated) {
+		t.Errorf("err = %v, want ErrLocallyValidated", err)
+	}
+	if n := len(checks.Published(head)); n != 1 {
+		t.Errorf("%d publications, want only the one before the label", n)
+	}
+	r.Fail = true // neither re-reads
+	if _, err := gate.PublishPaid(ctx, r, checks, 0, "", report, time.Now()); err != nil {
+		t.Errorf("a manual revision: %v", err)
+	}
+}

@@ -118,10 +118,34 @@ func checkLabelled(pr PullRequest, sha, label string) error {
 // (Authorization.LocalValidation); PaidPathSkipped reads the label again
 // later, since it can be added after authorization.
 func PaidPathAllowed(pr PullRequest, label string) bool {
+	return !slices.Contains(pr.Labels, localLabel(label))
+}
+
+// localLabel is label, or DefaultLocalLabel when it is empty.
+func localLabel(label string) string {
 	if label == "" {
-		label = DefaultLocalLabel
+		return DefaultLocalLabel
 	}
-	return !slices.Contains(pr.Labels, label)
+	return label
+}
+
+// PublishPaid publishes a paid-path report (any kind but KindLocal) for
+// pull request pr after reading it again: while it carries the
+// local-validation label, nothing is published and the error is
+// ErrLocallyValidated, since the label may have been added after
+// authorization and the local relay's gate must not be overridden. pr 0
+// (a manual revision) publishes at once.
+func PublishPaid(ctx context.Context, repo Repo, checks Checks, pr int, label string, r Report, now time.Time) (Gate, error) {
+	if pr != 0 && r.ID.Kind != KindLocal {
+		skip, err := PaidPathSkipped(ctx, repo, pr, label)
+		if err != nil {
+			return Gate{}, err
+		}
+		if skip {
+			return Gate{}, fmt.Errorf("%w: #%d carries %q: its local validation stands, so the paid path publishes nothing", ErrLocallyValidated, pr, localLabel(label))
+		}
+	}
+	return Publish(ctx, checks, r, now)
 }
 
 // PaidPathSkipped re-reads the pull request just before a paid step

@@ -176,17 +176,6 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 			return oneOf("-kind", *kind, kinds...)
 		}
 		return command{need: []string{"head", "tested-ref", "kind"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
-			if *pr != 0 && gate.Kind(*kind) != gate.KindLocal {
-				// The label may have been added after authorization; the
-				// local relay's gate must not be overridden.
-				skip, err := gate.PaidPathSkipped(ctx, gh, *pr, *label)
-				if err != nil {
-					return nil, err
-				}
-				if skip {
-					return [][2]string{{"published", "false"}, {"reason", fmt.Sprintf("#%d carries %q: its local validation stands, so the paid path publishes nothing", *pr, *label)}}, nil
-				}
-			}
 			r := gate.Report{HeadSHA: *head, CheckName: check, ID: gate.ExternalID{Ref: *ref, Kind: gate.Kind(*kind)},
 				Ran: split(*ran), NotRun: split(*notRun), ExistingID: *existing, DetailsURL: *url}
 			if *fromID != 0 {
@@ -213,7 +202,12 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 				}
 				r.Details = string(data)
 			}
-			g, err := gate.Publish(ctx, gh, r, time.Now())
+			// The label may have been added after authorization; the local
+			// relay's gate must not be overridden.
+			g, err := gate.PublishPaid(ctx, gh, gh, *pr, *label, r, time.Now())
+			if errors.Is(err, gate.ErrLocallyValidated) {
+				return [][2]string{{"published", "false"}, {"reason", fmt.Sprintf("#%d carries %q: its local validation stands, so the paid path publishes nothing", *pr, *label)}}, nil
+			}
 			if err != nil {
 				return nil, err
 			}
