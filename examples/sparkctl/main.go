@@ -60,7 +60,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +67,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gpugate/gpugate/internal/cli"
-	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/agent"
 	"github.com/gpugate/gpugate/spark/sparkmcp"
 )
 
@@ -96,7 +95,8 @@ type settings struct {
 	addr, tokenFile              string
 	class, topology, host, owner string
 	duration                     time.Duration
-	pf                           preflightOptions
+	pf                           agent.PreflightOptions
+	minFreeGB                    int
 }
 
 // define registers the named flag of settings on fs.
@@ -113,15 +113,15 @@ func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) str
 	case "owner":
 		fs.StringVar(&s.owner, name, getenv("USER"), "who asks")
 	case "workdir":
-		fs.StringVar(&s.pf.workdir, name, ".", "the job's work directory")
+		fs.StringVar(&s.pf.WorkDir, name, ".", "the job's work directory")
 	case "min-free-gb":
-		fs.IntVar(&s.pf.minFreeGB, name, 50, "free space the job needs in -workdir, GiB")
+		fs.IntVar(&s.minFreeGB, name, 50, "free space the job needs in -workdir, GiB")
 	case "service-host":
-		fs.BoolVar(&s.pf.serviceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "run the service-released check here too (it runs on the controller's service host whatever this says; default: SPARK_SERVICE_HOST=true)")
+		fs.BoolVar(&s.pf.ServiceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "run the service-released check here too (it runs on the controller's service host whatever this says; default: SPARK_SERVICE_HOST=true)")
 	case "interconnect-cmd":
-		fs.StringVar(&s.pf.interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
+		fs.StringVar(&s.pf.Interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
 	case "service-released-cmd":
-		fs.StringVar(&s.pf.serviceReleased, name, getenv("SPARK_SERVICE_RELEASED_CMD"), "with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
+		fs.StringVar(&s.pf.ServiceReleased, name, getenv("SPARK_SERVICE_RELEASED_CMD"), "with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
 	default:
 		panic("sparkctl: no flag -" + name)
 	}
@@ -308,10 +308,11 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		// from the lease: a job on another host must not pass as the
 		// lease's.
 		pf := s.pf
-		if pf.host = or(s.host, getenv("SPARK_HOST")); pf.host == "" {
+		pf.MinFree = uint64(max(s.minFreeGB, 0)) << 30
+		if pf.Host = or(s.host, getenv("SPARK_HOST")); pf.Host == "" {
 			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this job runs on, which the lease must hold (set it in the runner's environment, as for heartbeat)")
 		}
-		if err := preflight(ctx, cl, args[0], pf); err != nil {
+		if err := agent.Preflight(ctx, cl, args[0], pf); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "preflight passed for lease %s\n", args[0])
@@ -320,7 +321,7 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		if h == "" {
 			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this runs on")
 		}
-		n, err := heartbeat(ctx, cl, h, spark.NvidiaSMIApps{})
+		n, err := agent.Heartbeat(ctx, cl, h, spark.NvidiaSMIApps{})
 		if err != nil {
 			return err
 		}
@@ -370,66 +371,3 @@ func or(a, b string) string {
 	}
 	return b
 }
-
-// heartbeat reports host's liveness with the number of compute processes
-// gpu lists. It sends nothing when they cannot be counted: absent is not
-// zero, and a host that stops reporting goes offline, never idle.
-func heartbeat(ctx context.Context, cl *spark.APIClient, host string, gpu spark.GPUProcesses) (int, error) {
-	apps, err := gpu.ComputeApps(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("no heartbeat sent for %s: its GPU processes cannot be counted (%w); it will go offline rather than look clean", host, err)
-	}
-	return len(apps), cl.Heartbeat(ctx, host, len(apps))
-}
-
-type preflightOptions struct {
-	host, workdir, interconnect, serviceReleased string
-	minFreeGB                                    int
-	serviceHost                                  bool
-}
-
-// preflight runs spark.Preflight on this host for lease id, with the
-// controller's fencing check over the API and the host's real checks.
-func preflight(ctx context.Context, cl *spark.APIClient, id string, o preflightOptions) error {
-	st, err := cl.Status(ctx, id)
-	if err != nil {
-		return err
-	}
-	r := st.Request
-	if r.State != spark.Active {
-		return fmt.Errorf("lease %s is %s, not active: nothing may start", id, r.State)
-	}
-	host := o.host
-	if !slices.Contains(r.Hosts, host) {
-		return fmt.Errorf("lease %s holds %s, not %s, where this runs", id, strings.Join(r.Hosts, " and "), host)
-	}
-	checks := spark.PreflightChecks{Token: cl, GPU: spark.NvidiaSMIApps{}, Disk: spark.StatfsDisk{}}
-	if o.interconnect != "" {
-		checks.Interconnect = shellCheck(o.interconnect)
-	}
-	if o.serviceReleased != "" {
-		checks.Service = shellCheck(o.serviceReleased)
-	}
-	return spark.Preflight(ctx, checks, spark.PreflightRequest{Host: host, Token: r.Token, Topology: r.Topology,
-		WorkDir: o.workdir, MinFree: uint64(max(o.minFreeGB, 0)) << 30, ServiceHost: o.serviceHost})
-}
-
-// shellCheck is a preflight check made of a shell command: exit status 0
-// passes. It is both an interconnect and a service-released check.
-type shellCheck string
-
-func (c shellCheck) run(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	out, err := shell.Run(ctx, string(c))
-	if err != nil {
-		return fmt.Errorf("%q: %w: %s", string(c), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// Check runs the command as the interconnect check.
-func (c shellCheck) Check(ctx context.Context) error { return c.run(ctx) }
-
-// Released runs the command as the service-released check.
-func (c shellCheck) Released(ctx context.Context) error { return c.run(ctx) }
