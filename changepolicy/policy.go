@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -130,15 +130,12 @@ func Load(data []byte) (*Policy, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &PolicyError{Msg: "the policy is empty: list at least the docs and ci globs"}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
 	var p Policy
-	if err := dec.Decode(&p); err != nil {
+	var second *strictyaml.DocumentError
+	if err := strictyaml.Decode(data, &p); errors.As(err, &second) {
+		return nil, &PolicyError{Line: second.Line, Msg: "a policy file holds one YAML document; remove the extra '---' document"}
+	} else if err != nil {
 		return nil, yamlError(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		return nil, &PolicyError{Line: extra.Line, Msg: "a policy file holds one YAML document; remove the extra '---' document"}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

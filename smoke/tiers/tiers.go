@@ -10,13 +10,10 @@
 package tiers
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
-
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 
 	"github.com/gpugate/gpugate/smoke"
 )
@@ -34,9 +31,7 @@ var Example []byte
 // validates it. Errors match smoke.ErrConfig.
 func Load(data []byte) (smoke.Config, error) {
 	var c smoke.Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(data, &c); err != nil && !errors.Is(err, strictyaml.ErrEmpty) {
 		return smoke.Config{}, fmt.Errorf("%w: tier table YAML: %v", smoke.ErrConfig, err)
 	}
 	return c, c.Validate()

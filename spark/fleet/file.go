@@ -11,20 +11,17 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/spark"
@@ -111,10 +108,8 @@ type ShellService struct {
 // safely. Every error is ErrInvalid.
 func Load(data []byte) (File, error) {
 	var f fileYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(data, &f); err != nil {
+		if errors.Is(err, strictyaml.ErrEmpty) {
 			return File{}, fmt.Errorf("%w: the file is empty; start from fleet.example.yml", ErrInvalid)
 		}
 		return File{}, fmt.Errorf("%w: %v", ErrInvalid, err)
