@@ -26,25 +26,15 @@ func gnuTar() string {
 	return p
 }
 
-// restoreFile restores the checkpoint file ckpt into dir as the CLI does
-// (a 1 MiB buffered reader on the file).
-func restoreFile(ckpt, dir string) (CheckpointStats, error) {
-	f, err := os.Open(ckpt)
-	if err != nil {
-		return CheckpointStats{}, err
-	}
-	defer f.Close()
-	return RestoreCheckpoint(bufio.NewReaderSize(f, 1<<20), dir)
-}
-
 // BenchmarkRestoreCheckpointVsTar restores one checkpoint file (n files of
 // 4 KiB in directories of 100, as BenchmarkCheckpoint) with
-// RestoreCheckpoint and with GNU `tar -x --no-same-owner` (the peer a
-// workflow would otherwise run), one after the other in each iteration,
-// each into an empty directory, each after sync(2) (so that neither pays
-// for writing back what the other left). ns/op is RestoreCheckpoint's; the metrics
-// are both tools' wall and CPU (user+system) time per restore and their
-// ratios. Without GNU tar only RestoreCheckpoint's figures are reported.
+// RestoreCheckpointFile (as the partition command restores it) and with
+// GNU `tar -x --no-same-owner` (the peer a workflow would otherwise run),
+// one after the other in each iteration, each into an empty directory,
+// each after sync(2) (so that neither pays for writing back what the other
+// left). ns/op is RestoreCheckpointFile's; the metrics are both tools' wall
+// and CPU (user+system) time per restore and their ratios. Without GNU tar
+// only RestoreCheckpointFile's figures are reported.
 func BenchmarkRestoreCheckpointVsTar(b *testing.B) {
 	tarPath := gnuTar()
 	for _, n := range []int{1000, 100000} {
@@ -71,7 +61,7 @@ func BenchmarkRestoreCheckpointVsTar(b *testing.B) {
 					b.Fatal(err)
 				}
 				t0, c0 := time.Now(), testsys.CPUTime()
-				if _, err := restoreFile(ckpt, dst); err != nil {
+				if _, err := RestoreCheckpointFile(ckpt, dst); err != nil {
 					b.Fatal(err)
 				}
 				ours += time.Since(t0)

@@ -170,7 +170,11 @@ var sumsEscapes = strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\r`, "\r")
 // backslash, newline or carriage return), one per line; blank lines are
 // skipped. Errors name the line. A name listed twice with different
 // digests is an error.
-func ParseSHA256Sums(r io.Reader) ([]Object, error) {
+func ParseSHA256Sums(r io.Reader) ([]Object, error) { return parseSums(r, "") }
+
+// parseSums is ParseSHA256Sums with the listing named in its errors
+// ("path: ", or "" for none).
+func parseSums(r io.Reader, listing string) ([]Object, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	var out []Object
@@ -190,11 +194,11 @@ func ParseSHA256Sums(r io.Reader) ([]Object, error) {
 			name = sumsEscapes.Replace(name)
 		}
 		if b, err := hex.DecodeString(digest); !ok || err != nil || len(b) != sha256.Size || name == "" {
-			return nil, fmt.Errorf("%w: line %d: want \"<64 hex digits>  <file>\" as sha256sum prints it", ErrSums, n)
+			return nil, fmt.Errorf("%w: %sline %d: want \"<64 hex digits>  <file>\" as sha256sum prints it", ErrSums, listing, n)
 		}
 		digest = strings.ToLower(digest)
 		if d, dup := seen[name]; dup && d != digest {
-			return nil, fmt.Errorf("%w: line %d: %s is listed twice with different digests", ErrSums, n, name)
+			return nil, fmt.Errorf("%w: %sline %d: %s is listed twice with different digests", ErrSums, listing, n, name)
 		} else if dup {
 			continue
 		}
@@ -202,7 +206,7 @@ func ParseSHA256Sums(r io.Reader) ([]Object, error) {
 		out = append(out, Object{Name: name, Digest: digest})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSums, err)
+		return nil, fmt.Errorf("%w: %s%w", ErrSums, listing, err)
 	}
 	return out, nil
 }
@@ -289,21 +293,31 @@ var ErrChainState = errors.New("compileplan: malformed chain state")
 // comes back from an artifact, so it is checked: a cell needs a name and a
 // link of 0 or more, and nothing but the object may follow it.
 func ParseChainState(data []byte) (ChainState, error) {
+	s, err := decodeChainState(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrChainState, err)
+	}
+	return s, nil
+}
+
+// decodeChainState is ParseChainState's work; its errors say what is wrong
+// without the prefix, which the caller adds with the file's name.
+func decodeChainState(data []byte) (ChainState, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var s ChainState
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrChainState, err)
+		return nil, err
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%w: more than one JSON value", ErrChainState)
+		return nil, errors.New("more than one JSON value")
 	}
 	if s == nil {
-		return nil, fmt.Errorf("%w: want an object of cells, got null", ErrChainState)
+		return nil, errors.New("want an object of cells, got null")
 	}
 	for cell, st := range s {
 		if strings.TrimSpace(cell) == "" || st.Link < 0 {
-			return nil, fmt.Errorf("%w: cell %q at link %d: want a named cell at link 0 or more", ErrChainState, cell, st.Link)
+			return nil, fmt.Errorf("cell %q at link %d: want a named cell at link 0 or more", cell, st.Link)
 		}
 	}
 	return s, nil

@@ -26,6 +26,14 @@
 // Dispatches: Batches splits a dispatch of many jobs so that each batch
 // clears within half of the 24-hour queue cap.
 //
+// The files the steps hand each other, as the partition command's
+// subcommands read and write them: ReadUnits (the units file) and Matrix
+// (the compile jobs' matrix), ReadSHA256Sums and VerifyObjectFiles,
+// CheckCells (a cell name an artifact name can carry), RecordCell and
+// ReadChainStates (one state file per cell and link), WriteCheckpointFile
+// (never inside its own tree, never left half written) and
+// RestoreCheckpointFile.
+//
 // The adoption workflows cuda-sharded-build.yml, cuda-chain-build.yml and
 // cuda-build-link.yml wire these through the partition command's
 // shards, verify-objects, chain, chain-state, chain-status, checkpoint,

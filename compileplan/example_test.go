@@ -2,6 +2,7 @@ package compileplan_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -106,4 +107,35 @@ func ExampleWriteCheckpoint() {
 	// Output:
 	// 1 1 11
 	// 2026-08-14T09:30:00.123456789Z
+}
+
+// The partition command's shards subcommand: a units file in, the compile
+// jobs' matrix out.
+func ExampleMatrix() {
+	dir, _ := os.MkdirTemp("", "units")
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "cuda-units.json")
+	os.WriteFile(file, []byte(`[{"name": "csrc/attn.cu", "cost": "40m"}, {"name": "csrc/gemv.cu", "cost": "25m", "objects": ["build/gemv.o"]}]`), 0o644)
+	units, _ := compileplan.ReadUnits(file)
+	shards, _ := compileplan.Shards(units, 4)
+	matrix, _ := json.Marshal(compileplan.Matrix(shards))
+	fmt.Println(string(matrix))
+	// Output:
+	// [{"index":0,"units":["csrc/attn.cu"],"manifest":["csrc/attn.cu.o"]},{"index":1,"units":["csrc/gemv.cu"],"manifest":["build/gemv.o"]}]
+}
+
+// A chain's links each record their cell's progress in a state file of
+// their own; folded, the files say where each cell resumes.
+func ExampleReadChainStates() {
+	dir, _ := os.MkdirTemp("", "chain-state")
+	defer os.RemoveAll(dir)
+	for cell, st := range map[string]compileplan.CellState{"natten": {Link: 1}, "xformers": {Link: 1, Done: true}} {
+		artifact := filepath.Join(dir, "chain-state-"+cell+"-1") // as download-artifact leaves it
+		os.Mkdir(artifact, 0o755)
+		compileplan.RecordCell(filepath.Join(artifact, "state.json"), cell, st)
+	}
+	state, files, _ := compileplan.ReadChainStates(dir)
+	fmt.Println(files, state.Resume([]string{"natten", "xformers"}))
+	// Output:
+	// 2 [{natten 1}]
 }

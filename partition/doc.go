@@ -17,6 +17,14 @@
 // can pass; NotRun lists what a gate summary must report as NOT RUN, never
 // as passed.
 //
+// What a workflow step needs, as the partition command's check and select
+// subcommands use it: Config.ParseTSVFiles reads and validates an archive
+// set's files; AuditListing parses a listing in either format
+// (ParseInventory) and checks it, with the Go split tests, and prints as a
+// person reads it; Config.Selection fits the lane's filterset into one
+// argument and renders it each way (Renderings), and NotRunOutput cuts the
+// NOT RUN list to what one environment variable carries.
+//
 // Planning long CUDA compiles (shards, object reuse, checkpoint chains) is
 // package compileplan's concern.
 package partition

@@ -45,3 +45,32 @@ func ExampleGoSplits() {
 	// example.com/m TestAdd is in host (TestAdd/small) and single-gpu (TestAdd/huge)
 	// true
 }
+
+// A Go inventory audited against its partition: the report, and the tests
+// go test -run cannot run apart.
+func ExampleAuditListing() {
+	p, _ := partition.ParseTSVNamed(strings.NewReader("example.com/m\tTestAdd/small\thost\nexample.com/m\tTestAdd/huge\tsingle-gpu\n"), "go_test_partition.tsv")
+	listing := `{"Action":"run","Package":"example.com/m","Test":"TestAdd/small"}` + "\n" + `{"Action":"run","Package":"example.com/m","Test":"TestAdd/huge"}` + "\n"
+	a, _ := partition.AuditListing(strings.NewReader(listing), partition.FormatGo, p)
+	fmt.Print(a)
+	fmt.Println(a.OK())
+	// Output:
+	// 2 tests in the inventory, 2 partition lines
+	// partition: every test is in exactly one category
+	// 1 Go test(s) split across categories; go test -run runs a test with all its subtests, so put each test and its subtests in one category:
+	//   example.com/m TestAdd is in host (TestAdd/small) and single-gpu (TestAdd/huge)
+	// false
+}
+
+// The single-GPU lane as the pod runs it, and the NOT RUN list the gate
+// publishes, cut to what one argument carries.
+func ExampleConfig_Selection() {
+	p, _ := partition.ParseTSV(strings.NewReader("core\ttests::add\thost\ncore::gpu\tgemm\tsingle-gpu\ncore::gpu\tallreduce\ttwo-device\n"))
+	s, _ := partition.DefaultConfig().Selection(p, "single-gpu", true)
+	filter, _ := s.Render("nextest")
+	fmt.Print(filter)
+	fmt.Println(partition.NotRunOutput(s.NotRun))
+	// Output:
+	// (binary_id(=core::gpu) & (test(=gemm)))
+	// core::gpu allreduce (two-device)
+}

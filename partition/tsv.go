@@ -83,6 +83,31 @@ func ParseTSVFile(path string) (Partition, error) {
 	return parseTSVSized(f, path, lines)
 }
 
+// ParseTSVNamed is ParseTSV for a partition file read from r under name
+// (a bundled or downloaded copy, say): errors and entries name it, as
+// ParseTSVFile's name the path.
+func ParseTSVNamed(r io.Reader, name string) (Partition, error) { return parseTSV(r, name) }
+
+// ParseTSVFiles reads the partition files of one archive set (ParseTSVFile
+// each), merges them and checks every entry's category against c
+// (Validate). Naming no file is an error: an empty partition proves
+// nothing.
+func (c Config) ParseTSVFiles(paths ...string) (Partition, error) {
+	if len(paths) == 0 {
+		return Partition{}, fmt.Errorf("%w: name at least one partition file", ErrTSV)
+	}
+	ps := make([]Partition, 0, len(paths))
+	for _, path := range paths {
+		p, err := ParseTSVFile(path)
+		if err != nil {
+			return Partition{}, err
+		}
+		ps = append(ps, p)
+	}
+	p := Merge(ps...)
+	return p, c.Validate(p)
+}
+
 // countLines counts the lines in r, the last one included when it has no
 // newline.
 func countLines(r io.Reader) (int, error) {

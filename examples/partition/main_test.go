@@ -316,32 +316,6 @@ func TestSelectRefusesAnUnknownCategoryAndWithRequireTestsAnEmptyLane(t *testing
 	}
 }
 
-// The NOT RUN list reaches publish as one environment variable and one
-// argument, each capped at 128 KiB by Linux: a large partition's list is
-// cut to what fits, with what is left counted, never lost silently.
-func TestNotRunOutput_FitsTheExecLimitsAndCountsTheRest(t *testing.T) {
-	var all []string
-	for i := range 3000 {
-		all = append(all, fmt.Sprintf("tenferro-cuda::two_device tests::collective::allreduce_case_%04d (two-device)", i))
-	}
-	got := notRunOutput(all)
-	items := strings.Split(got, ",")
-	last := items[len(items)-1]
-	if len(got) > maxNotRunOutput || !strings.HasPrefix(last, fmt.Sprintf("… and %d more", len(all)-(len(items)-1))) {
-		t.Errorf("%d bytes, %d items, last %q", len(got), len(items), last)
-	}
-	if items[0] != all[0] || items[len(items)-2] != all[len(items)-2] {
-		t.Errorf("the kept items are not the list's first ones: %q", items[:2])
-	}
-	// A list that fits is whole, commas inside an item made harmless.
-	if got := notRunOutput([]string{"a, b (two-device)", "c (trybuild)"}); got != "a; b (two-device),c (trybuild)" {
-		t.Errorf("%q", got)
-	}
-	if got := notRunOutput(nil); got != "" {
-		t.Errorf("%q", got)
-	}
-}
-
 // A large lane's filterset must still fit one argument: the host lane of a
 // big workspace is rendered as the complement of the small GPU lane.
 func TestSelect_ALargeLaneFitsOneArgument(t *testing.T) {
