@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/ghpage"
 
 	"github.com/google/go-github/v66/github"
 )
@@ -78,23 +79,20 @@ func ListPullRequest(ctx context.Context, client *github.Client, owner, repo str
 		return Listing{}, fmt.Errorf("changepolicy: pull request %s/%s#%d has no head SHA: a classification must name the head it is for", owner, repo, number)
 	}
 	want := pr.GetChangedFiles()
-	var changes []Change
-	opts := &github.ListOptions{PerPage: 100}
-	for pages := 0; ; pages++ {
-		if pages > GitHubFileCap/100 {
-			return Listing{}, fmt.Errorf("%w: %s/%s#%d: more than %d pages", ErrIncomplete, owner, repo, number, pages)
-		}
-		files, resp, err := client.PullRequests.ListFiles(ctx, owner, repo, number, opts)
-		if err != nil {
-			return Listing{}, fmt.Errorf("changepolicy: list files of %s/%s#%d (page %d): %w", owner, repo, number, opts.Page, err)
-		}
-		for _, f := range files {
-			changes = append(changes, Change{Path: f.GetFilename(), OldPath: f.GetPreviousFilename(), Status: Status(f.GetStatus())})
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+	opts := &github.ListOptions{PerPage: ghpage.PerPage}
+	files, err := ghpage.All(func(page int) ([]*github.CommitFile, *github.Response, error) {
+		opts.Page = page
+		return client.PullRequests.ListFiles(ctx, owner, repo, number, opts)
+	})
+	if errors.Is(err, ghpage.ErrTooManyPages) {
+		return Listing{}, fmt.Errorf("%w: %s/%s#%d: %w", ErrIncomplete, owner, repo, number, err)
+	}
+	if err != nil {
+		return Listing{}, fmt.Errorf("changepolicy: list files of %s/%s#%d (page %d): %w", owner, repo, number, opts.Page, err)
+	}
+	changes := make([]Change, 0, len(files))
+	for _, f := range files {
+		changes = append(changes, Change{Path: f.GetFilename(), OldPath: f.GetPreviousFilename(), Status: Status(f.GetStatus())})
 	}
 	switch {
 	case len(changes) >= GitHubFileCap:

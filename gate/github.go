@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/ghpage"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -23,28 +24,27 @@ var (
 	_ Commenter = (*GitHub)(nil)
 )
 
-const maxPages = 100
-
 // ListGates calls GET /repos/{owner}/{repo}/commits/{ref}/check-runs with
 // check_name and filter=all over every page
 // (https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference).
 func (g *GitHub) ListGates(ctx context.Context, sha, name string) ([]Gate, error) {
-	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
-	var out []Gate
-	for range maxPages {
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: ghpage.PerPage}}
+	runs, err := ghpage.All(func(page int) ([]*github.CheckRun, *github.Response, error) {
+		opts.Page = page
 		res, resp, err := g.Client.Checks.ListCheckRunsForRef(ctx, g.Owner, g.Repo, sha, opts)
 		if err != nil {
-			return nil, fmt.Errorf("gate: list check runs on %s: %w", short(sha), err)
+			return nil, resp, err
 		}
-		for _, c := range res.CheckRuns {
-			out = append(out, gateOf(c))
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+		return res.CheckRuns, resp, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gate: list check runs on %s: %w", short(sha), err)
 	}
-	return nil, fmt.Errorf("gate: list check runs on %s: more than %d pages", short(sha), maxPages)
+	out := make([]Gate, 0, len(runs))
+	for _, c := range runs {
+		out = append(out, gateOf(c))
+	}
+	return out, nil
 }
 
 func gateOf(c *github.CheckRun) Gate {
@@ -140,22 +140,19 @@ func (g *GitHub) ResolveRef(ctx context.Context, ref string) (string, error) {
 // Comments calls GET /repos/{owner}/{repo}/issues/{issue_number}/comments
 // over every page (https://docs.github.com/rest/issues/comments#list-issue-comments).
 func (g *GitHub) Comments(ctx context.Context, number int) ([]Comment, error) {
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	var out []Comment
-	for range maxPages {
-		cs, resp, err := g.Client.Issues.ListComments(ctx, g.Owner, g.Repo, number, opts)
-		if err != nil {
-			return nil, fmt.Errorf("gate: list the comments of #%d: %w", number, err)
-		}
-		for _, c := range cs {
-			out = append(out, Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody()})
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: ghpage.PerPage}}
+	cs, err := ghpage.All(func(page int) ([]*github.IssueComment, *github.Response, error) {
+		opts.Page = page
+		return g.Client.Issues.ListComments(ctx, g.Owner, g.Repo, number, opts)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gate: list the comments of #%d: %w", number, err)
 	}
-	return nil, errors.New("gate: more than 100 pages of comments")
+	out := make([]Comment, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, Comment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody()})
+	}
+	return out, nil
 }
 
 // PostComment calls POST /repos/{owner}/{repo}/issues/{issue_number}/comments
@@ -194,13 +191,20 @@ func (g *GitHub) Dispatch(ctx context.Context, workflow, ref string, inputs map[
 // with event=workflow_dispatch and created>=since
 // (https://docs.github.com/rest/actions/workflow-runs#list-workflow-runs-for-a-workflow).
 func (g *GitHub) Runs(ctx context.Context, workflow string, since time.Time) ([]Run, error) {
-	opts := &github.ListWorkflowRunsOptions{Event: "workflow_dispatch", Created: ">=" + since.UTC().Format(time.RFC3339), ListOptions: github.ListOptions{PerPage: 100}}
-	res, _, err := g.Client.Actions.ListWorkflowRunsByFileName(ctx, g.Owner, g.Repo, workflow, opts)
+	opts := &github.ListWorkflowRunsOptions{Event: "workflow_dispatch", Created: ">=" + since.UTC().Format(time.RFC3339), ListOptions: github.ListOptions{PerPage: ghpage.PerPage}}
+	runs, err := ghpage.All(func(page int) ([]*github.WorkflowRun, *github.Response, error) {
+		opts.Page = page
+		res, resp, err := g.Client.Actions.ListWorkflowRunsByFileName(ctx, g.Owner, g.Repo, workflow, opts)
+		if err != nil {
+			return nil, resp, err
+		}
+		return res.WorkflowRuns, resp, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("gate: list the runs of %s: %w", workflow, err)
 	}
 	var out []Run
-	for _, r := range res.WorkflowRuns {
+	for _, r := range runs {
 		out = append(out, runOf(r))
 	}
 	return out, nil

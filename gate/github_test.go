@@ -166,3 +166,25 @@ func TestGitHub_RunAndErrorsThatNameTheCall(t *testing.T) {
 		}
 	}
 }
+
+// A recovery looks for its dispatched run among every run since it
+// dispatched, not only the first page of 100: a busy workflow's run can be
+// on the second.
+func TestGitHub_RunsReadsEveryPage(t *testing.T) {
+	mux := http.NewServeMux()
+	var base string
+	mux.HandleFunc("GET /repos/o/r/actions/workflows/gpu.yml/runs", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") == "" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/actions/workflows/gpu.yml/runs?page=2>; rel="next"`, base))
+			fmt.Fprint(w, `{"total_count":2,"workflow_runs":[{"id":8,"status":"completed","conclusion":"failure","created_at":"2026-11-29T12:00:00Z"}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"total_count":2,"workflow_runs":[{"id":9,"status":"queued","created_at":"2026-11-29T12:01:00Z"}]}`)
+	})
+	gh, srvURL := setup(t, mux)
+	base = srvURL
+	runs, err := gh.Runs(context.Background(), "gpu.yml", time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
+	if err != nil || len(runs) != 2 || runs[1].ID != 9 {
+		t.Errorf("%+v %v, want runs 8 and 9", runs, err)
+	}
+}

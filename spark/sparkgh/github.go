@@ -3,6 +3,7 @@ package sparkgh
 import (
 	"context"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/ghpage"
 	"net/http"
 	"strings"
 	"time"
@@ -10,12 +11,12 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/gate"
-	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 )
 
 // GitHubAPI is the go-github adapter for GitHub. Repository reads and
 // dispatch go through gate.GitHub and JIT runners are minted through
-// runpod.GitHubRegistry, in the organization's runner group.
+// runpodgh.Registry, in the organization's runner group.
 type GitHubAPI struct {
 	Client        *github.Client
 	Org           string
@@ -127,7 +128,7 @@ func (g *GitHubAPI) Dispatch(ctx context.Context, repo, workflow string, inputs 
 	return r.Dispatch(ctx, workflow, ref, inputs)
 }
 
-// MintJIT is runpod.GitHubRegistry.MintJIT for the organization.
+// MintJIT is runpodgh.Registry.MintJIT for the organization.
 func (g *GitHubAPI) MintJIT(ctx context.Context, name string, labels []string) (Secret, error) {
 	return g.registry().MintJIT(ctx, name, labels)
 }
@@ -140,25 +141,26 @@ func (g *GitHubAPI) SuiteChecks(ctx context.Context, repo string, suite int64, n
 	if err != nil {
 		return nil, err
 	}
-	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), ListOptions: github.ListOptions{PerPage: 100}}
-	var out []CheckRun
-	for range 100 {
+	opts := &github.ListCheckRunsOptions{CheckName: github.String(name), ListOptions: github.ListOptions{PerPage: ghpage.PerPage}}
+	runs, err := ghpage.All(func(page int) ([]*github.CheckRun, *github.Response, error) {
+		opts.Page = page
 		res, resp, err := g.Client.Checks.ListCheckRunsCheckSuite(ctx, r.Owner, r.Repo, suite, opts)
 		if err != nil {
-			return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: %w", suite, err)
+			return nil, resp, err
 		}
-		for _, cr := range res.CheckRuns {
-			out = append(out, CheckRun{ID: cr.GetID(), HeadSHA: cr.GetHeadSHA(), ExternalID: cr.GetExternalID()})
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+		return res.CheckRuns, resp, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: %w", suite, err)
 	}
-	return nil, fmt.Errorf("sparkgh: list the check runs of suite %d: more than 100 pages", suite)
+	out := make([]CheckRun, 0, len(runs))
+	for _, cr := range runs {
+		out = append(out, CheckRun{ID: cr.GetID(), HeadSHA: cr.GetHeadSHA(), ExternalID: cr.GetExternalID()})
+	}
+	return out, nil
 }
 
-// Runners is runpod.GitHubRegistry.Runners for the organization.
+// Runners is runpodgh.Registry.Runners for the organization.
 func (g *GitHubAPI) Runners(ctx context.Context) ([]RegisteredRunner, error) {
 	rs, err := g.registry().Runners(ctx, "")
 	if err != nil {
@@ -172,11 +174,11 @@ func (g *GitHubAPI) Runners(ctx context.Context) ([]RegisteredRunner, error) {
 }
 
 // registry is the organization's runner registry, in the runner group.
-func (g *GitHubAPI) registry() *runpod.GitHubRegistry {
-	return &runpod.GitHubRegistry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
+func (g *GitHubAPI) registry() *runpodgh.Registry {
+	return &runpodgh.Registry{Client: g.Client, Owner: g.Org, RunnerGroupID: g.RunnerGroupID}
 }
 
-// RemoveRunner is runpod.GitHubRegistry.Remove for the organization.
+// RemoveRunner is runpodgh.Registry.Remove for the organization.
 func (g *GitHubAPI) RemoveRunner(ctx context.Context, name string) error {
 	return g.registry().Remove(ctx, name)
 }
