@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"time"
 )
@@ -153,7 +154,7 @@ func Authorize(ctx context.Context, repo Repo, req AuthRequest) (Authorization, 
 // classifiedAt refuses a head other than the one that was classified.
 func classifiedAt(classified, head string) error {
 	if classified != "" && classified != head {
-		return fmt.Errorf("%w: the changed files were classified at %s, the head is now %s: classify again", ErrHeadMoved, short(classified), short(head))
+		return fmt.Errorf("%w: the changed files were classified at %s, the head is now %s: classify again", ErrHeadMoved, textlimit.ShortSHA(classified), textlimit.ShortSHA(head))
 	}
 	return nil
 }
@@ -189,7 +190,7 @@ func Recheck(ctx context.Context, repo Repo, a Authorization) error {
 		return err
 	}
 	if pr.HeadSHA != a.HeadSHA {
-		return fmt.Errorf("%w: #%d was authorized at %s and is now at %s", ErrHeadMoved, a.PR, short(a.HeadSHA), short(pr.HeadSHA))
+		return fmt.Errorf("%w: #%d was authorized at %s and is now at %s", ErrHeadMoved, a.PR, textlimit.ShortSHA(a.HeadSHA), textlimit.ShortSHA(pr.HeadSHA))
 	}
 	if !PaidPathAllowed(pr, a.LocalLabel) {
 		return fmt.Errorf("%w: #%d carries %q", ErrLocallyValidated, a.PR, localLabel(a.LocalLabel))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gpugate/gpugate/internal/ghpage"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -38,7 +39,7 @@ func (g *GitHub) ListGates(ctx context.Context, sha, name string) ([]Gate, error
 		return res.CheckRuns, resp, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gate: list check runs on %s: %w", short(sha), err)
+		return nil, fmt.Errorf("gate: list check runs on %s: %w", textlimit.ShortSHA(sha), err)
 	}
 	out := make([]Gate, 0, len(runs))
 	for _, c := range runs {
@@ -74,7 +75,7 @@ func (g *GitHub) CreateGate(ctx context.Context, p Publication) (Gate, error) {
 	}
 	c, _, err := g.Client.Checks.CreateCheckRun(ctx, g.Owner, g.Repo, opts)
 	if err != nil {
-		return Gate{}, fmt.Errorf("gate: create check run %q on %s: %w", p.Name, short(p.HeadSHA), err)
+		return Gate{}, fmt.Errorf("gate: create check run %q on %s: %w", p.Name, textlimit.ShortSHA(p.HeadSHA), err)
 	}
 	return gateOf(c), nil
 }

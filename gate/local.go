@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ func checkLabelled(pr PullRequest, sha, label string) error {
 	case !slices.Contains(pr.Labels, label):
 		return fmt.Errorf("%w: #%d does not carry the %q label", ErrEvidence, pr.Number, label)
 	case pr.HeadSHA != sha:
-		return fmt.Errorf("%w: #%d is at %s, not %s", ErrHeadMoved, pr.Number, short(pr.HeadSHA), short(sha))
+		return fmt.Errorf("%w: #%d is at %s, not %s", ErrHeadMoved, pr.Number, textlimit.ShortSHA(pr.HeadSHA), textlimit.ShortSHA(sha))
 	}
 	return nil
 }
@@ -185,7 +186,7 @@ func WaitLocal(ctx context.Context, checks Checks, head, checkName string, timeo
 					if g.Conclusion == "success" {
 						return g, nil
 					}
-					return g, fmt.Errorf("gate: the local gate for %s concluded %s", short(head), g.Conclusion)
+					return g, fmt.Errorf("gate: the local gate for %s concluded %s", textlimit.ShortSHA(head), g.Conclusion)
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"strconv"
 	"time"
 )
@@ -76,7 +77,7 @@ func RunLocal(ctx context.Context, repo Repo, comments Commenter, wf Workflows, 
 	}
 	start := time.Now()
 	if err := run.Lane(ctx); err != nil {
-		return LocalRunResult{}, fmt.Errorf("%w at %s: %w", ErrLaneFailed, short(run.Head), err)
+		return LocalRunResult{}, fmt.Errorf("%w at %s: %w", ErrLaneFailed, textlimit.ShortSHA(run.Head), err)
 	}
 	took := time.Since(start)
 	if err := check("after the lane"); err != nil {

@@ -151,9 +151,9 @@ func Build(r Report, now time.Time) (Publication, error) {
 	case r.ID.Kind == KindLocal && r.ID.Ref != r.HeadSHA:
 		return Publication{}, fmt.Errorf("%w: a local gate must be for the head it is published on", ErrPublish)
 	case r.GPU != nil && r.GPU.HeadSHA != "" && r.GPU.HeadSHA != r.HeadSHA:
-		return Publication{}, fmt.Errorf("%w: %w: the classification is for head %s, not %s: the head moved after it was classified; classify again", ErrPublish, ErrNoEvidence, short(r.GPU.HeadSHA), short(r.HeadSHA))
+		return Publication{}, fmt.Errorf("%w: %w: the classification is for head %s, not %s: the head moved after it was classified; classify again", ErrPublish, ErrNoEvidence, textlimit.ShortSHA(r.GPU.HeadSHA), textlimit.ShortSHA(r.HeadSHA))
 	case !hasEvidence(r):
-		return Publication{}, fmt.Errorf("%w: %w: a %s gate on %s needs %s", ErrPublish, ErrNoEvidence, r.ID.Kind, short(r.HeadSHA), Evidence(r.ID.Kind))
+		return Publication{}, fmt.Errorf("%w: %w: a %s gate on %s needs %s", ErrPublish, ErrNoEvidence, r.ID.Kind, textlimit.ShortSHA(r.HeadSHA), Evidence(r.ID.Kind))
 	}
 	name := r.CheckName
 	if name == "" {
@@ -216,10 +216,10 @@ func Publish(ctx context.Context, checks Checks, r Report, now time.Time) (Gate,
 		// check ID names a check on whatever commit it was created on.
 		gates, err := checks.ListGates(ctx, p.HeadSHA, p.Name)
 		if err != nil {
-			return Gate{}, fmt.Errorf("gate: find check %d on %s before completing it: %w", r.ExistingID, short(p.HeadSHA), err)
+			return Gate{}, fmt.Errorf("gate: find check %d on %s before completing it: %w", r.ExistingID, textlimit.ShortSHA(p.HeadSHA), err)
 		}
 		if !slices.ContainsFunc(gates, func(g Gate) bool { return g.ID == r.ExistingID }) {
-			return Gate{}, fmt.Errorf("%w: check %d is not a %q check on head %s, the head this report is for: nothing is completed", ErrPublish, r.ExistingID, p.Name, short(p.HeadSHA))
+			return Gate{}, fmt.Errorf("%w: check %d is not a %q check on head %s, the head this report is for: nothing is completed", ErrPublish, r.ExistingID, p.Name, textlimit.ShortSHA(p.HeadSHA))
 		}
 		g, err := checks.UpdateGate(ctx, r.ExistingID, p)
 		if err != nil {
@@ -229,7 +229,7 @@ func Publish(ctx context.Context, checks Checks, r Report, now time.Time) (Gate,
 	}
 	g, err := checks.CreateGate(ctx, p)
 	if err != nil {
-		return Gate{}, fmt.Errorf("gate: publish %s on %s: %w", p.Name, short(p.HeadSHA), err)
+		return Gate{}, fmt.Errorf("gate: publish %s on %s: %w", p.Name, textlimit.ShortSHA(p.HeadSHA), err)
 	}
 	return g, nil
 }

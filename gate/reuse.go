@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"time"
 )
@@ -41,7 +42,7 @@ func Reuse(gates []Gate, testedRef string) Decision {
 		mine = append(mine, g)
 	}
 	if len(mine) == 0 {
-		return Decision{Reason: fmt.Sprintf("run: no completed gate for tested ref %s", short(testedRef))}
+		return Decision{Reason: fmt.Sprintf("run: no completed gate for tested ref %s", textlimit.ShortSHA(testedRef))}
 	}
 	newest := slices.MaxFunc(mine, func(a, b Gate) int {
 		return cmp.Or(a.CompletedAt.Compare(b.CompletedAt), cmp.Compare(a.ID, b.ID))
@@ -49,12 +50,10 @@ func Reuse(gates []Gate, testedRef string) Decision {
 	id, _ := ParseExternalID(newest.ExternalID)
 	if newest.Conclusion == "success" && (id.Kind == KindPaid || id.Kind == KindReused) {
 		g := newest
-		return Decision{Reuse: true, From: &g, Reason: fmt.Sprintf("reuse: %s gate %d passed for tested ref %s", id.Kind, g.ID, short(testedRef))}
+		return Decision{Reuse: true, From: &g, Reason: fmt.Sprintf("reuse: %s gate %d passed for tested ref %s", id.Kind, g.ID, textlimit.ShortSHA(testedRef))}
 	}
-	return Decision{Reason: fmt.Sprintf("run: the newest gate for tested ref %s is %s (%s)", short(testedRef), id.Kind, newest.Conclusion)}
+	return Decision{Reason: fmt.Sprintf("run: the newest gate for tested ref %s is %s (%s)", textlimit.ShortSHA(testedRef), id.Kind, newest.Conclusion)}
 }
-
-func short(sha string) string { return sha[:min(len(sha), 12)] }
 
 // Checks is the GitHub check-run surface the gate uses. GitHub is the
 // go-github adapter; gatetest.Checks the fake.

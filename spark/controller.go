@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"log/slog"
 	"maps"
 	"slices"
@@ -296,7 +297,7 @@ func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, erro
 			}
 			for _, q := range queued {
 				if q.PR.SHA != r.PR.SHA {
-					q.State, q.Ended, q.Reason = Superseded, time.Now(), "superseded by "+short(r.PR.SHA)
+					q.State, q.Ended, q.Reason = Superseded, time.Now(), "superseded by "+textlimit.ShortSHA(r.PR.SHA)
 					if err := tx.PutRequest(q); err != nil {
 						return err
 					}
@@ -321,8 +322,6 @@ func (c *Controller) Submit(ctx context.Context, s SubmitRequest) (Request, erro
 	}
 	return r, nil
 }
-
-func short(sha string) string { return sha[:min(len(sha), 7)] }
 
 func (c *Controller) serviceHost() string {
 	for _, h := range c.opts.Hosts {

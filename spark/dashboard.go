@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"net/http"
 	"time"
 )
@@ -109,7 +110,7 @@ func (c *Controller) Dashboard(ctx context.Context, names map[string]string) (Da
 			d.Hosts = append(d.Hosts, display(h))
 		}
 		if r.PR != nil {
-			d.Repo, d.PR, d.SHA = r.PR.Repo, r.PR.Number, short(r.PR.SHA)
+			d.Repo, d.PR, d.SHA = r.PR.Repo, r.PR.Number, textlimit.ShortSHA(r.PR.SHA)
 		}
 		out.Reservations = append(out.Reservations, d)
 	}

@@ -1,5 +1,6 @@
 // Package textlimit cuts text to a platform's size limit without splitting
-// a character, and says that it did.
+// a character, and says that it did; ShortSHA is the one abbreviation of a
+// commit SHA in messages, logs and summaries.
 package textlimit
 
 import "unicode/utf8"
@@ -20,3 +21,7 @@ func Cut(s string, max int, note string) string {
 	}
 	return s[:cut] + note
 }
+
+// ShortSHA abbreviates a commit SHA for people to read (git's default of
+// seven characters); a shorter string is returned whole.
+func ShortSHA(sha string) string { return sha[:min(len(sha), 7)] }

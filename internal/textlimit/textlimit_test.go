@@ -41,3 +41,13 @@ func FuzzCut(f *testing.F) {
 		}
 	})
 }
+
+// One abbreviation of a commit SHA everywhere: git's seven characters;
+// anything shorter is kept whole.
+func TestShortSHA_IsGitsSevenCharacters(t *testing.T) {
+	for in, want := range map[string]string{"7fc2a91c3b5e4d6f8a9b0c1d2e3f405162738495": "7fc2a91", "abc": "abc", "": ""} {
+		if got := ShortSHA(in); got != want {
+			t.Errorf("ShortSHA(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"regexp"
 	"slices"
 	"strconv"
@@ -100,7 +101,7 @@ func (in *Integration) queueMerge(ctx context.Context, repo, sha, ref string) er
 	if err != nil {
 		return err
 	}
-	in.log.Info("sparkgh.queued", "request", r.ID, "repo", repo, "merge_group", ref, "sha", short(sha))
+	in.log.Info("sparkgh.queued", "request", r.ID, "repo", repo, "merge_group", ref, "sha", textlimit.ShortSHA(sha))
 	return in.openCheck(ctx, r.ID)
 }
 
@@ -118,7 +119,7 @@ func (in *Integration) stillQueued(ctx context.Context, repo, sha, ref string) (
 	now, err := in.gh.BranchSHA(ctx, repo, strings.TrimPrefix(ref, "refs/heads/"))
 	switch {
 	case errors.Is(err, ErrNoBranch) || (err == nil && now != sha):
-		in.log.Info("sparkgh.stale_delivery", "repo", repo, "merge_group", ref, "sha", short(sha), "why", "the merge group is no longer in the queue")
+		in.log.Info("sparkgh.stale_delivery", "repo", repo, "merge_group", ref, "sha", textlimit.ShortSHA(sha), "why", "the merge group is no longer in the queue")
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("sparkgh: read merge group %s of %s: %w", ref, repo, err)
@@ -129,7 +130,7 @@ func (in *Integration) stillQueued(ctx context.Context, repo, sha, ref string) (
 // refuseMerge fails the merge group's check at once, so the queue drops
 // the group instead of waiting for a check that would never come.
 func (in *Integration) refuseMerge(ctx context.Context, repo, sha, why string) error {
-	in.log.Warn("sparkgh.merge_group_refused", "repo", repo, "sha", short(sha), "why", why)
+	in.log.Warn("sparkgh.merge_group_refused", "repo", repo, "sha", textlimit.ShortSHA(sha), "why", why)
 	_, err := in.gh.CreateCheck(ctx, repo, sha, in.cfg.CheckName, Check{Status: "completed", Conclusion: "failure",
 		Title: "Spark test refused", Summary: "The merge group was not admitted: " + why + "."})
 	return err

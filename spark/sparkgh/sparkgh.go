@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"log/slog"
 	"maps"
 	"slices"
@@ -32,7 +33,7 @@ import (
 
 // Secret is a credential (the webhook secret, a JIT runner config): it
 // prints, logs and encodes as "[redacted]"; Reveal returns the value. It is
-// the same type as runpod.Secret.
+// the same type as rest.Secret.
 type Secret = secret.Secret
 
 // Lane is what a label or command asks for.
@@ -270,8 +271,6 @@ func (in *Integration) hostName(h string) string {
 	return h
 }
 
-func short(sha string) string { return sha[:min(len(sha), 7)] }
-
 // authorize is the decision a label or command makes: the actor's role,
 // and never a fork.
 func (in *Integration) authorize(ctx context.Context, pr PR, actor string) error {
@@ -319,7 +318,7 @@ func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label stri
 		return r.PR != nil && r.PR.Repo == pr.Repo && r.PR.Number == pr.Number && r.PR.SHA == pr.HeadSHA &&
 			r.Suite == lane.Suite && r.Topology == lane.Topology
 	}); i >= 0 {
-		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", pr.Repo, "pr", pr.Number, "sha", textlimit.ShortSHA(pr.HeadSHA))
 		if label == "" && live[i].Annotations[keyLabel] != "" {
 			return in.ctrl.Annotate(ctx, live[i].ID, keyLabel, "")
 		}
@@ -331,7 +330,7 @@ func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label stri
 	if err != nil {
 		return err
 	}
-	in.log.Info("sparkgh.queued", "request", r.ID, "repo", pr.Repo, "pr", pr.Number, "sha", short(pr.HeadSHA))
+	in.log.Info("sparkgh.queued", "request", r.ID, "repo", pr.Repo, "pr", pr.Number, "sha", textlimit.ShortSHA(pr.HeadSHA))
 	return in.openCheck(ctx, r.ID)
 }
 
@@ -379,7 +378,7 @@ func (in *Integration) openCheck(ctx context.Context, id string) error {
 // render is the check a maintainer reads for a request's state.
 func (in *Integration) render(st spark.Status) Check {
 	r := st.Request
-	sha := short(commitOf(r))
+	sha := textlimit.ShortSHA(commitOf(r))
 	hosts := make([]string, len(r.Hosts))
 	for i, h := range r.Hosts {
 		hosts[i] = in.hostName(h)
@@ -785,6 +784,6 @@ func (in *Integration) Schedule(ctx context.Context, s Scheduled) (spark.Request
 	if err != nil {
 		return spark.Request{}, fmt.Errorf("sparkgh: schedule %s: %w", s.Name, err)
 	}
-	in.log.Info("sparkgh.scheduled", "schedule", s.Name, "request", r.ID, "repo", s.Repo, "sha", short(sha))
+	in.log.Info("sparkgh.scheduled", "schedule", s.Name, "request", r.ID, "repo", s.Repo, "sha", textlimit.ShortSHA(sha))
 	return r, nil
 }

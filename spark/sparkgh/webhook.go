@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"io"
 	"maps"
 	"mime"
@@ -505,16 +506,16 @@ func (in *Integration) pullRequest(ctx context.Context, e *github.PullRequestEve
 			// Work asked for by command at an earlier commit is not
 			// asked for again: the command approved that commit.
 			return in.supersedeQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA },
-				fmt.Sprintf("superseded by %s; ask again to test it", short(pr.HeadSHA)))
+				fmt.Sprintf("superseded by %s; ask again to test it", textlimit.ShortSHA(pr.HeadSHA)))
 		}
 		if err := in.authorize(ctx, pr, actor); err != nil {
 			// The new commit was not reviewed by someone who may spend
 			// fleet time: drop the queued old-SHA work and say so.
 			if cerr := in.supersedeQueued(ctx, pr, func(r spark.Request) bool { return r.PR.SHA != pr.HeadSHA },
-				fmt.Sprintf("superseded by %s, pushed by someone who cannot request fleet time", short(pr.HeadSHA))); cerr != nil {
+				fmt.Sprintf("superseded by %s, pushed by someone who cannot request fleet time", textlimit.ShortSHA(pr.HeadSHA))); cerr != nil {
 				return cerr
 			}
-			return in.refuse(ctx, pr, fmt.Sprintf("the new commit %s was pushed by someone who cannot request fleet time (%v); a maintainer can label the PR again", short(pr.HeadSHA), err))
+			return in.refuse(ctx, pr, fmt.Sprintf("the new commit %s was pushed by someone who cannot request fleet time (%v); a maintainer can label the PR again", textlimit.ShortSHA(pr.HeadSHA), err))
 		}
 		for _, l := range lanes {
 			if err := in.request(ctx, pr, in.cfg.Labels[l], l); err != nil && !errors.Is(err, spark.ErrPairRefused) {
@@ -544,7 +545,7 @@ func (in *Integration) still(ctx context.Context, pr PR, action string, holds fu
 			return cur, false, fmt.Errorf("%w: %s#%d as read (updated %s) is no newer than its %s delivery (%s)", ErrBehind, pr.Repo, pr.Number,
 				cur.UpdatedAt.UTC().Format(time.RFC3339), action, pr.UpdatedAt.UTC().Format(time.RFC3339))
 		}
-		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", short(pr.HeadSHA), "now", short(cur.HeadSHA), "open", cur.Open)
+		in.log.Info("sparkgh.stale_delivery", "repo", pr.Repo, "pr", pr.Number, "action", action, "sha", textlimit.ShortSHA(pr.HeadSHA), "now", textlimit.ShortSHA(cur.HeadSHA), "open", cur.Open)
 		return cur, false, nil
 	}
 	return cur, true, nil
@@ -691,7 +692,7 @@ func (in *Integration) statusText(ctx context.Context, pr PR) string {
 			continue
 		}
 		c := in.render(st)
-		fmt.Fprintf(&b, "- %s (%s, %s, SHA %s)\n", c.Title, r.Suite, r.Topology, short(r.PR.SHA))
+		fmt.Fprintf(&b, "- %s (%s, %s, SHA %s)\n", c.Title, r.Suite, r.Topology, textlimit.ShortSHA(r.PR.SHA))
 	}
 	if b.Len() == 0 {
 		return "No Spark request is queued or running for this pull request."
