@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/ghpage"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/ghpage"
 )
 
 // ErrIncomplete is returned by FromPullRequest when it could not list every

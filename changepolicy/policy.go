@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/strictyaml"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gpugate/gpugate/internal/strictyaml"
 )
 
 // ErrInvalidPolicy is matched (with errors.Is) by every error Load and LoadFile

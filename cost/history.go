@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/cli"
 )
 
 // RunRecord is one saved workflow run attempt.
@@ -74,8 +76,8 @@ func Collect(ctx context.Context, client *github.Client, repo, workflow string, 
 // listRuns lists every run of workflow in repo (owner/name) started in
 // [since, until] (UTC days).
 func listRuns(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time) (owner, name string, runs []*github.WorkflowRun, err error) {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || owner == "" || name == "" {
+	owner, name, ok := cli.ParseRepo(repo)
+	if !ok {
 		return "", "", nil, fmt.Errorf("cost: repository %q: want owner/name", repo)
 	}
 	if until.Before(since) {

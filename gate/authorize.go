@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // Repo is the repository surface authorization and the local relay read.

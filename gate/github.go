@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/ghpage"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/ghpage"
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // GitHub is the go-github adapter for Checks, Repo and Workflows on one

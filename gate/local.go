@@ -3,10 +3,11 @@ package gate
 import (
 	"context"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // DefaultLocalLabel marks a pull request validated on a maintainer's GPU.

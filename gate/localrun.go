@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"strconv"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // DefaultRelayWorkflow is the workflow that publishes a local gate once a

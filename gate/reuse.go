@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"slices"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // Gate is one check run, as read from GitHub.

@@ -177,7 +177,7 @@ type PodStartup struct {
 	// (EnvTiers) and, when the proof is embedded, its chunks and checksum.
 	Env map[string]string
 	// Command is the startup command. It holds no secret, but like every
-	// pod startup command it is handled as one (runpod.Secret).
+	// pod startup command it is handled as one (rest.Secret).
 	Command string
 	// Payload is the packed proof; nil when the image carries it.
 	Payload *Payload

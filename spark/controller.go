@@ -7,11 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"log/slog"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // HostConfig declares a fleet member.

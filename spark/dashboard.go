@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"net/http"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
 // DashboardSnapshot is the sanitized mirror for a control-room dashboard.

@@ -208,11 +208,22 @@ var ErrRepo = errors.New("want owner/name")
 // default GITHUB_REPOSITORY). The error is prefixed with command and says
 // how to set it.
 func SplitRepo(command, repo string) (owner, name string, err error) {
-	owner, name, ok := strings.Cut(repo, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+	owner, name, ok := ParseRepo(repo)
+	if !ok {
 		return "", "", fmt.Errorf("%s: -repo %q: %w (pass -repo or set GITHUB_REPOSITORY)", command, repo, ErrRepo)
 	}
 	return owner, name, nil
+}
+
+// ParseRepo is the one reading of a repository's owner/name, for the
+// libraries that take one (a schedule's repo, a webhook's repository):
+// two non-empty parts, one slash.
+func ParseRepo(repo string) (owner, name string, ok bool) {
+	owner, name, ok = strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", false
+	}
+	return owner, name, true
 }
 
 // FirstLine is s's first line, cut to at most n characters (runes, so a

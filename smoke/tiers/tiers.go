@@ -13,8 +13,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/strictyaml"
 
+	"github.com/gpugate/gpugate/internal/strictyaml"
 	"github.com/gpugate/gpugate/smoke"
 )
 

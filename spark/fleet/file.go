@@ -15,7 +15,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/strictyaml"
 	"log/slog"
 	"maps"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/shell"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )

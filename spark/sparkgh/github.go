@@ -3,14 +3,14 @@ package sparkgh
 import (
 	"context"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/ghpage"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/cli"
+	"github.com/gpugate/gpugate/internal/ghpage"
 	"github.com/gpugate/gpugate/runpod/runpodgh"
 )
 
@@ -27,8 +27,8 @@ var _ GitHub = (*GitHubAPI)(nil)
 
 // repo is the gate adapter for one owner/name.
 func (g *GitHubAPI) repo(repo string) (*gate.GitHub, error) {
-	o, n, ok := strings.Cut(repo, "/")
-	if !ok || o == "" || n == "" {
+	o, n, ok := cli.ParseRepo(repo)
+	if !ok {
 		return nil, fmt.Errorf("sparkgh: repository %q: want owner/name", repo)
 	}
 	return &gate.GitHub{Client: g.Client, Owner: o, Repo: n}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/spark"
 )
 

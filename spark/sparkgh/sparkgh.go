@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"log/slog"
 	"maps"
 	"slices"
@@ -27,7 +26,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/secret"
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -733,11 +734,11 @@ var ScheduledClasses = []spark.Class{spark.Benchmark, spark.MergeCI, spark.Backg
 // or the controller: a name, an owner/name repository, a branch, a suite,
 // a scheduled class, and a topology single or pair (or none).
 func (s Scheduled) Validate() error {
-	owner, name, ok := strings.Cut(s.Repo, "/")
+	_, _, ok := cli.ParseRepo(s.Repo)
 	switch {
 	case s.Name == "" || s.Branch == "" || s.Suite == "":
 		return fmt.Errorf("%w: %q: name, branch and suite are required", ErrSchedule, s.Name)
-	case !ok || owner == "" || name == "" || strings.Contains(name, "/"):
+	case !ok:
 		return fmt.Errorf("%w: %s: repo %q: want owner/name", ErrSchedule, s.Name, s.Repo)
 	case !slices.Contains(ScheduledClasses, s.Class):
 		return fmt.Errorf("%w: %s: class %q: a schedule asks for %v", ErrSchedule, s.Name, s.Class, ScheduledClasses)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/internal/textlimit"
 	"io"
 	"maps"
 	"mime"
@@ -19,6 +18,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/spark"
 )
 
