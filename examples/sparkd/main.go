@@ -187,7 +187,6 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]s
 			fmt.Fprintf(stderr, "sparkd: %v (the fleet file's mongo_uri)\n", err)
 			return 2
 		}
-		log.Info("sparkd.mirror", "database", "gpugate", "every", "15s")
 		defer stopMirror()
 	}
 	if *simulate {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/gpugate/gpugate/spark"
@@ -31,16 +32,13 @@ func Start(ctx context.Context, c *spark.Controller, uri string, opts Options) (
 	var connected *mongo.Client
 	go func() {
 		defer close(done)
-		for client == nil {
+		if client == nil {
+			// Retried every 30 s until it connects or the mirror stops.
+			retry := backoff.WithContext(backoff.NewConstantBackOff(30*time.Second), ctx)
 			log.Warn("sparkd.mirror_unreachable", "err", err, "retry_in", "30s")
-			t := time.NewTimer(30 * time.Second)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
+			if backoff.Retry(func() (err error) { client, err = Connect(uri); return err }, retry) != nil {
+				return // stopped before it connected
 			}
-			client, err = Connect(uri)
 		}
 		connected = client
 		New(c, client, opts).Run(ctx)
