@@ -1,12 +1,10 @@
 package cachetrust
 
 import (
-	"bytes"
 	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"path"
 	"regexp"
@@ -155,18 +153,6 @@ type ConsistentInput struct {
 //
 //go:embed example_rules.yml
 var ExampleRules []byte
-
-// decodeStrict decodes YAML (or JSON) into v, refusing keys v does not
-// have: a misspelt key is an error, never a setting silently left out. An
-// empty document leaves v as it was.
-func decodeStrict(data []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && err != io.EOF {
-		return err
-	}
-	return nil
-}
 
 // ErrRules is matched by LoadRules errors.
 var ErrRules = errors.New("cachetrust: invalid rules")

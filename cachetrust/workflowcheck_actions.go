@@ -12,11 +12,11 @@ import (
 
 // CacheActions is the catalog of actions that use the GitHub Actions
 // cache, with the inputs that decide whether a step restores and saves
-// one, as YAML (cache_actions.yml). CheckWorkflows reads it; a step of an
-// action it does not list, in a privileged job, cannot be proven to save
-// no cache.
+// one, as YAML (workflowcheck_actions.yml). CheckWorkflows reads it; a
+// step of an action it does not list, in a privileged job, cannot be
+// proven to save no cache.
 //
-//go:embed cache_actions.yml
+//go:embed workflowcheck_actions.yml
 var CacheActions []byte
 
 // cacheAction is one catalog entry.
@@ -50,7 +50,7 @@ func cacheCatalog() (map[string]cacheAction, error) {
 	catalogOnce.Do(func() {
 		var list []cacheAction
 		if err := decodeStrict(CacheActions, &list); err != nil {
-			catalogErr = fmt.Errorf("cachetrust: cache_actions.yml: %w", err)
+			catalogErr = fmt.Errorf("cachetrust: workflowcheck_actions.yml: %w", err)
 			return
 		}
 		catalog = map[string]cacheAction{}
