@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"io/fs"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -96,6 +98,23 @@ func LoadKeySpec(data []byte) (KeySpec, error) {
 	}
 	if err := spec.validate(); err != nil {
 		return KeySpec{}, err
+	}
+	return spec, nil
+}
+
+// KeySpecFile reads the key spec in the file at path (LoadKeySpec), or is
+// RustWorkspaceSpec when path is empty. Its errors name the file.
+func KeySpecFile(path string) (KeySpec, error) {
+	if path == "" {
+		return RustWorkspaceSpec(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return KeySpec{}, fmt.Errorf("cachetrust: %w", err)
+	}
+	spec, err := LoadKeySpec(data)
+	if err != nil {
+		return KeySpec{}, fmt.Errorf("cachetrust: %s: %w", path, err)
 	}
 	return spec, nil
 }
@@ -310,6 +329,29 @@ func (hr *hasher) hash(fsys fs.FS, path string, mode fs.FileMode) (Record, error
 type Difference struct {
 	Path   string `json:"path"` // empty for a spec-level difference
 	Change string `json:"change"`
+}
+
+// String is the difference as a line: "path: change", or the change alone
+// for a spec-level one.
+func (d Difference) String() string {
+	if d.Path == "" {
+		return d.Change
+	}
+	return d.Path + ": " + d.Change
+}
+
+// ReadArchiveKey reads a key as a file holds it in JSON (an earlier
+// ArchiveKey, as cachecheck -key -json prints it), for Explain.
+func ReadArchiveKey(path string) (ArchiveKey, error) {
+	var k ArchiveKey
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &k)
+	}
+	if err != nil {
+		return ArchiveKey{}, fmt.Errorf("cachetrust: read key %s: %w", path, err)
+	}
+	return k, nil
 }
 
 // Explain says exactly which inputs make two keys differ: added, removed

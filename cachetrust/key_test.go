@@ -3,6 +3,7 @@ package cachetrust
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -352,5 +353,57 @@ func BenchmarkSHA256Floor(b *testing.B) {
 	for b.Loop() {
 		h.Reset()
 		h.Write(buf)
+	}
+}
+
+func TestKeySpecFile_TheFileOverTheDefaultsOrTheDefaultsAlone(t *testing.T) {
+	if spec, err := KeySpecFile(""); err != nil || !cmp.Equal(spec, RustWorkspaceSpec()) {
+		t.Errorf("no file: %+v, %v; want RustWorkspaceSpec", spec, err)
+	}
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "key.yml"), filepath.Join(dir, "bad.yml")
+	os.WriteFile(good, []byte("version: v7\n"), 0o644)
+	os.WriteFile(bad, []byte("componets: [cuda]\n"), 0o644)
+	if spec, err := KeySpecFile(good); err != nil || spec.Version != "v7" || spec.Prefix != RustWorkspaceSpec().Prefix {
+		t.Errorf("%+v, %v", spec, err)
+	}
+	if _, err := KeySpecFile(bad); !errors.Is(err, ErrSpec) {
+		t.Errorf("a misspelt key: %v, want ErrSpec", err)
+	}
+	if _, err := KeySpecFile(filepath.Join(dir, "missing.yml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// An earlier key read back from its JSON explains a miss line by line.
+func TestReadArchiveKey_AnEarlierKeyExplainsTheMiss(t *testing.T) {
+	spec := RustWorkspaceSpec()
+	spec.Toolchain = "rustc 1.95.0"
+	fsys := fstest.MapFS{"Cargo.toml": {Data: []byte("[package]")}, "src/lib.rs": {Data: []byte("fn a() {}")}}
+	old, err := Key(fsys, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(old)
+	file := filepath.Join(t.TempDir(), "old-key.json")
+	os.WriteFile(file, data, 0o644)
+	back, err := ReadArchiveKey(file)
+	if err != nil || back.Key != old.Key {
+		t.Fatalf("%+v, %v", back, err)
+	}
+	fsys["src/lib.rs"] = &fstest.MapFile{Data: []byte("fn b() {}")}
+	spec.Toolchain = "rustc 1.96.0"
+	k, _ := Key(fsys, spec)
+	var lines []string
+	for _, d := range Explain(back, k) {
+		lines = append(lines, d.String())
+	}
+	if want := []string{`toolchain "rustc 1.95.0" -> "rustc 1.96.0"`, "src/lib.rs: content changed"}; !cmp.Equal(want, lines) {
+		t.Errorf("%q, want %q", lines, want)
+	}
+	os.WriteFile(file, []byte(`{"key": 3}`), 0o644)
+	var syntax *json.UnmarshalTypeError
+	if _, err := ReadArchiveKey(file); !errors.As(err, &syntax) {
+		t.Errorf("not a key: %v", err)
 	}
 }

@@ -122,6 +122,19 @@ func (p Policy) workflowFile(path string) string {
 	return path
 }
 
+// FindRepoArtifact is FindArtifact in the repository owner/repo with the
+// workflows trusted to produce the artifact: it reads the repository's ID
+// and default branch, which the trust rules need, first. A failure to read
+// them is a miss, as every lookup failure is.
+func FindRepoArtifact(ctx context.Context, client *github.Client, owner, repo string, trusted []string, name string) (*Artifact, string) {
+	r, _, err := client.Repositories.Get(ctx, owner, repo)
+	if err != nil {
+		return nil, fmt.Sprintf("miss: reading repository %s/%s failed: %v", owner, repo, err)
+	}
+	p := Policy{Owner: owner, Repo: repo, RepositoryID: r.GetID(), DefaultBranch: r.GetDefaultBranch(), TrustedWorkflows: trusted}
+	return FindArtifact(ctx, client, p, name)
+}
+
 // FindArtifact lists this repository's artifacts named exactly name, newest
 // first, checks each producer with Trusted, and returns the first trusted
 // one. Any lookup failure returns no artifact and the reason: reuse is an

@@ -124,3 +124,38 @@ func FuzzTrustedWorkflowPath(f *testing.F) {
 		}
 	})
 }
+
+// The trust rules need the repository's own ID and default branch:
+// FindRepoArtifact reads them first, so a fork's run under the same name,
+// or a run on another branch, is refused; a repository it cannot read is
+// a miss.
+func TestFindRepoArtifact_TheRepositorysIDAndDefaultBranchDecideTrust(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/o/r", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":42,"default_branch":"trunk"}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":2,"artifacts":[
+ {"id":7,"name":"k","created_at":"2026-11-29T11:00:00Z","expires_at":"2099-01-01T00:00:00Z","workflow_run":{"id":70}},
+ {"id":5,"name":"k","created_at":"2026-11-29T10:00:00Z","expires_at":"2099-01-01T00:00:00Z","workflow_run":{"id":50}}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") == "70" { // a push to main, which is not this repository's default branch
+			fmt.Fprint(w, `{"id":70,"path":".github/workflows/ci-cache-publish.yml","event":"push","head_branch":"main","head_repository":{"id":42}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":50,"path":".github/workflows/ci-cache-publish.yml","event":"push","head_branch":"trunk","head_repository":{"id":42}}`)
+	})
+	c, srv := githubtest.New(t, mux)
+	trusted := DefaultPolicy("", "", 0).TrustedWorkflows
+	if a, reason := FindRepoArtifact(context.Background(), c, "o", "r", trusted, "k"); a == nil || a.ID != 5 {
+		t.Errorf("%+v %s: want artifact 5, from the default branch", a, reason)
+	}
+	if a, reason := FindRepoArtifact(context.Background(), c, "o", "r", []string{".github/workflows/other.yml"}, "k"); a != nil || !strings.HasPrefix(reason, "miss: ") {
+		t.Errorf("no trusted workflow: %+v %s", a, reason)
+	}
+	srv.Close()
+	if a, reason := FindRepoArtifact(context.Background(), c, "o", "r", trusted, "k"); a != nil || !strings.HasPrefix(reason, "miss: reading repository o/r failed") {
+		t.Errorf("an unreadable repository: %+v %s", a, reason)
+	}
+}

@@ -13,15 +13,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,10 +25,6 @@ import (
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
 )
-
-// errNothingToCheck: the directory holds no workflow, so a clean result
-// would mean nothing.
-var errNothingToCheck = errors.New("nothing to check")
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -55,14 +46,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	trusted := fs.String("trusted", strings.Join(cachetrust.DefaultPolicy("", "", 0).TrustedWorkflows, ","), "with -find: comma-separated workflow paths whose runs may produce the artifact")
 	tree := fs.String("tree", "", "check a restored or freshly installed runtime tree instead: every symlink resolves inside it, each -require pattern matches a non-empty file and nothing matches an -exclude pattern")
 	var treeRules cachetrust.TreeRules
-	fs.Func("require", "with -tree: a doublestar pattern, relative to the tree, that must match at least one non-empty file (repeatable)", func(v string) error {
-		treeRules.Required = append(treeRules.Required, v)
-		return nil
-	})
-	fs.Func("exclude", "with -tree: a doublestar pattern, relative to the tree, that nothing in it may match: what the installer leaves out before caching (**/*.a, bin/**, **/stubs/**; repeatable)", func(v string) error {
-		treeRules.Excluded = append(treeRules.Excluded, v)
-		return nil
-	})
+	fs.Func("require", "with -tree: a doublestar pattern, relative to the tree, that must match at least one non-empty file (repeatable)", appendTo(&treeRules.Required))
+	fs.Func("exclude", "with -tree: a doublestar pattern, relative to the tree, that nothing in it may match: what the installer leaves out before caching (**/*.a, bin/**, **/stubs/**; repeatable)", appendTo(&treeRules.Excluded))
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
@@ -86,227 +71,130 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		annotations = stderr
 	}
 	fail := func(err error) int { gha.Fail(stdout, stderr, err); return 1 }
-	if *tree != "" {
-		rep, err := cachetrust.CheckTree(*tree, treeRules)
-		for _, group := range rep.Copies {
-			gha.Warn(stdout, stderr, fmt.Sprintf("cachecheck: %s stores one library %d times (%s): keep soname links and lib/lib64 aliases as links, or every copy is cached and transferred again", *tree, len(group), strings.Join(group, ", ")))
-		}
-		if *asJSON {
-			out, _ := json.MarshalIndent(rep, "", "  ")
-			fmt.Fprintln(stdout, string(out))
-		}
-		if err != nil {
-			// One line per problem: the restore is rejected and rebuilt.
-			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintln(stderr, line)
-			}
-			if gha.Actions {
-				ghaction.Error(annotations, fmt.Sprintf("cachecheck: %s is incomplete: reject it and install afresh", *tree))
-			}
-			return 1
-		}
-		if !*asJSON {
-			fmt.Fprintf(stdout, "%s is complete: %d file(s), %d symlink(s) all resolving inside it, every required pattern matched, nothing excluded\n", *tree, rep.Files, rep.Symlinks)
-		}
-		return 0
-	}
-	if *find != "" {
+	switch {
+	case *tree != "":
+		return checkTree(*tree, treeRules, *asJSON, gha, stdout, stderr, annotations)
+	case *find != "":
 		return findArtifact(*find, *repo, *trusted, *asJSON, getenv, gha, stdout, fail)
-	}
-	if *key || *embeds {
-		spec := cachetrust.RustWorkspaceSpec()
-		if *specFile != "" {
-			data, err := os.ReadFile(*specFile)
-			if err != nil {
-				return fail(fmt.Errorf("cachecheck: %w", err))
-			}
-			if spec, err = cachetrust.LoadKeySpec(data); err != nil {
-				return fail(fmt.Errorf("cachecheck: %s: %w", *specFile, err))
-			}
+	case *key || *embeds:
+		spec, err := cachetrust.KeySpecFile(*specFile)
+		if err != nil {
+			return fail(err)
 		}
 		if *toolchain != "" {
 			spec.Toolchain = *toolchain
 		}
 		if *embeds {
-			es, err := cachetrust.Embeds(os.DirFS(*dir))
-			if err == nil {
-				err = cachetrust.CheckEmbeds(spec, es)
-			}
-			if err != nil {
-				return fail(err)
-			}
-			if *asJSON {
-				if es == nil {
-					es = []cachetrust.Embed{} // none is [], not null
-				}
-				out, _ := json.MarshalIndent(es, "", "  ")
-				fmt.Fprintln(stdout, string(out))
-			} else {
-				fmt.Fprintf(stdout, "%d embedded file(s), all inputs of the key\n", len(es))
-			}
-			return 0
+			return checkEmbeds(*dir, spec, *asJSON, stdout, fail)
 		}
-		k, err := cachetrust.Key(os.DirFS(*dir), spec)
-		if err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			out, _ := json.MarshalIndent(k, "", "  ")
-			fmt.Fprintln(stdout, string(out))
-		} else {
-			fmt.Fprintf(stdout, "key=%s\n", k.Key)
-		}
-		// A misspelt include glob leaves the files it meant out of the key;
-		// a repository without benches/ is fine. Said where a reviewer sees
-		// it, never as a failure.
-		for _, g := range k.Unmatched {
-			gha.Note(stdout, stderr, fmt.Sprintf("cachecheck: include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g))
-		}
-		if *explain != "" {
-			var old cachetrust.ArchiveKey
-			data, err := os.ReadFile(*explain)
-			if err == nil {
-				err = json.Unmarshal(data, &old)
-			}
-			if err != nil {
-				return fail(fmt.Errorf("cachecheck: -explain %s: %w", *explain, err))
-			}
-			diffs := cachetrust.Explain(old, k)
-			if len(diffs) == 0 {
-				fmt.Fprintf(stderr, "the key is unchanged from %s\n", *explain)
-			}
-			for _, d := range diffs {
-				if d.Path != "" {
-					fmt.Fprintf(stderr, "%s: %s\n", d.Path, d.Change)
-				} else {
-					fmt.Fprintln(stderr, d.Change)
-				}
-			}
-		}
-		if err := gha.SetOutputs([2]string{"key", k.Key}); err != nil {
-			return fail(err)
-		}
-		return 0
+		return printKey(*dir, spec, *explain, *asJSON, gha, stdout, stderr, fail)
 	}
-	rules := cachetrust.ExampleRules
-	if *rulesFile != "" {
-		data, err := os.ReadFile(*rulesFile)
-		if err != nil {
-			return fail(fmt.Errorf("cachecheck: %w", err))
-		}
-		rules = data
-	}
-	r, err := cachetrust.LoadRules(rules)
+	n, findings, err := cachetrust.CheckRepo(*dir, *rulesFile)
 	if err != nil {
 		return fail(err)
-	}
-	files := map[string][]byte{}
-	paths, _ := filepath.Glob(filepath.Join(*dir, ".github", "workflows", "*.y*ml"))
-	paths = append(paths, filepath.Join(*dir, "action.yml"))
-	// Local actions (uses: ./path): a workflow's steps are followed into
-	// them, under the workflow's own triggers.
-	paths = append(paths, localActions(*dir)...)
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fail(fmt.Errorf("cachecheck: %w", err))
-		}
-		rel, _ := filepath.Rel(*dir, p)
-		files[filepath.ToSlash(rel)] = data
-	}
-	if len(files) == 0 {
-		return fail(fmt.Errorf("cachecheck: %w: %s has no .github/workflows/*.yml and no action.yml: run it at the repository root or pass -dir", errNothingToCheck, *dir))
-	}
-	// A local action may live anywhere in the repository: read the ones
-	// the checked files use (uses: ./path), and the ones those use.
-	for more := true; more; {
-		more = false
-		for _, ref := range localUses(files) {
-			for _, name := range []string{"action.yml", "action.yaml"} {
-				rel := path.Join(ref, name)
-				if _, ok := files[rel]; ok {
-					break
-				}
-				data, err := os.ReadFile(filepath.Join(*dir, filepath.FromSlash(rel)))
-				if err == nil {
-					files[rel], more = data, true
-					break
-				}
-			}
-		}
-	}
-	if *rulesFile == "" {
-		r.KeyPairs = nil // the bundled pairs name the default files
-	}
-	findings := cachetrust.CheckWorkflows(files, r)
-	if *rulesFile != "" {
-		// The repository's own rules must name its own workflows.
-		findings = append(findings, cachetrust.CheckRuleReferences(files, r)...)
 	}
 	if *asJSON {
 		if findings == nil {
 			findings = []cachetrust.Finding{} // an empty result is [], not null
 		}
-		out, _ := json.MarshalIndent(findings, "", "  ")
-		fmt.Fprintln(stdout, string(out))
+		printJSON(stdout, findings)
 	} else {
 		for _, f := range findings {
 			fmt.Fprintln(stdout, f)
 		}
-		fmt.Fprintf(stdout, "%d file(s) checked, %d finding(s)\n", len(files), len(findings))
+		fmt.Fprintf(stdout, "%d file(s) checked, %d finding(s)\n", n, len(findings))
 	}
-	errs := 0
+	code := 0
 	for _, f := range findings {
-		level := "error"
-		if f.Warning {
-			level = "warning"
-		} else {
-			errs++
+		if !f.Warning {
+			code = 1 // warnings (what cannot be proven) alone fail nothing
 		}
 		if gha.Actions {
-			fmt.Fprintf(annotations, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", level, f.File, f.Line, f.Column, f.Rule, f.Message)
+			fmt.Fprintln(annotations, f.Annotation())
 		}
 	}
-	if errs > 0 {
-		return 1 // warnings (what cannot be proven) alone fail nothing
+	return code
+}
+
+// checkTree checks a restored or freshly installed runtime tree: a
+// library stored twice is a warning, an incomplete tree exit 1.
+func checkTree(tree string, rules cachetrust.TreeRules, asJSON bool, gha ghaction.Env, stdout, stderr, annotations io.Writer) int {
+	rep, err := cachetrust.CheckTree(tree, rules)
+	for _, group := range rep.Copies {
+		gha.Warn(stdout, stderr, fmt.Sprintf("cachecheck: %s stores one library %d times (%s): keep soname links and lib/lib64 aliases as links, or every copy is cached and transferred again", tree, len(group), strings.Join(group, ", ")))
+	}
+	if asJSON {
+		printJSON(stdout, rep)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err) // one line per problem: the restore is rejected and rebuilt
+		if gha.Actions {
+			ghaction.Error(annotations, fmt.Sprintf("cachecheck: %s is incomplete: reject it and install afresh", tree))
+		}
+		return 1
+	}
+	if !asJSON {
+		fmt.Fprintf(stdout, "%s is complete: %d file(s), %d symlink(s) all resolving inside it, every required pattern matched, nothing excluded\n", tree, rep.Files, rep.Symlinks)
 	}
 	return 0
 }
 
-// localUses are the directories the files' uses: ./path name.
-func localUses(files map[string][]byte) []string {
-	var out []string
-	for _, data := range files {
-		for _, m := range usesLocal.FindAllStringSubmatch(string(data), -1) {
-			dir := path.Clean(strings.Trim(m[1], `"'`))
-			if !strings.HasPrefix(dir, "..") && !strings.HasSuffix(dir, ".yml") && !strings.HasSuffix(dir, ".yaml") {
-				out = append(out, dir)
-			}
-		}
+// checkEmbeds fails when a file compiled into a binary is not an input of
+// the key.
+func checkEmbeds(dir string, spec cachetrust.KeySpec, asJSON bool, stdout io.Writer, fail func(error) int) int {
+	es, err := cachetrust.Embeds(os.DirFS(dir))
+	if err == nil {
+		err = cachetrust.CheckEmbeds(spec, es)
 	}
-	return out
+	if err != nil {
+		return fail(err)
+	}
+	if asJSON {
+		if es == nil {
+			es = []cachetrust.Embed{} // none is [], not null
+		}
+		printJSON(stdout, es)
+	} else {
+		fmt.Fprintf(stdout, "%d embedded file(s), all inputs of the key\n", len(es))
+	}
+	return 0
 }
 
-var usesLocal = regexp.MustCompile(`(?m)\buses:\s*["']?\./([^\s"'#]*)`)
-
-// localActions lists the action.yml and action.yaml files under dir's
-// .github (where local actions live), skipping nothing readable.
-func localActions(dir string) []string {
-	var out []string
-	root := filepath.Join(dir, ".github")
-	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// printKey prints the content key (the step output key) and, with explain,
+// what makes it differ from an earlier one.
+func printKey(dir string, spec cachetrust.KeySpec, explain string, asJSON bool, gha ghaction.Env, stdout, stderr io.Writer, fail func(error) int) int {
+	k, err := cachetrust.Key(os.DirFS(dir), spec)
+	if err != nil {
+		return fail(err)
+	}
+	if asJSON {
+		printJSON(stdout, k)
+	} else {
+		fmt.Fprintf(stdout, "key=%s\n", k.Key)
+	}
+	// A misspelt include glob leaves the files it meant out of the key;
+	// a repository without benches/ is fine. Said where a reviewer sees
+	// it, never as a failure.
+	for _, g := range k.Unmatched {
+		gha.Note(stdout, stderr, fmt.Sprintf("cachecheck: include glob %q covers no file of the key: if it is misspelt, the files it meant are not inputs, and changing them would keep the key", g))
+	}
+	if explain != "" {
+		old, err := cachetrust.ReadArchiveKey(explain)
 		if err != nil {
-			return nil // a missing .github has no local actions
+			return fail(fmt.Errorf("cachecheck: -explain: %w", err))
 		}
-		if !d.IsDir() && (d.Name() == "action.yml" || d.Name() == "action.yaml") {
-			out = append(out, p)
+		diffs := cachetrust.Explain(old, k)
+		if len(diffs) == 0 {
+			fmt.Fprintf(stderr, "the key is unchanged from %s\n", explain)
 		}
-		return nil
-	})
-	return out
+		for _, d := range diffs {
+			fmt.Fprintln(stderr, d)
+		}
+	}
+	if err := gha.SetOutputs([2]string{"key", k.Key}); err != nil {
+		return fail(err)
+	}
+	return 0
 }
 
 // findArtifact reports an earlier trusted run's artifact named key. Reuse is
@@ -323,23 +211,13 @@ func findArtifact(key, repo, trusted string, asJSON bool, getenv func(string) st
 	if err != nil {
 		return fail(fmt.Errorf("cachecheck: -find: %w", err))
 	}
-	var art *cachetrust.Artifact
-	var source string
-	p := cachetrust.Policy{Owner: owner, Repo: name, TrustedWorkflows: strings.Split(trusted, ",")}
-	if r, _, err := client.Repositories.Get(ctx, owner, name); err != nil {
-		// The trust rules need the repository's ID and default branch.
-		source = fmt.Sprintf("miss: reading repository %s failed: %v", repo, err)
-	} else {
-		p.RepositoryID, p.DefaultBranch = r.GetID(), r.GetDefaultBranch()
-		art, source = cachetrust.FindArtifact(ctx, client, p, key)
-	}
+	art, source := cachetrust.FindRepoArtifact(ctx, client, owner, name, strings.Split(trusted, ","), key)
 	id, run := "", ""
 	if art != nil {
 		id, run = strconv.FormatInt(art.ID, 10), strconv.FormatInt(art.RunID, 10)
 	}
 	if asJSON {
-		out, _ := json.MarshalIndent(map[string]string{"artifact_id": id, "artifact_run_id": run, "source": source}, "", "  ")
-		fmt.Fprintln(stdout, string(out))
+		printJSON(stdout, map[string]string{"artifact_id": id, "artifact_run_id": run, "source": source})
 	} else {
 		fmt.Fprintln(stdout, source)
 	}
@@ -350,4 +228,15 @@ func findArtifact(key, repo, trusted string, asJSON bool, getenv func(string) st
 		return fail(err)
 	}
 	return 0
+}
+
+// appendTo is a repeatable flag's Set: each value is appended to list.
+func appendTo(list *[]string) func(string) error {
+	return func(v string) error { *list = append(*list, v); return nil }
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) {
+	out, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintln(w, string(out))
 }
