@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // PodRecordOf is the billing record of a pod as the RunPod API reports it
 // (v2), read before its deletion. A pod that never reported a start keeps
 // StartedAt nil: its cost is unknown.
-func PodRecordOf(p *runpod.Pod) PodRecord {
+func PodRecordOf(p *rest.Pod) PodRecord {
 	rec := PodRecord{APIVersion: 2, ID: p.ID, Name: p.Name, StartedAt: p.StartedAt, ListPrice: p.Cost}
 	if p.GPU != nil {
 		rec.GPUTypeID = p.GPU.ID

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 func TestRejectedKeepsOnlyCreatedUnacceptedAttempts(t *testing.T) {
@@ -23,12 +24,12 @@ func TestRejectedKeepsOnlyCreatedUnacceptedAttempts(t *testing.T) {
 
 func TestRecordKeepsAnUnknownStartUnknown(t *testing.T) {
 	start := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	got := PodRecordOf(&runpod.Pod{ID: "p1", Name: "g-c1", Cost: 0.69, StartedAt: &start, GPU: &runpod.PodGPU{ID: "NVIDIA GeForce RTX 4090"}})
+	got := PodRecordOf(&rest.Pod{ID: "p1", Name: "g-c1", Cost: 0.69, StartedAt: &start, GPU: &rest.PodGPU{ID: "NVIDIA GeForce RTX 4090"}})
 	want := PodRecord{APIVersion: 2, ID: "p1", Name: "g-c1", GPUTypeID: "NVIDIA GeForce RTX 4090", StartedAt: &start, ListPrice: 0.69}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	if PodRecordOf(&runpod.Pod{ID: "p2", Cost: 0.69}).StartedAt != nil {
+	if PodRecordOf(&rest.Pod{ID: "p2", Cost: 0.69}).StartedAt != nil {
 		t.Error("a pod without startedAt must keep its start unknown")
 	}
 }

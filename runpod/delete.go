@@ -4,19 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // PodAPI is what provisioning, deletion and the reaper need from RunPod.
-// *Client implements it; runpodtest's server backs it in tests.
+// *rest.Client implements it; runpodtest's server backs it in tests.
 type PodAPI interface {
-	CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, error)
-	GetPod(ctx context.Context, id string) (*Pod, error)
-	ListPods(ctx context.Context) ([]Pod, error)
+	CreatePod(ctx context.Context, req rest.CreatePodRequest) (*rest.Pod, error)
+	GetPod(ctx context.Context, id string) (*rest.Pod, error)
+	ListPods(ctx context.Context) ([]rest.Pod, error)
 	DeletePod(ctx context.Context, id string) error
 }
 
-var _ PodAPI = (*Client)(nil)
+var _ PodAPI = (*rest.Client)(nil)
 
 // ErrNotDeleted is matched by Delete's error when deletion could not be
 // confirmed: the pod may still be running and billing.
@@ -51,20 +54,26 @@ func (e *DeleteError) Is(target error) bool { return target == ErrNotDeleted }
 // 180 seconds (deletePolicy), each request's timeout 20 seconds capped by
 // what is left. The first DELETE is sent at once, even while the client's
 // shared cooldown pauses other calls; a Retry-After is then a minimum
-// between attempts, capped by the client (DefaultMaxRetryAfter). A 404 confirms deletion, so deleting an already-deleted pod
-// succeeds. Permanent errors stop at once. After a lost response, a GET
+// between attempts, capped by the client (rest.DefaultMaxRetryAfter). A
+// 404 confirms deletion, so deleting an already-deleted pod succeeds. Permanent errors stop at once. After a lost response, a GET
 // (after the client's cooldown) checks whether the pod is already gone. On
 // failure the *DeleteError names the pod.
 func Delete(ctx context.Context, api PodAPI, podID string) error {
 	return deleteWith(ctx, api, podID, deletePolicy())
 }
 
+// deletePolicy is the shared cleanup budget: at most five DELETE attempts
+// within 180 seconds, each request's timeout 20 seconds capped by what is
+// left.
+func deletePolicy() rest.RetryPolicy {
+	p := rest.DefaultRetryPolicy()
+	p.Deadline, p.MaxAttempts, p.InitialInterval = 180*time.Second, 5, 2*time.Second
+	return p
+}
+
 // deleteWith is Delete under another budget.
-func deleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolicy) error {
-	if err := policy.validate(); err != nil {
-		return err
-	}
-	if err := checkID(podID); err != nil {
+func deleteWith(ctx context.Context, api PodAPI, podID string, policy rest.RetryPolicy) error {
+	if err := checkPodID(podID); err != nil {
 		return err
 	}
 	var cool func() time.Duration
@@ -84,27 +93,27 @@ func deleteWith(ctx context.Context, api PodAPI, podID string, policy RetryPolic
 		attempts int
 		last     error
 	)
-	err := policy.run(ctx, cool, func(ctx context.Context, n int) error {
+	err := policy.Run(ctx, cool, func(ctx context.Context, n int) error {
 		attempts = n
-		if n > 1 && ambiguous(last) {
+		if n > 1 && rest.Ambiguous(last) {
 			// The last response may have been lost after the pod went:
 			// look before deleting again.
 			p, err := api.GetPod(ctx, podID)
 			switch {
-			case errors.Is(err, ErrNotFound):
+			case errors.Is(err, rest.ErrNotFound):
 				return nil
-			case err == nil && p.Status == StatusTerminated:
+			case err == nil && p.Status == rest.StatusTerminated:
 				return nil
 			}
 		}
 		last = api.DeletePod(ctx, podID)
-		if last == nil || errors.Is(last, ErrNotFound) {
+		if last == nil || errors.Is(last, rest.ErrNotFound) {
 			return nil
 		}
-		if ctx.Err() != nil && !errors.Is(last, ErrTransient) {
+		if ctx.Err() != nil && !errors.Is(last, rest.ErrTransient) {
 			// A request timed out on this attempt's own deadline: a lost
 			// response, worth another look.
-			last = fmt.Errorf("%w: %w", ErrTransient, last)
+			last = fmt.Errorf("%w: %w", rest.ErrTransient, last)
 		}
 		return last
 	})
@@ -128,13 +137,13 @@ const (
 // GET: no retry, RecordConnectTimeout to connect, RecordTimeout in all, so
 // a slow or throttled API delays the deletion by five seconds at most.
 // Its error never prevents the deletion: warn, and fall back to the record
-// provisioning saved (Result.Snapshot). With a PodAPI other than *Client
-// it is one GetPod within RecordTimeout.
-func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*Pod, error) {
+// provisioning saved (Result.Snapshot). With a PodAPI other than
+// *rest.Client it is one GetPod within RecordTimeout.
+func RecordBeforeDelete(ctx context.Context, api PodAPI, podID string) (*rest.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, RecordTimeout)
 	defer cancel()
-	if c, ok := api.(*Client); ok {
-		return c.getPodOnce(ctx, podID, RecordConnectTimeout)
+	if c, ok := api.(*rest.Client); ok {
+		return c.GetPodOnce(ctx, podID, RecordConnectTimeout)
 	}
 	return api.GetPod(ctx, podID)
 }
@@ -170,24 +179,24 @@ func DeleteByName(ctx context.Context, api PodAPI, name string) error {
 
 // listNamed lists the live pods with exactly this name, retrying the
 // listing within deletePolicy's budget: each try is one listing (one
-// request per page, for a *Client), so a Retry-After or the shared
+// request per page, for a *rest.Client), so a Retry-After or the shared
 // cooldown is waited out between tries, never inside one try's timeout.
-func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attempts int, err error) {
-	var pods []Pod
+func listNamed(ctx context.Context, api PodAPI, name string) (named []rest.Pod, attempts int, err error) {
+	var pods []rest.Pod
 	list := api.ListPods
-	if c, ok := api.(*Client); ok {
-		list = c.listPodsOnce
+	if c, ok := api.(*rest.Client); ok {
+		list = c.ListPodsOnce
 	}
 	var cool func() time.Duration
 	if c, ok := api.(interface{ Cooldown() time.Duration }); ok {
 		cool = c.Cooldown
 	}
-	err = deletePolicy().run(ctx, cool, func(ctx context.Context, n int) error {
+	err = deletePolicy().Run(ctx, cool, func(ctx context.Context, n int) error {
 		attempts = n
 		var err error
 		pods, err = list(ctx)
-		if err != nil && !errors.Is(err, ErrTransient) {
-			err = fmt.Errorf("%w: %w", ErrTransient, err) // listing again may work
+		if err != nil && !errors.Is(err, rest.ErrTransient) {
+			err = fmt.Errorf("%w: %w", rest.ErrTransient, err) // listing again may work
 		}
 		return err
 	})
@@ -195,9 +204,18 @@ func listNamed(ctx context.Context, api PodAPI, name string) (named []Pod, attem
 		return nil, attempts, fmt.Errorf("listing pods to find it: %w", err)
 	}
 	for _, p := range pods {
-		if p.Name == name && p.Status != StatusTerminated {
+		if p.Name == name && p.Status != rest.StatusTerminated {
 			named = append(named, p)
 		}
 	}
 	return named, attempts, nil
+}
+
+// checkPodID refuses, before any request, what is not a bare pod ID: a
+// path or a query in it would address something else.
+func checkPodID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return fmt.Errorf("runpod: pod id %q: want a bare pod id", id)
+	}
+	return nil
 }

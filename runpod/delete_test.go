@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
-func newPod(t *testing.T, c *runpod.Client) *runpod.Pod {
+func newPod(t *testing.T, c *rest.Client) *rest.Pod {
 	t.Helper()
 	p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
 	if err != nil {
@@ -73,12 +74,12 @@ func TestDelete_ARetryAfterNeverStopsCleanupFromTrying(t *testing.T) {
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "999999"})
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			_, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{})
 			done <- err
 		}()
 		synctest.Wait() // the catalog call got its 429 and is cooling down
-		if cool := c.Cooldown(); cool <= 0 || cool > runpod.DefaultMaxRetryAfter {
-			t.Errorf("one header imposed a %v cooldown; want a pause up to the cap %v", cool, runpod.DefaultMaxRetryAfter)
+		if cool := c.Cooldown(); cool <= 0 || cool > rest.DefaultMaxRetryAfter {
+			t.Errorf("one header imposed a %v cooldown; want a pause up to the cap %v", cool, rest.DefaultMaxRetryAfter)
 		}
 		// The DELETE itself is throttled once with the same header.
 		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 429, RetryAfter: "999999"})
@@ -89,8 +90,8 @@ func TestDelete_ARetryAfterNeverStopsCleanupFromTrying(t *testing.T) {
 		if n := srv.Count("DELETE", "/v2/pods/*"); n != 2 {
 			t.Errorf("%d DELETE requests, want 2: the first at once, the retry after the capped pause", n)
 		}
-		if el := time.Since(start); el < runpod.DefaultMaxRetryAfter || el > 180*time.Second {
-			t.Errorf("deleted after %v, want the capped Retry-After (%v) honoured as a minimum within the budget", el, runpod.DefaultMaxRetryAfter)
+		if el := time.Since(start); el < rest.DefaultMaxRetryAfter || el > 180*time.Second {
+			t.Errorf("deleted after %v, want the capped Retry-After (%v) honoured as a minimum within the budget", el, rest.DefaultMaxRetryAfter)
 		}
 		if got := srv.Running(); len(got) != 0 {
 			t.Errorf("still running: %v", got)
@@ -107,7 +108,7 @@ func TestDelete_PermanentErrorStops(t *testing.T) {
 		p := newPod(t, c)
 		srv.AddFault(runpodtest.Fault{Method: "DELETE", Path: "/v2/pods/*", Status: 409, Times: 10})
 		err := runpod.Delete(context.Background(), c, p.ID)
-		if !errors.Is(err, runpod.ErrConflict) || !errors.Is(err, runpod.ErrNotDeleted) {
+		if !errors.Is(err, rest.ErrConflict) || !errors.Is(err, runpod.ErrNotDeleted) {
 			t.Fatalf("err = %v, want ErrConflict inside ErrNotDeleted", err)
 		}
 		if n := srv.Count("DELETE", "/v2/pods/*"); n != 1 {
@@ -208,7 +209,7 @@ func TestRecordBeforeDelete_IsASingleGETWithTwoSecondsToConnect(t *testing.T) {
 		p := newPod(t, c)
 		srv.AddFault(runpodtest.Fault{Method: "GET", Path: "/v2/pods/" + p.ID, Status: 503, Times: 100})
 		before := srv.Count("GET", "/v2/pods/*")
-		if _, err := runpod.RecordBeforeDelete(context.Background(), c, p.ID); !errors.Is(err, runpod.ErrTransient) {
+		if _, err := runpod.RecordBeforeDelete(context.Background(), c, p.ID); !errors.Is(err, rest.ErrTransient) {
 			t.Fatalf("err = %v, want the 503", err)
 		}
 		if n := srv.Count("GET", "/v2/pods/*") - before; n != 1 {
@@ -224,7 +225,7 @@ func TestRecordBeforeDelete_IsASingleGETWithTwoSecondsToConnect(t *testing.T) {
 			go io.Copy(io.Discard, server)
 			return client, nil
 		}}
-		c, err := runpod.NewClient(runpod.WithAPIKey("rpa_key-0123456789"), runpod.WithBaseURL("https://runpod.test"), runpod.WithHTTPClient(&http.Client{Transport: tr}))
+		c, err := rest.NewClient(rest.WithAPIKey("rpa_key-0123456789"), rest.WithBaseURL("https://runpod.test"), rest.WithHTTPClient(&http.Client{Transport: tr}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -17,7 +18,7 @@ func ExampleCandidatePlan() {
 	if err != nil {
 		panic(err)
 	}
-	offers := []runpod.GPUType{
+	offers := []rest.GPUType{
 		{ID: "NVIDIA L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "HIGH"},
 		{ID: "NVIDIA GeForce RTX 4090", MemoryGB: 24, Secure: true, SecurePrice: 0.69, Availability: "NONE"},
 		{ID: "NVIDIA L40S", MemoryGB: 48, Secure: true, SecurePrice: 0.86, Availability: "LOW"},
@@ -41,10 +42,10 @@ func ExampleDelete() {
 		panic(err)
 	}
 	ctx := context.Background()
-	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{
+	pod, err := c.CreatePod(ctx, rest.CreatePodRequest{
 		Name:  "gpu-gate-c1",
 		Image: "ghcr.io/actions/actions-runner:latest",
-		GPU:   runpod.GPURequest{ID: "NVIDIA L4", Count: 1, MinCUDAVersion: "12.6"},
+		GPU:   rest.GPURequest{ID: "NVIDIA L4", Count: 1, MinCUDAVersion: "12.6"},
 	})
 	if err != nil {
 		panic(err)
@@ -58,58 +59,19 @@ func ExampleDelete() {
 	// 0 pods running
 }
 
-func ExampleAPIError() {
-	srv := runpodtest.New()
-	srv.SetStock("NVIDIA L4", 0)
-	c, _ := srv.NewClient()
-	_, err := c.CreatePod(context.Background(), runpod.CreatePodRequest{
-		Name: "gpu-gate-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1},
-	})
-	fmt.Println(errors.Is(err, runpod.ErrNoCapacity))
-	var ae *runpod.APIError
-	if errors.As(err, &ae) {
-		fmt.Println(ae.StatusCode, ae.Title)
-	}
-	// Output:
-	// true
-	// 400 Bad Request
-}
-
 // A reviewed tier names a type RunPod does not offer: refused before
 // anything is bought, with the catalog's spelling when only the case or
 // spacing differ.
 func ExampleCheckGPUTypes() {
 	cfg := runpod.DefaultConfig()
 	cfg.Tiers = []runpod.Tier{{Name: "cost-preferred", GPUTypes: []string{"NVIDIA GeForce RTX 4090", "nvidia l4"}}}
-	catalog := []runpod.GPUType{{ID: "NVIDIA GeForce RTX 4090"}, {ID: "NVIDIA L4"}, {ID: "NVIDIA L40S"}}
+	catalog := []rest.GPUType{{ID: "NVIDIA GeForce RTX 4090"}, {ID: "NVIDIA L4"}, {ID: "NVIDIA L40S"}}
 	err := runpod.CheckGPUTypes(cfg, catalog)
 	fmt.Println(errors.Is(err, runpod.ErrUnknownGPUType))
 	fmt.Println(err)
 	// Output:
 	// true
 	// runpod: GPU type not in RunPod's catalog: tier "cost-preferred" names "nvidia l4", which GET /v2/catalog/gpus does not list (3 types): did you mean "NVIDIA L4"?
-}
-
-// ClientFromEnv reads the key and, for a proxy or a test's stand-in, the
-// server from the environment; here a loopback fake of RunPod.
-func ExampleClientFromEnv() {
-	fake := runpodtest.New()
-	url := fake.Start()
-	defer fake.Close()
-	env := map[string]string{runpod.EnvAPIKey: runpodtest.APIKey, runpod.EnvAPIURL: url}
-	c, err := runpod.ClientFromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		panic(err)
-	}
-	pods, err := c.ListPods(context.Background())
-	fmt.Println(len(pods), err)
-	_, err = runpod.ClientFromEnv(func(k string) string {
-		return map[string]string{runpod.EnvAPIKey: "k", runpod.EnvAPIURL: "http://proxy.example.com"}[k]
-	})
-	fmt.Println(errors.Is(err, runpod.ErrBaseURL))
-	// Output:
-	// 0 <nil>
-	// true
 }
 
 // Provision buys the cheapest pod that proves it runs the project's CUDA
@@ -130,7 +92,7 @@ func ExampleProvision() {
 	}
 	cfg.StartupPoll = time.Millisecond
 	ctx := context.Background()
-	offers, err := api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	offers, err := api.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
 	if err != nil {
 		panic(err)
 	}

@@ -17,26 +17,32 @@ import (
 // before any GPU is allocated.
 var ErrImage = errors.New("runpod: cannot resolve the runner image")
 
-// ImageResolver pins image tags to digests through the OCI distribution
+// imageResolver pins image tags to digests through the OCI distribution
 // API, with github.com/google/go-containerregistry: a HEAD on the manifest
 // (manifest lists and OCI indexes accepted), a GET when the registry sends
 // no digest on HEAD, and the registry's token flow with the keychain's
 // credentials, so private runner images resolve too.
-type ImageResolver struct {
+type imageResolver struct {
 	HTTP      *http.Client   // nil: a client with a 30-second timeout
 	PlainHTTP bool           // talk plain HTTP (a test registry)
 	Keychain  authn.Keychain // nil: authn.DefaultKeychain (docker login's config, DOCKER_CONFIG)
 }
 
-// ResolveImage pins ref with a default ImageResolver.
+// ResolveImage pins a runner image reference to its digest,
+// name:tag@sha256:<digest>, so that every candidate pod runs the same
+// image: through the OCI distribution API (a HEAD on the manifest, a GET
+// when the registry sends no digest on HEAD), with the credentials docker
+// login saved (DOCKER_CONFIG), so private images resolve too. A reference
+// already pinned is returned as it is; one without a tag is the latest
+// tag. Its errors match ErrImage and never carry a registry token.
 func ResolveImage(ctx context.Context, ref string) (string, error) {
-	return (&ImageResolver{}).Resolve(ctx, ref)
+	return (&imageResolver{}).Resolve(ctx, ref)
 }
 
 // Resolve returns name:tag@sha256:<digest> for ref. A ref already pinned to
 // a digest is returned as it is; a ref without a tag is the latest tag.
 // Errors never carry a registry token.
-func (r *ImageResolver) Resolve(ctx context.Context, ref string) (string, error) {
+func (r *imageResolver) Resolve(ctx context.Context, ref string) (string, error) {
 	var opts []name.Option
 	if r.PlainHTTP {
 		opts = append(opts, name.Insecure)

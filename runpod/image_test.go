@@ -1,4 +1,4 @@
-package runpod_test
+package runpod
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-
-	"github.com/gpugate/gpugate/runpod"
 )
 
 const indexBody = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
@@ -73,7 +71,7 @@ func TestResolveImage_PinsTheTagThroughTheTokenFlow(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv, heads := registry(t, onHead)
 			host := strings.TrimPrefix(srv.URL, "http://")
-			r := &runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}
+			r := &imageResolver{HTTP: srv.Client(), PlainHTTP: true}
 			got, err := r.Resolve(context.Background(), host+"/actions/actions-runner:latest")
 			if err != nil {
 				t.Fatal(err)
@@ -91,15 +89,15 @@ func TestResolveImage_PinsTheTagThroughTheTokenFlow(t *testing.T) {
 func TestResolveImage_FailuresStopBeforeAllocation(t *testing.T) {
 	srv, _ := registry(t, true)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	r := &runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}
+	r := &imageResolver{HTTP: srv.Client(), PlainHTTP: true}
 	for _, ref := range []string{host + "/actions/missing:latest", host + "/actions/actions-runner:v9", "UPPER/case", "bad@sha256:xyz"} {
-		if got, err := r.Resolve(context.Background(), ref); !errors.Is(err, runpod.ErrImage) || got != "" {
+		if got, err := r.Resolve(context.Background(), ref); !errors.Is(err, ErrImage) || got != "" {
 			t.Errorf("%s: %q, %v; want ErrImage", ref, got, err)
 		}
 	}
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()
-	if _, err := r.Resolve(context.Background(), strings.TrimPrefix(closed.URL, "http://")+"/a/b:c"); !errors.Is(err, runpod.ErrImage) {
+	if _, err := r.Resolve(context.Background(), strings.TrimPrefix(closed.URL, "http://")+"/a/b:c"); !errors.Is(err, ErrImage) {
 		t.Errorf("unreachable registry: %v", err)
 	}
 }
@@ -114,7 +112,7 @@ func TestResolveImage_TokenNeverInErrors(t *testing.T) {
 		w.WriteHeader(401)
 	}))
 	defer srv.Close()
-	r := &runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}
+	r := &imageResolver{HTTP: srv.Client(), PlainHTTP: true}
 	_, err := r.Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
 	if err == nil || strings.Contains(err.Error(), "REGISTRYTOKEN") {
 		t.Errorf("err = %v", err)
@@ -123,7 +121,7 @@ func TestResolveImage_TokenNeverInErrors(t *testing.T) {
 
 func TestResolveImage_AlreadyPinnedIsKept(t *testing.T) {
 	ref := "ghcr.io/actions/actions-runner:latest@sha256:" + strings.Repeat("a", 64)
-	got, err := runpod.ResolveImage(context.Background(), ref)
+	got, err := ResolveImage(context.Background(), ref)
 	if err != nil || got != ref {
 		t.Errorf("got %q, %v", got, err)
 	}
@@ -141,7 +139,7 @@ func (n noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
 // A reference is refused, or kept as pinned, before any registry is asked.
 func TestParseImageRef(t *testing.T) {
 	calls := 0
-	r := &runpod.ImageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}}
+	r := &imageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}}
 	pinned := "sha256:" + strings.Repeat("0", 64)
 	for _, ref := range []string{"ghcr.io/actions/actions-runner:2.323.0@" + pinned, "ubuntu@" + pinned, "localhost:5000/x/y@" + pinned} {
 		if got, err := r.Resolve(context.Background(), ref); err != nil || got != ref {
@@ -149,7 +147,7 @@ func TestParseImageRef(t *testing.T) {
 		}
 	}
 	for _, ref := range []string{"UPPER/case:latest", "bad@sha256:xyz", "a/b:" + strings.Repeat("t", 129), ""} {
-		if got, err := r.Resolve(context.Background(), ref); !errors.Is(err, runpod.ErrImage) || got != "" {
+		if got, err := r.Resolve(context.Background(), ref); !errors.Is(err, ErrImage) || got != "" {
 			t.Errorf("%q: %q, %v; want ErrImage", ref, got, err)
 		}
 	}
@@ -184,7 +182,7 @@ func TestParseChallenge(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	got, err := (&runpod.ImageResolver{HTTP: srv.Client(), PlainHTTP: true}).Resolve(context.Background(), host+"/a/b:c")
+	got, err := (&imageResolver{HTTP: srv.Client(), PlainHTTP: true}).Resolve(context.Background(), host+"/a/b:c")
 	if err != nil || got != host+"/a/b:c@"+digest {
 		t.Errorf("%q, %v", got, err)
 	}
@@ -203,8 +201,8 @@ func FuzzParseChallenge(f *testing.F) {
 		}))
 		defer srv.Close()
 		hc := &http.Client{Transport: loopbackOnly{srv.Client().Transport}}
-		_, err := (&runpod.ImageResolver{HTTP: hc, PlainHTTP: true, Keychain: authn.NewMultiKeychain()}).Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
-		if !errors.Is(err, runpod.ErrImage) {
+		_, err := (&imageResolver{HTTP: hc, PlainHTTP: true, Keychain: authn.NewMultiKeychain()}).Resolve(context.Background(), strings.TrimPrefix(srv.URL, "http://")+"/a/b:c")
+		if !errors.Is(err, ErrImage) {
 			t.Fatalf("%q: %v, want ErrImage", h, err)
 		}
 	})
@@ -228,10 +226,10 @@ func FuzzParseImageRef(f *testing.F) {
 	f.Add("ubuntu@sha256:" + strings.Repeat("0", 64))
 	f.Fuzz(func(t *testing.T, ref string) {
 		calls := 0
-		r := &runpod.ImageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}, Keychain: authn.NewMultiKeychain()}
+		r := &imageResolver{HTTP: &http.Client{Transport: noNetwork{&calls}}, Keychain: authn.NewMultiKeychain()}
 		got, err := r.Resolve(context.Background(), ref)
 		switch {
-		case err != nil && !errors.Is(err, runpod.ErrImage):
+		case err != nil && !errors.Is(err, ErrImage):
 			t.Fatalf("%q: %v, want ErrImage", ref, err)
 		case err == nil && calls == 0 && got != ref:
 			t.Fatalf("%q pinned already, came back as %q", ref, got)

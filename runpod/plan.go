@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"slices"
 	"strings"
 )
@@ -34,7 +35,7 @@ type Candidate struct {
 //     catalog showed to be ineligible.
 //
 // offers == nil means the catalog could not be read: static candidates only.
-func CandidatePlan(cfg Config, offers []GPUType) []Candidate {
+func CandidatePlan(cfg Config, offers []rest.GPUType) []Candidate {
 	tierOf := map[string]int{}
 	excluded := map[string]bool{}
 	for _, id := range cfg.Exclude {
@@ -63,7 +64,7 @@ func CandidatePlan(cfg Config, offers []GPUType) []Candidate {
 		switch {
 		case !offered, o.MemoryGB < cfg.MinVRAMGB, price <= 0, cfg.MaxHourlyPrice > 0 && price > cfg.MaxHourlyPrice:
 			ineligible[o.ID] = true
-		case o.Availability == AvailabilityNone:
+		case o.Availability == rest.AvailabilityNone:
 			// Out of stock now; availability is advisory, so the type
 			// stays a static fallback.
 		default:
@@ -155,7 +156,7 @@ var ErrUnknownGPUType = errors.New("runpod: GPU type not in RunPod's catalog")
 // silently take a tier out of the ladder. An empty or unread catalog
 // (offers == nil) checks nothing: the catalog is advisory, and its failure
 // falls back to the static candidates.
-func CheckGPUTypes(cfg Config, offers []GPUType) error {
+func CheckGPUTypes(cfg Config, offers []rest.GPUType) error {
 	if len(offers) == 0 {
 		return nil
 	}

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // seedCatalog is the catalog as the seed describes it: the reviewed types in
 // stock, an H100 that must never be chosen, and a cheap card outside the
 // allowlist that live data must not add.
-func seedCatalog() []GPUType {
-	return []GPUType{
+func seedCatalog() []rest.GPUType {
+	return []rest.GPUType{
 		{ID: "NVIDIA GeForce RTX 4090", MemoryGB: 24, Secure: true, SecurePrice: 0.69, Availability: "HIGH"},
 		{ID: "NVIDIA L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "MEDIUM"},
 		{ID: "NVIDIA L40S", MemoryGB: 48, Secure: true, SecurePrice: 0.86, Availability: "LOW"},
@@ -36,9 +37,9 @@ func ids(plan []Candidate) []string {
 
 func TestCandidatePlan_SeedSteps(t *testing.T) {
 	cfg := exampleConfig(t)
-	with := func(f func([]GPUType) []GPUType) []GPUType { return f(seedCatalog()) }
+	with := func(f func([]rest.GPUType) []rest.GPUType) []rest.GPUType { return f(seedCatalog()) }
 	tests := map[string]struct {
-		offers []GPUType
+		offers []rest.GPUType
 		want   []Candidate
 	}{
 		"cheapest first, capped, then interleaved static": {
@@ -62,7 +63,7 @@ func TestCandidatePlan_SeedSteps(t *testing.T) {
 			},
 		},
 		"out of stock drops from the live list but stays a static fallback": {
-			offers: with(func(g []GPUType) []GPUType { g[1].Availability = "NONE"; return g }),
+			offers: with(func(g []rest.GPUType) []rest.GPUType { g[1].Availability = "NONE"; return g }),
 			want: []Candidate{
 				{GPUTypeID: "NVIDIA GeForce RTX 4090", Tier: "cost-preferred", Price: 0.69, Live: true},
 				{GPUTypeID: "NVIDIA RTX 6000 Ada Generation", Tier: "premium", Price: 0.77, Live: true},
@@ -72,7 +73,7 @@ func TestCandidatePlan_SeedSteps(t *testing.T) {
 			},
 		},
 		"no secure offer, too little VRAM or above the ceiling: dropped entirely": {
-			offers: with(func(g []GPUType) []GPUType {
+			offers: with(func(g []rest.GPUType) []rest.GPUType {
 				g[0].Secure = false  // 4090
 				g[1].MemoryGB = 16   // L4
 				g[4].SecurePrice = 2 // A100 above 1.49
@@ -107,9 +108,9 @@ func TestCandidatePlan_ReservesAStaticSlotPerTier(t *testing.T) {
 		},
 		MaxPriceCandidates: 5, MaxProvisionAttempts: 3, Cloud: "SECURE",
 	}
-	var offers []GPUType
+	var offers []rest.GPUType
 	for i, id := range []string{"A", "B", "C", "D", "E", "P", "T"} {
-		offers = append(offers, GPUType{ID: id, MemoryGB: 24, Secure: true, SecurePrice: 0.1 + float64(i)*0.1, Availability: "HIGH"})
+		offers = append(offers, rest.GPUType{ID: id, MemoryGB: 24, Secure: true, SecurePrice: 0.1 + float64(i)*0.1, Availability: "HIGH"})
 	}
 	got := CandidatePlan(cfg, offers)
 	if diff := cmp.Diff([]string{"A", "P", "T", "B", "C", "D", "E"}, ids(got)); diff != "" {
@@ -129,7 +130,7 @@ func TestCandidatePlan_LiveDataNeverAddsATypeAndExcludesH100(t *testing.T) {
 
 func TestCandidatePlan_EqualPricesAreDeterministic(t *testing.T) {
 	cfg := Config{Tiers: []Tier{{Name: "a", GPUTypes: []string{"Y", "X"}}, {Name: "b", GPUTypes: []string{"Z"}}}, MaxPriceCandidates: 3, MaxProvisionAttempts: 6, Cloud: "SECURE"}
-	offers := []GPUType{
+	offers := []rest.GPUType{
 		{ID: "Z", MemoryGB: 24, Secure: true, SecurePrice: 0.5, Availability: "HIGH"},
 		{ID: "X", MemoryGB: 24, Secure: true, SecurePrice: 0.5, Availability: "HIGH"},
 		{ID: "Y", MemoryGB: 24, Secure: true, SecurePrice: 0.5, Availability: "HIGH"},
@@ -144,7 +145,7 @@ func TestCandidatePlan_EqualPricesAreDeterministic(t *testing.T) {
 }
 
 // checkPlanProperties asserts the invariants every plan must hold.
-func checkPlanProperties(t testing.TB, cfg Config, offers []GPUType, plan []Candidate) {
+func checkPlanProperties(t testing.TB, cfg Config, offers []rest.GPUType, plan []Candidate) {
 	t.Helper()
 	tierOf := map[string]string{}
 	for _, tr := range cfg.Tiers {
@@ -212,9 +213,9 @@ func TestCandidatePlan_Properties(t *testing.T) {
 	}
 }
 
-func randomPlanInput(r *rand.Rand, tiers, perTier int) (Config, []GPUType) {
+func randomPlanInput(r *rand.Rand, tiers, perTier int) (Config, []rest.GPUType) {
 	cfg := Config{Cloud: "SECURE", MinVRAMGB: 20, MaxPriceCandidates: r.IntN(6), MaxProvisionAttempts: tiers + r.IntN(6), MaxHourlyPrice: float64(r.IntN(3))}
-	var offers []GPUType
+	var offers []rest.GPUType
 	n := 0
 	for ti := range tiers {
 		tr := Tier{Name: fmt.Sprintf("t%d", ti)}
@@ -222,12 +223,12 @@ func randomPlanInput(r *rand.Rand, tiers, perTier int) (Config, []GPUType) {
 			id := fmt.Sprintf("gpu-%d", n)
 			n++
 			tr.GPUTypes = append(tr.GPUTypes, id)
-			offers = append(offers, GPUType{ID: id, MemoryGB: 8 + r.IntN(80), Secure: r.IntN(6) > 0,
+			offers = append(offers, rest.GPUType{ID: id, MemoryGB: 8 + r.IntN(80), Secure: r.IntN(6) > 0,
 				SecurePrice: float64(r.IntN(30)) / 10, Availability: []string{"NONE", "LOW", "HIGH", ""}[r.IntN(4)]})
 		}
 		cfg.Tiers = append(cfg.Tiers, tr)
 	}
-	offers = append(offers, GPUType{ID: "outsider", MemoryGB: 80, Secure: true, SecurePrice: 0.01, Availability: "HIGH"})
+	offers = append(offers, rest.GPUType{ID: "outsider", MemoryGB: 80, Secure: true, SecurePrice: 0.01, Availability: "HIGH"})
 	if r.IntN(2) == 0 {
 		cfg.Exclude = []string{"outsider"}
 	}
@@ -242,7 +243,7 @@ func BenchmarkCandidatePlan(b *testing.B) {
 		r := rand.New(rand.NewPCG(3, 4))
 		cfg, offers := randomPlanInput(r, tc.tiers, tc.perTier)
 		for i := range tc.extra {
-			offers = append(offers, GPUType{ID: fmt.Sprintf("unreviewed-%d", i), MemoryGB: 48, Secure: true, SecurePrice: 1, Availability: "HIGH"})
+			offers = append(offers, rest.GPUType{ID: fmt.Sprintf("unreviewed-%d", i), MemoryGB: 48, Secure: true, SecurePrice: 1, Availability: "HIGH"})
 		}
 		b.Run(fmt.Sprintf("catalog=%d", len(offers)), func(b *testing.B) {
 			b.ReportAllocs()
@@ -280,7 +281,7 @@ func TestCheckGPUTypes_ConfiguredIDsMustBeInTheLiveCatalog(t *testing.T) {
 	}
 	// An unread (or empty) catalog checks nothing: it is advisory, and the
 	// static candidates still run.
-	for _, offers := range [][]GPUType{nil, {}} {
+	for _, offers := range [][]rest.GPUType{nil, {}} {
 		if err := CheckGPUTypes(cfg, offers); err != nil {
 			t.Errorf("offers %v: %v", offers, err)
 		}

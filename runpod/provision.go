@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"log/slog"
 	"maps"
 	"regexp"
@@ -14,12 +15,12 @@ import (
 )
 
 // RunnerRegistry mints single-use runner registrations and reports whether
-// a runner is online. The go-github adapter is GitHubRegistry;
+// a runner is online. The go-github adapter is runpodgh.Registry;
 // runpodtest.Registry is the fake.
 type RunnerRegistry interface {
 	// MintJIT returns a single-use JIT runner config for a runner with this
 	// exact name and labels.
-	MintJIT(ctx context.Context, name string, labels []string) (Secret, error)
+	MintJIT(ctx context.Context, name string, labels []string) (rest.Secret, error)
 	// Runner looks a runner up by its exact name. found is false when no
 	// runner has that name (yet).
 	Runner(ctx context.Context, name string) (r Runner, found bool, err error)
@@ -55,7 +56,7 @@ type PR struct {
 // whose tags and name agree.
 type Ownership struct {
 	Repository string // owner/name
-	Workflow   string // workflow path, e.g. .github/workflows/runpod-gpu-test.yml, or GITHUB_WORKFLOW_REF (see WorkflowPath)
+	Workflow   string // workflow path, e.g. .github/workflows/runpod-gpu-test.yml, or GITHUB_WORKFLOW_REF (see Tags)
 	RunID      int64
 	RunAttempt int
 }
@@ -79,11 +80,11 @@ func (o Ownership) Prefix() string {
 	return fmt.Sprintf("gpugate-%d-%d", o.RunID, o.RunAttempt)
 }
 
-// WorkflowPath reduces the ways GitHub names a workflow file to its path
+// workflowPath reduces the ways GitHub names a workflow file to its path
 // in the repository, .github/workflows/<file>: GITHUB_WORKFLOW_REF and
 // some run objects say owner/repo/.github/workflows/<file>@<ref>, people
 // say <file>. repo is the owner/repo the name carries ("" when none).
-func WorkflowPath(name string) (path, repo string) {
+func workflowPath(name string) (path, repo string) {
 	const dir = ".github/workflows/"
 	i := strings.Index(name, dir)
 	if i > 0 {
@@ -97,9 +98,11 @@ func WorkflowPath(name string) (path, repo string) {
 }
 
 // Tags returns the ownership environment variables. The workflow is
-// tagged as its path (WorkflowPath), however it was given.
+// tagged as its path in the repository, .github/workflows/<file>,
+// however it was given: a bare file name, or GITHUB_WORKFLOW_REF's
+// owner/repo/.github/workflows/<file>@<ref>.
 func (o Ownership) Tags() map[string]string {
-	wf, _ := WorkflowPath(o.Workflow)
+	wf, _ := workflowPath(o.Workflow)
 	return map[string]string{
 		TagRepository: o.Repository,
 		TagWorkflow:   wf,
@@ -115,7 +118,7 @@ type PodTemplate struct {
 	RunnerPrefix string            // label prefix; default Owner.Prefix()
 	Owner        Ownership         // tags the reaper relies on
 	Env          map[string]string // further non-secret parameters: the CUDA proof's (smoke.PodStartup.Env), whose tier table Provision checks the floors against
-	Args         Secret            // the startup command
+	Args         rest.Secret       // the startup command
 	Disk         int               // container disk, GB
 	Ports        []string
 
@@ -191,7 +194,7 @@ func (a Attempt) created() bool { return a.PodID != "" }
 
 // Result is what Provision did. It is filled in on failure too.
 type Result struct {
-	Pod            *Pod      `json:"-"`
+	Pod            *rest.Pod `json:"-"`
 	PodID          string    `json:"pod_id,omitempty"`
 	Label          string    `json:"label,omitempty"` // the runner label the GPU job targets
 	GPUTypeID      string    `json:"gpu_type_id,omitempty"`
@@ -212,7 +215,7 @@ type Result struct {
 	// Snapshot is the accepted pod's record as provisioning last saw it
 	// (its environment left out): the cost report's fallback when the
 	// read before deletion fails.
-	Snapshot *Pod `json:"pod_snapshot,omitempty"`
+	Snapshot *rest.Pod `json:"pod_snapshot,omitempty"`
 }
 
 // RetainedPods lists the failed candidates kept for debugging
@@ -276,6 +279,27 @@ type provisioner struct {
 	createSpent time.Duration // time spent in create calls so far (requests and their sleeps)
 }
 
+// Provisioning outcomes (see Provision).
+var (
+	// ErrExhausted: max_provision_attempts candidates (or the whole plan)
+	// were tried and none was accepted.
+	ErrExhausted = errors.New("runpod: provisioning attempts exhausted")
+	// ErrKeyRefused: a create answered 401, or a 403 that is not about
+	// the GPU type: the key itself is refused, so provisioning stops at
+	// once rather than sending it to every candidate.
+	ErrKeyRefused = errors.New("runpod: the API key was refused")
+	// ErrCreateDeadline: the create requests of one provisioning, with
+	// their pauses, used up Config.CreateDeadline.
+	ErrCreateDeadline = errors.New("runpod: the create deadline is spent")
+	// ErrStartupFailures: max_consecutive_startup_failures candidates in a
+	// row were created but never came online; the provider is not
+	// delivering runners.
+	ErrStartupFailures = errors.New("runpod: consecutive startup failures")
+	// ErrObsolete: the pull request moved or closed, so the work it asked
+	// for is no longer wanted (Provision and Watch).
+	ErrObsolete = errors.New("runpod: work is obsolete")
+)
+
 // ErrTemplate is returned by Provision, before anything is bought, for
 // dependencies or a pod template it cannot provision with.
 var ErrTemplate = errors.New("runpod: cannot provision with this template")
@@ -299,7 +323,7 @@ func (p *provisioner) check(plan []Candidate) error {
 	}
 	// Every attempt's request has the same variables: one that could never
 	// be created stops here rather than at the first attempt.
-	if err := p.request(1, plan[0], "", "").checkEnv(); err != nil {
+	if err := p.request(1, plan[0], "", "").CheckEnv(); err != nil {
 		return fmt.Errorf("%w: PodTemplate.Env: %w", ErrTemplate, err)
 	}
 	return nil
@@ -330,7 +354,7 @@ func (p *provisioner) run(ctx context.Context, plan []Candidate) error {
 		switch {
 		case a.Outcome == OutcomeAccepted:
 			return nil
-		case errors.Is(err, ErrNotDeleted), errors.Is(err, ErrInsufficientBalance), errors.Is(err, ErrInvalidRequest),
+		case errors.Is(err, ErrNotDeleted), errors.Is(err, rest.ErrInsufficientBalance), errors.Is(err, rest.ErrInvalidRequest),
 			errors.Is(err, ErrObsolete), errors.Is(err, ErrKeyRefused), errors.Is(err, ErrCreateDeadline), a.Outcome == OutcomeCanceled:
 			return err
 		case a.Outcome == OutcomeOverCeiling:
@@ -369,7 +393,7 @@ func (p *provisioner) obsolete(ctx context.Context) (bool, string) {
 
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
-func (p *provisioner) request(n int, c Candidate, name string, jit Secret) CreatePodRequest {
+func (p *provisioner) request(n int, c Candidate, name string, jit rest.Secret) rest.CreatePodRequest {
 	env := map[string]string{}
 	maps.Copy(env, p.tmpl.Env)
 	maps.Copy(env, p.tmpl.Owner.Tags())
@@ -378,16 +402,16 @@ func (p *provisioner) request(n int, c Candidate, name string, jit Secret) Creat
 	env[EnvGPUType] = c.GPUTypeID
 	env[EnvMinVRAMGB] = strconv.Itoa(p.cfg.MinVRAMGB)
 	env[EnvMinCUDA] = p.cfg.MinCUDAVersion
-	return CreatePodRequest{
+	return rest.CreatePodRequest{
 		Name:      name,
 		Image:     p.tmpl.Image,
 		Env:       env,
-		SecretEnv: map[string]Secret{EnvJITConfig: jit},
+		SecretEnv: map[string]rest.Secret{EnvJITConfig: jit},
 		Args:      p.tmpl.Args,
 		Disk:      p.tmpl.Disk,
 		Cloud:     p.cfg.Cloud,
 		Ports:     p.tmpl.Ports,
-		GPU:       GPURequest{ID: c.GPUTypeID, Count: 1, MinCUDAVersion: p.cfg.MinCUDAVersion},
+		GPU:       rest.GPURequest{ID: c.GPUTypeID, Count: 1, MinCUDAVersion: p.cfg.MinCUDAVersion},
 	}
 }
 
@@ -448,7 +472,7 @@ func (p *provisioner) deregister(ctx context.Context, a Attempt) {
 
 // launch creates the attempt's pod with its minted runner config and watches
 // it to acceptance or to a confirmed deletion.
-func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attempt, error) {
+func (p *provisioner) launch(ctx context.Context, a Attempt, jit rest.Secret) (Attempt, error) {
 	n, c, name := a.N, a.Candidate, a.Name
 	left := p.cfg.CreateDeadline - p.createSpent
 	if left <= 0 {
@@ -461,20 +485,20 @@ func (p *provisioner) launch(ctx context.Context, a Attempt, jit Secret) (Attemp
 	pod, err := p.deps.API.CreatePod(cctx, p.request(n, c, name, jit))
 	cancel()
 	p.createSpent += time.Since(start)
-	if errors.Is(err, ErrCreateUnknown) {
+	if errors.Is(err, rest.ErrCreateUnknown) {
 		return p.sweep(ctx, a, start, err)
 	}
 	if err != nil {
 		a.Reason = err.Error()
 		switch {
-		case errors.Is(err, ErrNoCapacity):
+		case errors.Is(err, rest.ErrNoCapacity):
 			a.Outcome = OutcomeNoCapacity
 		case keyRefused(err, c.GPUTypeID, p.deps.KeyRefusal, p.deps.ForbiddenGPU):
 			a.Outcome = OutcomeKeyRefused
 			err = fmt.Errorf("%w: attempt %d: %w; no other candidate is asked with the same key: check RUNPOD_API_KEY (its value, its expiry, its permissions)", ErrKeyRefused, n, err)
-		case errors.Is(err, ErrForbidden):
+		case errors.Is(err, rest.ErrForbidden):
 			a.Outcome = OutcomeForbidden
-		case errors.Is(err, ErrRejected):
+		case errors.Is(err, rest.ErrRejected):
 			a.Outcome = OutcomeRejected
 		case ctx.Err() != nil:
 			a.Outcome = OutcomeCanceled
@@ -526,11 +550,11 @@ var DefaultForbiddenGPUPattern = regexp.MustCompile(`(?i)\bgpu[ _-]?types?\b|\bt
 // vendor words) nor a GPU pool (gpuPattern). Sending that key to every
 // other candidate would only repeat the refusal.
 func keyRefused(err error, gpuID string, keyPattern, gpuPattern *regexp.Regexp) bool {
-	if errors.Is(err, ErrUnauthorized) {
+	if errors.Is(err, rest.ErrUnauthorized) {
 		return true
 	}
-	var ae *APIError
-	if !errors.Is(err, ErrForbidden) || !errors.As(err, &ae) {
+	var ae *rest.APIError
+	if !errors.Is(err, rest.ErrForbidden) || !errors.As(err, &ae) {
 		return false
 	}
 	if keyPattern == nil {
@@ -578,16 +602,16 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 		}
 		pod, err := p.deps.API.GetPod(wctx, a.PodID)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, rest.ErrNotFound):
 			return p.reject(ctx, a, start, OutcomeGone, "the pod disappeared before its runner came online")
 		case err != nil:
 			// Unknown: never dead, never healthy. Keep polling.
 			p.event(ctx, slog.LevelWarn, "provision.observe_unknown", a, slog.String("error", err.Error()))
 		case pod.Status.Final():
 			return p.reject(ctx, a, start, OutcomeExited, fmt.Sprintf("the pod is %s before its runner came online", pod.Status))
-		case pod.Status == StatusRunning && pod.Runtime == nil && sawRuntime:
+		case pod.Status == rest.StatusRunning && pod.Runtime == nil && sawRuntime:
 			return p.reject(ctx, a, start, OutcomeLostRuntime, "the pod lost its runtime after boot")
-		case pod.Status == StatusRunning && pod.Runtime != nil:
+		case pod.Status == rest.StatusRunning && pod.Runtime != nil:
 			sawRuntime = true
 			if pod.Cost > 0 {
 				a.HourlyPrice = pod.Cost
@@ -618,7 +642,7 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 	}
 }
 
-func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, pod *Pod) Attempt {
+func (p *provisioner) accept(ctx context.Context, a Attempt, start time.Time, pod *rest.Pod) Attempt {
 	a.Outcome = OutcomeAccepted
 	a.settle(start)
 	p.res.Pod, p.res.PodID, p.res.Label = pod, pod.ID, a.Name

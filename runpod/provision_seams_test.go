@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -123,7 +124,7 @@ func TestProvision_CreateRetryIsOneShortRetryWithinOneSixtySecondDeadline(t *tes
 				if got := res.Attempts[0].Outcome; got != tc.wantFirst {
 					t.Errorf("first attempt %s, want %s", got, tc.wantFirst)
 				}
-				if errors.Is(err, runpod.ErrKeyRefused) && !errors.Is(err, runpod.ErrUnauthorized) && !errors.Is(err, runpod.ErrForbidden) {
+				if errors.Is(err, runpod.ErrKeyRefused) && !errors.Is(err, rest.ErrUnauthorized) && !errors.Is(err, rest.ErrForbidden) {
 					t.Errorf("err = %v: the refusal should still carry its status", err)
 				}
 			})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -24,7 +25,7 @@ type world struct {
 	srv  *runpodtest.Server
 	reg  *runpodtest.Registry
 	pr   *runpodtest.PR
-	c    *runpod.Client
+	c    *rest.Client
 	cfg  runpod.Config
 	logs *bytes.Buffer
 	deps runpod.Deps
@@ -56,13 +57,13 @@ func newWorld(t testing.TB, opts ...runpodtest.Option) *world {
 	return w
 }
 
-func (w *world) provision(ctx context.Context, offers []runpod.GPUType) (runpod.Result, error) {
+func (w *world) provision(ctx context.Context, offers []rest.GPUType) (runpod.Result, error) {
 	return runpod.Provision(ctx, w.deps, w.cfg, runpod.CandidatePlan(w.cfg, offers), w.tmpl)
 }
 
-func (w *world) catalog(t testing.TB) []runpod.GPUType {
+func (w *world) catalog(t testing.TB) []rest.GPUType {
 	t.Helper()
-	offers, err := w.c.ListGPUTypes(context.Background(), runpod.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
+	offers, err := w.c.ListGPUTypes(context.Background(), rest.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestProvision_AcceptsOnlyRunningWithRuntimeAndItsOwnRunnerOnline(t *testing
 			t.Errorf("startup %v s, want 90..100", res.StartupSeconds)
 		}
 		pod, err := w.c.GetPod(context.Background(), res.PodID)
-		if err != nil || pod.Status != runpod.StatusRunning || pod.Runtime == nil {
+		if err != nil || pod.Status != rest.StatusRunning || pod.Runtime == nil {
 			t.Errorf("accepted pod %+v, %v", pod, err)
 		}
 		if got := w.srv.Running(); len(got) != 1 || got[0] != res.PodID {
@@ -112,7 +113,7 @@ type lookupClock struct {
 func (l *lookupClock) Runner(ctx context.Context, name string) (runpod.Runner, bool, error) {
 	pods, _ := l.api.ListPods(ctx)
 	for _, p := range pods {
-		if p.Name == name && p.Status != runpod.StatusRunning {
+		if p.Name == name && p.Status != rest.StatusRunning {
 			l.mu.Lock()
 			l.bad = append(l.bad, fmt.Sprintf("registry read while %s was %s", name, p.Status))
 			l.mu.Unlock()
@@ -215,7 +216,7 @@ func TestProvision_402StopsEverything(t *testing.T) {
 		w := newWorld(t)
 		w.srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 402, Times: 10})
 		res, err := w.provision(context.Background(), w.catalog(t))
-		if !errors.Is(err, runpod.ErrInsufficientBalance) || len(res.Attempts) != 1 {
+		if !errors.Is(err, rest.ErrInsufficientBalance) || len(res.Attempts) != 1 {
 			t.Errorf("err %v after %d attempts, want ErrInsufficientBalance after 1", err, len(res.Attempts))
 		}
 	})
@@ -226,7 +227,7 @@ func TestProvision_EveryCandidateRejectedIsAProblemWithTheRequest(t *testing.T) 
 		w := newWorld(t)
 		w.srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 400, Detail: "dataCenterIds: unknown data center", Times: 100})
 		res, err := w.provision(context.Background(), w.catalog(t))
-		if !errors.Is(err, runpod.ErrRejected) || errors.Is(err, runpod.ErrExhausted) || !strings.Contains(err.Error(), "unknown data center") {
+		if !errors.Is(err, rest.ErrRejected) || errors.Is(err, runpod.ErrExhausted) || !strings.Contains(err.Error(), "unknown data center") {
 			t.Errorf("err = %v; want the last 400 detail reported as a problem with the request", err)
 		}
 		if len(res.Attempts) != 5 || len(w.srv.Ledger()) != 0 {
@@ -241,13 +242,13 @@ type wrongGPU struct {
 	gpu string
 }
 
-func (w wrongGPU) CreatePod(ctx context.Context, req runpod.CreatePodRequest) (*runpod.Pod, error) {
+func (w wrongGPU) CreatePod(ctx context.Context, req rest.CreatePodRequest) (*rest.Pod, error) {
 	p, err := w.PodAPI.CreatePod(ctx, req)
 	if p != nil {
 		if w.gpu == "" {
 			p.GPU = nil
 		} else {
-			p.GPU = &runpod.PodGPU{ID: w.gpu, Count: 1}
+			p.GPU = &rest.PodGPU{ID: w.gpu, Count: 1}
 		}
 	}
 	return p, err
@@ -537,9 +538,9 @@ func runSchedule(t *testing.T, seed uint64) (wasted float64) {
 			open := r.IntN(2) == 0
 			time.AfterFunc(at, func() { w.pr.Set(runpod.PR{Open: open, HeadSHA: "moved"}, nil) })
 		}
-		var offers []runpod.GPUType
+		var offers []rest.GPUType
 		if r.IntN(4) > 0 {
-			offers, _ = w.c.ListGPUTypes(context.Background(), runpod.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
+			offers, _ = w.c.ListGPUTypes(context.Background(), rest.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
 		}
 		plan := runpod.CandidatePlan(w.cfg, offers)
 		res, err := runpod.Provision(context.Background(), w.deps, w.cfg, plan, w.tmpl)
@@ -576,7 +577,7 @@ func runSchedule(t *testing.T, seed uint64) (wasted float64) {
 			}
 			pod, gerr := w.c.GetPod(context.Background(), res.PodID)
 			runner, found, _ := w.reg.Runner(context.Background(), res.Label)
-			if gerr == nil && (pod.Status != runpod.StatusRunning || !found || (!runner.Online && !failing[res.GPUTypeID])) {
+			if gerr == nil && (pod.Status != rest.StatusRunning || !found || (!runner.Online && !failing[res.GPUTypeID])) {
 				t.Fatalf("seed %d: accepted unproven pod %+v (runner %+v)", seed, pod, runner)
 			}
 			if !slices.Contains(running, res.PodID) {
@@ -625,11 +626,11 @@ func TestProvision_ATemplateOverThePodEnvironmentLimitBuysNothing(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		w.tmpl.Env = map[string]string{}
-		for i := range runpod.MaxPodEnv {
+		for i := range rest.MaxPodEnv {
 			w.tmpl.Env[fmt.Sprintf("GPUGATE_PROOF_%02d", i)] = "chunk"
 		}
 		_, err := w.provision(context.Background(), w.catalog(t))
-		if !errors.Is(err, runpod.ErrTemplate) || !errors.Is(err, runpod.ErrInvalidRequest) {
+		if !errors.Is(err, runpod.ErrTemplate) || !errors.Is(err, rest.ErrInvalidRequest) {
 			t.Fatalf("err %v, want ErrTemplate and ErrInvalidRequest", err)
 		}
 		if n := w.srv.Count("POST", "/v2/pods"); n != 0 || w.srv.TotalCost() != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -23,7 +24,7 @@ type RunInfo struct {
 	CompletedAt time.Time // when Status is completed
 }
 
-// Runs looks up and cancels workflow runs. GitHubRuns is the go-github
+// Runs looks up and cancels workflow runs. runpodgh.Runs is the go-github
 // adapter.
 type Runs interface {
 	Run(ctx context.Context, runID int64) (RunInfo, error)
@@ -31,6 +32,7 @@ type Runs interface {
 }
 
 // Retention lists the debug-retention records (artifact names) of a run.
+// runpodgh.Retention is the go-github adapter.
 type Retention interface {
 	Records(ctx context.Context, runID int64) ([]string, error)
 }
@@ -47,7 +49,7 @@ type ReapDeps struct {
 // ReapPolicy says which pods are ours and when they are reclaimed.
 type ReapPolicy struct {
 	Repository     string                 // owner/name the pods must be tagged with
-	Workflow       string                 // the GPU workflow: its path, a bare file name, or a GITHUB_WORKFLOW_REF (WorkflowPath)
+	Workflow       string                 // the GPU workflow: its path, a bare file name, or a GITHUB_WORKFLOW_REF (reduced as Ownership.Tags does)
 	CompletedGrace time.Duration          // reclaim this long after the run completed (5 min)
 	Lifetime       time.Duration          // lifetime backstop from the pod's start (2 h)
 	Execute        bool                   // false (the default): dry run
@@ -83,20 +85,20 @@ const (
 // ReapDecision is one pod's decision. It never carries the pod's
 // environment values or any credential.
 type ReapDecision struct {
-	PodID         string     `json:"pod_id"`
-	Name          string     `json:"name"`
-	Identity      *Ownership `json:"identity,omitempty"`
-	Status        PodStatus  `json:"status"`
-	Rule          string     `json:"rule"`
-	Reason        string     `json:"reason"`
-	Action        string     `json:"action"`
-	AgeSeconds    float64    `json:"age_seconds"`
-	AgeFrom       string     `json:"age_from,omitempty"` // startedAt, or createdAt for a pod stuck before start
-	RunStatus     string     `json:"run_status,omitempty"`
-	DeletedAt     *time.Time `json:"deleted_at,omitempty"`
-	EstimatedCost *float64   `json:"estimated_cost,omitempty"` // from startedAt only; absent when unknown
-	Canceled      bool       `json:"run_cancel_requested,omitempty"`
-	Error         string     `json:"error,omitempty"`
+	PodID         string         `json:"pod_id"`
+	Name          string         `json:"name"`
+	Identity      *Ownership     `json:"identity,omitempty"`
+	Status        rest.PodStatus `json:"status"`
+	Rule          string         `json:"rule"`
+	Reason        string         `json:"reason"`
+	Action        string         `json:"action"`
+	AgeSeconds    float64        `json:"age_seconds"`
+	AgeFrom       string         `json:"age_from,omitempty"` // startedAt, or createdAt for a pod stuck before start
+	RunStatus     string         `json:"run_status,omitempty"`
+	DeletedAt     *time.Time     `json:"deleted_at,omitempty"`
+	EstimatedCost *float64       `json:"estimated_cost,omitempty"` // from startedAt only; absent when unknown
+	Canceled      bool           `json:"run_cancel_requested,omitempty"`
+	Error         string         `json:"error,omitempty"`
 }
 
 // Reap sweeps the account's pods once. It lists every pod before deciding
@@ -117,7 +119,7 @@ func Reap(ctx context.Context, deps ReapDeps, policy ReapPolicy, now time.Time) 
 	if policy.Prefix == nil {
 		policy.Prefix = Ownership.Prefix
 	}
-	policy.Workflow, _ = WorkflowPath(policy.Workflow) // once, not per pod
+	policy.Workflow, _ = workflowPath(policy.Workflow) // once, not per pod
 	del := deps.Delete
 	if del == nil {
 		del = Delete
@@ -185,7 +187,7 @@ type reaper struct {
 }
 
 // identity reads and checks a pod's ownership tags.
-func (r *reaper) identity(pod Pod) (*Ownership, string) {
+func (r *reaper) identity(pod rest.Pod) (*Ownership, string) {
 	repo, wf := pod.Env[TagRepository], pod.Env[TagWorkflow]
 	runID, err1 := strconv.ParseInt(pod.Env[TagRunID], 10, 64)
 	attempt, err2 := strconv.Atoi(pod.Env[TagRunAttempt])
@@ -200,10 +202,10 @@ func (r *reaper) identity(pod Pod) (*Ownership, string) {
 }
 
 // ours reports whether workflow, named any way GitHub names it
-// (WorkflowPath), is the policy's workflow (reduced by Reap) in
+// (workflowPath), is the policy's workflow (reduced by Reap) in
 // repository repo.
 func (r *reaper) ours(repo, workflow string) bool {
-	got, in := WorkflowPath(workflow)
+	got, in := workflowPath(workflow)
 	return got == r.policy.Workflow && (in == "" || in == repo)
 }
 
@@ -216,7 +218,7 @@ func nameAgrees(name, prefix string) bool {
 	return err == nil
 }
 
-func (r *reaper) decide(ctx context.Context, pod Pod) (ReapDecision, error) {
+func (r *reaper) decide(ctx context.Context, pod rest.Pod) (ReapDecision, error) {
 	d := ReapDecision{PodID: pod.ID, Name: pod.Name, Status: pod.Status, Action: ActionNone}
 	age, from := r.age(pod)
 	d.AgeSeconds, d.AgeFrom = age.Seconds(), from
@@ -276,7 +278,7 @@ func (r *reaper) decide(ctx context.Context, pod Pod) (ReapDecision, error) {
 
 // age is the pod's orphan age: from startedAt, or from createdAt for a pod
 // stuck before start (never used for cost).
-func (r *reaper) age(pod Pod) (time.Duration, string) {
+func (r *reaper) age(pod rest.Pod) (time.Duration, string) {
 	if pod.StartedAt != nil {
 		return r.now.Sub(*pod.StartedAt), "startedAt"
 	}

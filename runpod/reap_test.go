@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -25,7 +26,7 @@ const (
 
 type reapWorld struct {
 	srv  *runpodtest.Server
-	c    *runpod.Client
+	c    *rest.Client
 	runs *runpodtest.Runs
 	deps runpod.ReapDeps
 	pol  runpod.ReapPolicy
@@ -56,8 +57,8 @@ func (w *reapWorld) pod(t *testing.T, o runpod.Ownership, name string, extra map
 	if o.Repository == "" {
 		env = extra
 	}
-	p, err := w.c.CreatePod(context.Background(), runpod.CreatePodRequest{Name: name, Image: "img", Env: env,
-		GPU: runpod.GPURequest{ID: "NVIDIA A100-SXM4-80GB", Count: 1}})
+	p, err := w.c.CreatePod(context.Background(), rest.CreatePodRequest{Name: name, Image: "img", Env: env,
+		GPU: rest.GPURequest{ID: "NVIDIA A100-SXM4-80GB", Count: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,36 +473,4 @@ func TestOwnershipTags_TheWorkflowIsTaggedAsItsPath(t *testing.T) {
 	if got := o.Tags()[runpod.TagWorkflow]; got != workflow {
 		t.Errorf("tagged %q, want %q", got, workflow)
 	}
-}
-
-func TestWorkflowPath(t *testing.T) {
-	for in, want := range map[string][2]string{
-		".github/workflows/gpu.yml":                        {".github/workflows/gpu.yml", ""},
-		"o/r/.github/workflows/gpu.yml@refs/heads/main":    {".github/workflows/gpu.yml", "o/r"},
-		"o/r/.github/workflows/gpu.yml@refs/pull/42/merge": {".github/workflows/gpu.yml", "o/r"},
-		"octocat/octo-repo/.github/workflows/ci.yml@main":  {".github/workflows/ci.yml", "octocat/octo-repo"},
-		"gpu.yml":                             {".github/workflows/gpu.yml", ""},
-		"gpu.yml@main":                        {".github/workflows/gpu.yml", ""},
-		"dynamic/github-code-scanning/codeql": {"dynamic/github-code-scanning/codeql", ""},
-		"":                                    {"", ""},
-	} {
-		path, repo := runpod.WorkflowPath(in)
-		if path != want[0] || repo != want[1] {
-			t.Errorf("WorkflowPath(%q) = %q, %q; want %q, %q", in, path, repo, want[0], want[1])
-		}
-	}
-}
-
-// Whatever GitHub or a person writes, reducing it twice changes nothing.
-func FuzzWorkflowPath(f *testing.F) {
-	for _, s := range []string{"o/r/.github/workflows/gpu.yml@refs/heads/main", "gpu.yml", ".github/workflows/a.yml", "@", "a@b/c"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, name string) {
-		path, _ := runpod.WorkflowPath(name)
-		again, repo := runpod.WorkflowPath(path)
-		if again != path || repo != "" {
-			t.Errorf("WorkflowPath(%q) = %q, but WorkflowPath(%q) = %q, %q", name, path, path, again, repo)
-		}
-	})
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // Progress reports how far the GPU job on the accepted pod has come.
-// GitHubProgress is the go-github adapter.
+// runpodgh.Progress is the go-github adapter.
 type Progress interface {
 	JobProgress(ctx context.Context) (JobProgress, error)
 }
@@ -132,14 +134,14 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		pod, err := w.deps.API.GetPod(ctx, w.podID)
 		w.res.PodReads++
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, rest.ErrNotFound):
 			w.res.Outcome, w.res.Reason = WatchGone, "the pod is already deleted"
 			return w.res, nil
 		case err != nil:
 			w.deps.Log.LogAttrs(ctx, slog.LevelWarn, "watch.pod_unknown", slog.String("pod", w.podID), slog.String("error", err.Error()))
 		case pod.StartedAt == nil:
 			// Unreadable start metadata: nothing bounds the pod.
-			if time.Since(w.begun) >= w.opts.StartGrace || pod.Status.Final() || pod.Status == StatusRunning {
+			if time.Since(w.begun) >= w.opts.StartGrace || pod.Status.Final() || pod.Status == rest.StatusRunning {
 				return w.kill(ctx, WatchUnreadable, "the accepted pod reports no startedAt: its deadlines cannot be enforced")
 			}
 		default:
@@ -251,4 +253,19 @@ func (w *watcher) kill(ctx context.Context, outcome, reason string) (WatchResult
 		return w.res, fmt.Errorf("%w: %s; pod %s deleted", ErrObsolete, reason, w.podID)
 	}
 	return w.res, fmt.Errorf("%w %s: %s", ErrWatchdog, w.podID, reason)
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -11,12 +11,13 @@ import (
 
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 type watchWorld struct {
 	srv  *runpodtest.Server
-	c    *runpod.Client
+	c    *rest.Client
 	prog *runpodtest.Progress
 	pr   *runpodtest.PR
 	runs *runpodtest.Runs

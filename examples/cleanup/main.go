@@ -42,6 +42,8 @@ import (
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -90,8 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // connect is the RunPod client of a real run (tests point it at a fake).
-var connect = func(getenv func(string) string) (*runpod.Client, error) {
-	return runpod.ClientFromEnv(getenv)
+var connect = func(getenv func(string) string) (*rest.Client, error) {
+	return rest.ClientFromEnv(getenv)
 }
 
 func cleanup(ctx context.Context, o options, getenv func(string) string, gha ghaction.Env, stdout, log io.Writer) error {
@@ -110,7 +112,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	if o.pod == "" {
 		o.pod = prov.PodID
 	}
-	var api *runpod.Client
+	var api *rest.Client
 	var err error
 	if o.simulate {
 		if api, o.pod, err = simulatedPod(ctx); err != nil {
@@ -170,7 +172,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
 		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err), gha.SetOutputs([2]string{"deleted", "false"}))
 	}
-	if errors.Is(readErr, runpod.ErrNotFound) && (prov.Snapshot == nil || prov.Snapshot.ID != o.pod) {
+	if errors.Is(readErr, rest.ErrNotFound) && (prov.Snapshot == nil || prov.Snapshot.ID != o.pod) {
 		// No pod has this ID, and provisioning never saw one with it: a
 		// 404 confirms nothing about a name (a runner label passed as
 		// -pod). Whatever pod carries it as its name goes too.
@@ -218,7 +220,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, log io
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	p, err := (&runpod.GitHubProgress{Client: client, Owner: owner, Repo: repo, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
+	p, err := (&runpodgh.Progress{Client: client, Owner: owner, Repo: repo, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
 	if err != nil {
 		return warn(err)
 	}
@@ -263,7 +265,7 @@ func readJSON(path string, v any) error {
 }
 
 // simulatedPod provisions one pod on an in-process fake.
-func simulatedPod(ctx context.Context) (*runpod.Client, string, error) {
+func simulatedPod(ctx context.Context) (*rest.Client, string, error) {
 	fake := runpodtest.New(runpodtest.WithSchedule(20*time.Millisecond, 20*time.Millisecond))
 	api, err := fake.NewClient()
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -122,11 +123,11 @@ func TestCleanupRefusesWithoutKeyOrPod(t *testing.T) {
 
 // useFakeRunPod points the command's RunPod client at an in-process fake
 // for the test, and returns a client of its own.
-func useFakeRunPod(t *testing.T) (*runpodtest.Server, *runpod.Client) {
+func useFakeRunPod(t *testing.T) (*runpodtest.Server, *rest.Client) {
 	t.Helper()
 	fake := runpodtest.New()
 	orig := connect
-	connect = func(func(string) string) (*runpod.Client, error) { return fake.NewClient() }
+	connect = func(func(string) string) (*rest.Client, error) { return fake.NewClient() }
 	t.Cleanup(func() { connect = orig })
 	api, err := fake.NewClient()
 	if err != nil {
@@ -135,9 +136,9 @@ func useFakeRunPod(t *testing.T) (*runpodtest.Server, *runpod.Client) {
 	return fake, api
 }
 
-func createPod(t *testing.T, api *runpod.Client, name string) *runpod.Pod {
+func createPod(t *testing.T, api *rest.Client, name string) *rest.Pod {
 	t.Helper()
-	pod, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: name, Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	pod, err := api.CreatePod(context.Background(), rest.CreatePodRequest{Name: name, Image: "img", GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestCleanup_AFailedPreDeleteReadWarnsAndUsesTheStartupSnapshot(t *testing.T
 		// minutes ago at the pod's price.
 		started := time.Now().Add(-5 * time.Minute)
 		snap := *pod
-		snap.StartedAt, snap.Status = &started, runpod.StatusRunning
+		snap.StartedAt, snap.Status = &started, rest.StatusRunning
 		dir := t.TempDir()
 		result, _ := json.Marshal(runpod.Result{PodID: pod.ID, Snapshot: &snap})
 		provFile := filepath.Join(dir, "provision.json")

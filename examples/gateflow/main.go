@@ -53,6 +53,7 @@ import (
 	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -196,7 +197,7 @@ type world struct {
 	policy   *changepolicy.Policy
 	repo     gate.Repo
 	checks   gate.Checks
-	api      *runpod.Client
+	api      *rest.Client
 	registry runpod.RunnerRegistry
 	progress runpod.Progress
 	pr       runpod.PRState
@@ -268,7 +269,7 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 		oc.Gate = gate.KindReused
 		return oc, nil
 	}
-	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: w.cfg.Cloud, Count: 1, MinCUDAVersion: w.cfg.MinCUDAVersion})
+	offers, err := w.api.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: w.cfg.Cloud, Count: 1, MinCUDAVersion: w.cfg.MinCUDAVersion})
 	if err != nil {
 		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 )
 
 // ownership tags the pods of a real run: the reaper reclaims them when
@@ -66,7 +68,7 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	api, err := runpod.ClientFromEnv(getenv)
+	api, err := rest.ClientFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -74,16 +76,16 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
+	reg := &runpodgh.Registry{Client: gh, Owner: o.org}
 	if o.org == "" {
 		reg.Owner, reg.Repo = owner, name
 	}
 	repo := &gate.GitHub{Client: gh, Owner: owner, Repo: name}
 	w := world{
 		policy: policy, repo: repo, checks: repo, api: api, registry: reg,
-		progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
-		pr:       &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
-		runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
+		progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
+		pr:       &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
+		runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
 		cfg: cfg, image: image, startup: startup, watch: runpod.DefaultWatchOptions(),
 		owner: o.ownership(getenv),
 		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -102,7 +103,7 @@ func (rt *realTime) restate(res *runpod.Result) {
 // stage is that attempt), the tests' start after setup and their end, then
 // cleanup. The container's start counts from the pod's create as the
 // provider recorded it.
-func (rt *realTime) report(pod *runpod.Pod, res runpod.Result) (cost.Report, error) {
+func (rt *realTime) report(pod *rest.Pod, res runpod.Result) (cost.Report, error) {
 	rec := cost.PodRecordOf(pod)
 	created := pod.CreatedAt.UTC().Truncate(time.Second)
 	started := created.Add(rt.provision)

@@ -40,6 +40,8 @@ import (
 	"github.com/gpugate/gpugate/internal/podstartup"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -116,7 +118,7 @@ func required(fs *flag.FlagSet, o options) error {
 
 // world is what Provision runs against: real services or the simulation.
 type world struct {
-	api      *runpod.Client
+	api      *rest.Client
 	registry runpod.RunnerRegistry
 	pr       runpod.PRState
 	fake     *runpodtest.Server
@@ -172,7 +174,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	offers, err := w.api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	offers, err := w.api.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
 	if err != nil {
 		fmt.Fprintf(stderr, "provision: catalog unavailable, using static candidates: %v\n", err)
 		offers = nil
@@ -267,7 +269,7 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	case o.repo == "" || o.runID == 0:
 		return world{}, errors.New("provision: -repo and -run-id are required: the reaper relies on those ownership tags")
 	}
-	api, err := runpod.ClientFromEnv(getenv)
+	api, err := rest.ClientFromEnv(getenv)
 	if err != nil {
 		return world{}, err
 	}
@@ -276,13 +278,13 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 		return world{}, fmt.Errorf("provision: %w", err)
 	}
 	owner, name, _ := strings.Cut(o.repo, "/")
-	reg := &runpod.GitHubRegistry{Client: gh, Owner: o.org}
+	reg := &runpodgh.Registry{Client: gh, Owner: o.org}
 	if o.org == "" {
 		reg.Owner, reg.Repo = owner, name
 	}
 	w := world{api: api, registry: reg}
 	if o.pr != 0 {
-		w.pr = &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+		w.pr = &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
 		// The local-validation label may have been added after
 		// authorization: read it again before anything is bought.
 		skip, err := gate.PaidPathSkipped(ctx, &gate.GitHub{Client: gh, Owner: owner, Repo: name}, o.pr, o.localLabel)

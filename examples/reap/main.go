@@ -30,6 +30,8 @@ import (
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -108,7 +110,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 		case !ok:
 			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
 		}
-		api, err := runpod.ClientFromEnv(getenv)
+		api, err := rest.ClientFromEnv(getenv)
 		if err != nil {
 			return err
 		}
@@ -116,8 +118,8 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 		if err != nil {
 			return fmt.Errorf("reap: %w", err)
 		}
-		deps = runpod.ReapDeps{API: api, Runs: &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
-			Retention: &runpod.GitHubRetention{Client: gh, Owner: owner, Repo: name}}
+		deps = runpod.ReapDeps{API: api, Runs: &runpodgh.Runs{Client: gh, Owner: owner, Repo: name},
+			Retention: &runpodgh.Retention{Client: gh, Owner: owner, Repo: name}}
 	}
 	pol := runpod.ReapPolicy{Repository: o.repo, Workflow: o.workflow, CompletedGrace: o.grace, Lifetime: o.lifetime, Execute: o.execute, CancelRuns: o.cancel}
 	now := time.Now()
@@ -220,7 +222,7 @@ func simulation(ctx context.Context, o options) (runpod.ReapDeps, *runpodtest.Se
 		return runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: run, RunAttempt: attempt}
 	}
 	create := func(name, gpu string, env map[string]string) (string, error) {
-		p, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: name, Image: "ghcr.io/actions/actions-runner:latest", Env: env, GPU: runpod.GPURequest{ID: gpu, Count: 1}})
+		p, err := c.CreatePod(ctx, rest.CreatePodRequest{Name: name, Image: "ghcr.io/actions/actions-runner:latest", Env: env, GPU: rest.GPURequest{ID: gpu, Count: 1}})
 		if err != nil {
 			return "", err
 		}
@@ -270,11 +272,11 @@ func ptr[T any](v T) *T { return &v }
 
 // agedAPI shifts each pod's timestamps into the past by its age.
 type agedAPI struct {
-	*runpod.Client
+	*rest.Client
 	ages map[string]time.Duration
 }
 
-func (a agedAPI) ListPods(ctx context.Context) ([]runpod.Pod, error) {
+func (a agedAPI) ListPods(ctx context.Context) ([]rest.Pod, error) {
 	pods, err := a.Client.ListPods(ctx)
 	for i := range pods {
 		by := a.ages[pods[i].ID]

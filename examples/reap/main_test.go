@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -166,11 +167,11 @@ func TestRealModeReclaimsThePodOfACompletedRunOnlyWithExecute(t *testing.T) {
 	}
 	owner := runpod.Ownership{Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml", RunID: 77, RunAttempt: 1}
 	ctx := context.Background()
-	tagged, err := api.CreatePod(ctx, runpod.CreatePodRequest{Name: owner.Prefix() + "-c1", Image: "ghcr.io/actions/actions-runner:latest", Env: owner.Tags(), GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	tagged, err := api.CreatePod(ctx, rest.CreatePodRequest{Name: owner.Prefix() + "-c1", Image: "ghcr.io/actions/actions-runner:latest", Env: owner.Tags(), GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, err := api.CreatePod(ctx, runpod.CreatePodRequest{Name: "alice-notebook", Image: "jupyter", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	foreign, err := api.CreatePod(ctx, rest.CreatePodRequest{Name: "alice-notebook", Image: "jupyter", GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/gpugate/gpugate/internal/ghaction"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -123,7 +125,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	case o.pod == "" || o.runID == 0 || !ok:
 		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
 	}
-	api, err := runpod.ClientFromEnv(getenv)
+	api, err := rest.ClientFromEnv(getenv)
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
@@ -133,14 +135,14 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 	}
 	deps := runpod.WatchDeps{
 		API:      api,
-		Progress: &runpod.GitHubProgress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.attempt), Job: o.job, TestStep: o.step},
-		Runs:     &runpod.GitHubRuns{Client: gh, Owner: owner, Repo: name},
+		Progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.attempt), Job: o.job, TestStep: o.step},
+		Runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name},
 		RunID:    o.runID,
 		Head:     o.head,
 		Log:      log,
 	}
 	if o.pr != 0 {
-		deps.PR = &runpod.GitHubPR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+		deps.PR = &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
 	}
 	return runpod.Watch(ctx, deps, o.pod, opts)
 }
@@ -155,7 +157,7 @@ func simulate(ctx context.Context, opts runpod.WatchOptions, log *slog.Logger, s
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
-	pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "gpugate-1-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	pod, err := c.CreatePod(ctx, rest.CreatePodRequest{Name: "gpugate-1-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}

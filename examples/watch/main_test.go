@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -51,7 +51,7 @@ func TestRealModeDeletesAnObsoletePodThenCancelsItsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := api.CreatePod(context.Background(), runpod.CreatePodRequest{Name: "gpugate-55-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: runpod.GPURequest{ID: "NVIDIA L4", Count: 1}})
+	pod, err := api.CreatePod(context.Background(), rest.CreatePodRequest{Name: "gpugate-55-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

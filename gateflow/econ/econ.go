@@ -32,6 +32,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -359,7 +360,7 @@ func simulatePolicy(ctx context.Context, o Options, base runpod.Config, m Failur
 func oneRun(ctx context.Context, o Options, cfg runpod.Config, m FailureModel, gpus []string, p Policy, ref, try int, t *tally) (bool, error) {
 	w := draw(o.Seed, ref, try, m, gpus)
 	fake := runpodtest.New(runpodtest.WithSchedule(time.Millisecond, time.Millisecond))
-	api, err := fake.NewClient(runpod.WithRetryPolicy(runpod.RetryPolicy{Deadline: 5 * time.Second, MaxAttempts: 2, RequestTimeout: 5 * time.Second,
+	api, err := fake.NewClient(rest.WithRetryPolicy(rest.RetryPolicy{Deadline: 5 * time.Second, MaxAttempts: 2, RequestTimeout: 5 * time.Second,
 		InitialInterval: time.Millisecond, MaxInterval: time.Millisecond, Multiplier: 1}))
 	if err != nil {
 		return false, err
@@ -377,7 +378,7 @@ func oneRun(ctx context.Context, o Options, cfg runpod.Config, m FailureModel, g
 	if w.outage {
 		fake.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 503, Times: 1000})
 	}
-	offers, err := api.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	offers, err := api.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
 	if err != nil {
 		offers = nil
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/smoke"
 	"github.com/gpugate/gpugate/smoke/tiers"
 )
@@ -88,6 +89,6 @@ func (o Options) Apply(tmpl *runpod.PodTemplate, pods runpod.Config, required bo
 		tmpl.Env = map[string]string{}
 	}
 	maps.Copy(tmpl.Env, st.Env)
-	tmpl.Args = runpod.Secret(st.Command)
+	tmpl.Args = rest.Secret(st.Command)
 	return st, nil
 }

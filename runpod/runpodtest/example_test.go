@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -20,7 +21,7 @@ func Example() {
 		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 429, RetryAfter: "5"})
 		c, _ := srv.NewClient()
 		ctx := context.Background()
-		pod, err := c.CreatePod(ctx, runpod.CreatePodRequest{Name: "gate-c1", Image: "img", GPU: runpod.GPURequest{ID: "NVIDIA A100-SXM4-80GB", Count: 1}})
+		pod, err := c.CreatePod(ctx, rest.CreatePodRequest{Name: "gate-c1", Image: "img", GPU: rest.GPURequest{ID: "NVIDIA A100-SXM4-80GB", Count: 1}})
 		if err != nil {
 			panic(err)
 		}

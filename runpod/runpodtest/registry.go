@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // Registry is a fake runner registry tied to a Server: the runner named in
@@ -24,7 +25,7 @@ type Registry struct {
 	proofTime time.Duration
 	failGPU   map[string]bool
 	failName  map[string]bool
-	minted    map[string]runpod.Secret
+	minted    map[string]rest.Secret
 	removed   []string        // in order
 	gone      map[string]bool // removed
 	faults    int             // Runner lookups still to fail
@@ -35,7 +36,7 @@ var _ runpod.RunnerRegistry = (*Registry)(nil)
 // NewRegistry returns a registry whose runners need 30 s of RUNNING to
 // pass the proof.
 func (s *Server) NewRegistry() *Registry {
-	return &Registry{srv: s, proofTime: 30 * time.Second, failGPU: map[string]bool{}, failName: map[string]bool{}, minted: map[string]runpod.Secret{},
+	return &Registry{srv: s, proofTime: 30 * time.Second, failGPU: map[string]bool{}, failName: map[string]bool{}, minted: map[string]rest.Secret{},
 		gone: map[string]bool{}}
 }
 
@@ -59,10 +60,10 @@ func (r *Registry) FailProofFor(name string) { r.mu.Lock(); r.failName[name] = t
 func (r *Registry) FailLookups(n int) { r.mu.Lock(); r.faults = n; r.mu.Unlock() }
 
 // Minted returns the JIT configs minted, by runner name.
-func (r *Registry) Minted() map[string]runpod.Secret {
+func (r *Registry) Minted() map[string]rest.Secret {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]runpod.Secret{}
+	out := map[string]rest.Secret{}
 	maps.Copy(out, r.minted)
 	return out
 }
@@ -89,13 +90,13 @@ func (r *Registry) Remove(ctx context.Context, name string) error {
 }
 
 // MintJIT returns a fresh random config for the name.
-func (r *Registry) MintJIT(ctx context.Context, name string, labels []string) (runpod.Secret, error) {
+func (r *Registry) MintJIT(ctx context.Context, name string, labels []string) (rest.Secret, error) {
 	if len(labels) == 0 {
 		return "", fmt.Errorf("runpodtest: a JIT config needs at least one label")
 	}
 	var b [16]byte
 	rand.Read(b[:])
-	s := runpod.Secret("jitconfig-" + hex.EncodeToString(b[:]))
+	s := rest.Secret("jitconfig-" + hex.EncodeToString(b[:]))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.minted[name]; dup {
@@ -130,7 +131,7 @@ func (r *Registry) Runner(ctx context.Context, name string) (runpod.Runner, bool
 			continue
 		}
 		st := s.state(p, now)
-		online := st.status == runpod.StatusRunning && st.runtime && st.uptime >= proof && !failName && !failGPU[p.gpu.ID]
+		online := st.status == rest.StatusRunning && st.runtime && st.uptime >= proof && !failName && !failGPU[p.gpu.ID]
 		return runpod.Runner{Name: name, Online: online, Labels: []string{name}}, true, nil
 	}
 	return runpod.Runner{}, false, nil

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/smoke"
 )
 
@@ -199,10 +199,10 @@ const BaseURL = "http://runpod.invalid"
 // Use it with runpod.WithBaseURL(BaseURL) (or NewClient).
 func (s *Server) Client() *http.Client { return &http.Client{Transport: transport{s}} }
 
-// NewClient is a runpod.Client wired to this server in process.
-func (s *Server) NewClient(opts ...runpod.Option) (*runpod.Client, error) {
-	base := []runpod.Option{runpod.WithAPIKey(runpod.Secret(s.key)), runpod.WithBaseURL(BaseURL), runpod.WithHTTPClient(s.Client())}
-	return runpod.NewClient(append(base, opts...)...)
+// NewClient is a rest.Client wired to this server in process.
+func (s *Server) NewClient(opts ...rest.Option) (*rest.Client, error) {
+	base := []rest.Option{rest.WithAPIKey(rest.Secret(s.key)), rest.WithBaseURL(BaseURL), rest.WithHTTPClient(s.Client())}
+	return rest.NewClient(append(base, opts...)...)
 }
 
 // Start serves the fake on a loopback httptest.Server and returns its URL.
@@ -572,13 +572,13 @@ func splitVersion(v string) (int, int) {
 func availability(stock int) string {
 	switch {
 	case stock <= 0:
-		return runpod.AvailabilityNone
+		return rest.AvailabilityNone
 	case stock <= 2:
-		return runpod.AvailabilityLow
+		return rest.AvailabilityLow
 	case stock <= 9:
-		return runpod.AvailabilityMedium
+		return rest.AvailabilityMedium
 	}
-	return runpod.AvailabilityHigh
+	return rest.AvailabilityHigh
 }
 
 func (s *Server) catalog(w http.ResponseWriter, r *http.Request) {
@@ -801,7 +801,7 @@ func (s *Server) behaviorFor(gpuID string) Behavior {
 }
 
 type podState struct {
-	status   runpod.PodStatus
+	status   rest.PodStatus
 	started  *time.Time
 	runtime  bool
 	uptime   time.Duration
@@ -812,7 +812,7 @@ type podState struct {
 func (s *Server) state(p *pod, now time.Time) podState {
 	if !p.deleted.IsZero() && !now.Before(p.deleted) {
 		st := s.scheduled(p, p.deleted)
-		st.status, st.runtime = runpod.StatusTerminated, false
+		st.status, st.runtime = rest.StatusTerminated, false
 		return st
 	}
 	return s.scheduled(p, now)
@@ -824,33 +824,33 @@ func (s *Server) scheduled(p *pod, now time.Time) podState {
 	b := p.behavior
 	startAt := p.created.Add(b.ProvisionFor)
 	if now.Before(startAt) {
-		return podState{status: runpod.StatusProvisioning}
+		return podState{status: rest.StatusProvisioning}
 	}
 	started := startAt
 	runAt := startAt.Add(b.StartFor)
 	if b.NeverRun || now.Before(runAt) {
-		return podState{status: runpod.StatusStarting, started: &started}
+		return podState{status: rest.StatusStarting, started: &started}
 	}
 	up := now.Sub(runAt)
 	if b.ExitAfter > 0 && up >= b.ExitAfter {
 		t := runAt.Add(b.ExitAfter)
-		return podState{status: runpod.StatusExited, started: &started, exitedAt: &t}
+		return podState{status: rest.StatusExited, started: &started, exitedAt: &t}
 	}
 	if b.ErrorAfter > 0 && up >= b.ErrorAfter {
 		t := runAt.Add(b.ErrorAfter)
-		return podState{status: runpod.StatusError, started: &started, exitedAt: &t}
+		return podState{status: rest.StatusError, started: &started, exitedAt: &t}
 	}
 	lost := b.LoseRuntimeAfter > 0 && up >= b.LoseRuntimeAfter
-	return podState{status: runpod.StatusRunning, started: &started, runtime: !lost, uptime: up}
+	return podState{status: rest.StatusRunning, started: &started, runtime: !lost, uptime: up}
 }
 
-func actions(st runpod.PodStatus) []string {
+func actions(st rest.PodStatus) []string {
 	switch st {
-	case runpod.StatusRunning:
+	case rest.StatusRunning:
 		return []string{"stop", "restart", "terminate"}
-	case runpod.StatusExited, runpod.StatusError:
+	case rest.StatusExited, rest.StatusError:
 		return []string{"start", "terminate"}
-	case runpod.StatusTerminated:
+	case rest.StatusTerminated:
 		return []string{}
 	}
 	return []string{"terminate"}
@@ -860,7 +860,7 @@ func actions(st runpod.PodStatus) []string {
 func (s *Server) render(p *pod, now time.Time) map[string]any {
 	st := s.state(p, now)
 	cost := s.price(p)
-	if st.status == runpod.StatusExited || st.status == runpod.StatusTerminated {
+	if st.status == rest.StatusExited || st.status == rest.StatusTerminated {
 		cost = 0
 	}
 	var started, runtime any
@@ -871,7 +871,7 @@ func (s *Server) render(p *pod, now time.Time) map[string]any {
 		runtime = map[string]any{"uptime": int(st.uptime.Seconds()), "gpus": []any{}, "ports": []any{}}
 	}
 	var cuda, dc any
-	if st.status != runpod.StatusProvisioning {
+	if st.status != rest.StatusProvisioning {
 		cuda, dc = p.gpu.CUDAVersion, "US-TX-3"
 	}
 	env := copyEnv(p.env)

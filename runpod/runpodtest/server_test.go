@@ -13,11 +13,12 @@ import (
 
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
-func req(name, gpu string) runpod.CreatePodRequest {
-	return runpod.CreatePodRequest{Name: name, Image: "img", GPU: runpod.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"}, Cloud: "SECURE"}
+func req(name, gpu string) rest.CreatePodRequest {
+	return rest.CreatePodRequest{Name: name, Image: "img", GPU: rest.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"}, Cloud: "SECURE"}
 }
 
 func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
@@ -29,7 +30,7 @@ func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		status := func() runpod.PodStatus {
+		status := func() rest.PodStatus {
 			t.Helper()
 			got, err := c.GetPod(ctx, p.ID)
 			if err != nil {
@@ -39,8 +40,8 @@ func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
 		}
 		for _, step := range []struct {
 			wait time.Duration
-			want runpod.PodStatus
-		}{{0, runpod.StatusProvisioning}, {10 * time.Second, runpod.StatusStarting}, {30 * time.Second, runpod.StatusRunning}} {
+			want rest.PodStatus
+		}{{0, rest.StatusProvisioning}, {10 * time.Second, rest.StatusStarting}, {30 * time.Second, rest.StatusRunning}} {
 			faketime.Advance(step.wait)
 			if got := status(); got != step.want {
 				t.Fatalf("after %v: %s, want %s", step.wait, got, step.want)
@@ -64,14 +65,14 @@ func TestPodsMoveThroughTheScheduleAndTheLedgerBillsFromStart(t *testing.T) {
 func TestBehaviorsExitErrorAndLostRuntime(t *testing.T) {
 	tests := map[string]struct {
 		b          runpodtest.Behavior
-		want       runpod.PodStatus
+		want       rest.PodStatus
 		hasRuntime bool
 	}{
-		"exit":         {runpodtest.Behavior{ExitAfter: time.Second}, runpod.StatusExited, false},
-		"error":        {runpodtest.Behavior{ErrorAfter: time.Second}, runpod.StatusError, false},
-		"lose runtime": {runpodtest.Behavior{LoseRuntimeAfter: time.Second}, runpod.StatusRunning, false},
-		"never run":    {runpodtest.Behavior{NeverRun: true}, runpod.StatusStarting, false},
-		"healthy":      {runpodtest.Behavior{}, runpod.StatusRunning, true},
+		"exit":         {runpodtest.Behavior{ExitAfter: time.Second}, rest.StatusExited, false},
+		"error":        {runpodtest.Behavior{ErrorAfter: time.Second}, rest.StatusError, false},
+		"lose runtime": {runpodtest.Behavior{LoseRuntimeAfter: time.Second}, rest.StatusRunning, false},
+		"never run":    {runpodtest.Behavior{NeverRun: true}, rest.StatusStarting, false},
+		"healthy":      {runpodtest.Behavior{}, rest.StatusRunning, true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -82,7 +83,7 @@ func TestBehaviorsExitErrorAndLostRuntime(t *testing.T) {
 				if got.Status != tt.want || (got.Runtime != nil) != tt.hasRuntime {
 					t.Errorf("status %s runtime %v, want %s runtime=%v", got.Status, got.Runtime, tt.want, tt.hasRuntime)
 				}
-				if tt.want == runpod.StatusExited && got.Cost != 0 {
+				if tt.want == rest.StatusExited && got.Cost != 0 {
 					t.Errorf("an exited pod reports cost %v, want 0", got.Cost)
 				}
 			})
@@ -142,12 +143,12 @@ func TestStockRunsOutAndReturnsOnDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CreatePod(ctx, req("b", "NVIDIA L4")); !errors.Is(err, runpod.ErrNoCapacity) {
+		if _, err := c.CreatePod(ctx, req("b", "NVIDIA L4")); !errors.Is(err, rest.ErrNoCapacity) {
 			t.Fatalf("err = %v, want ErrNoCapacity", err)
 		}
-		gpus, _ := c.ListGPUTypes(ctx, runpod.CatalogQuery{MinCUDAVersion: "12.6"})
+		gpus, _ := c.ListGPUTypes(ctx, rest.CatalogQuery{MinCUDAVersion: "12.6"})
 		for _, g := range gpus {
-			if g.ID == "NVIDIA L4" && g.Availability != runpod.AvailabilityNone {
+			if g.ID == "NVIDIA L4" && g.Availability != rest.AvailabilityNone {
 				t.Errorf("L4 availability %s with no stock, want NONE", g.Availability)
 			}
 		}
@@ -165,18 +166,18 @@ func TestStartedServerServesOverLoopback(t *testing.T) {
 	url := srv.Start()
 	defer srv.Close()
 	srv.AddFault(runpodtest.Fault{Path: "/v2/pods", Drop: true})
-	c, err := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(url))
+	c, err := rest.NewClient(rest.WithAPIKey(runpodtest.APIKey), rest.WithBaseURL(url))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first request's connection drops; the retry succeeds at once.
-	policy := runpod.DefaultRetryPolicy()
+	policy := rest.DefaultRetryPolicy()
 	policy.InitialInterval, policy.Jitter = time.Millisecond, 0
-	c2, _ := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(url), runpod.WithRetryPolicy(policy))
+	c2, _ := rest.NewClient(rest.WithAPIKey(runpodtest.APIKey), rest.WithBaseURL(url), rest.WithRetryPolicy(policy))
 	if _, err := c2.ListPods(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{}); err != nil {
+	if _, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{}); err != nil {
 		t.Fatal(err)
 	}
 	if srv.Count("GET", "/v2/pods") != 2 {
@@ -194,11 +195,11 @@ func TestWithAPIKey_OnlyThatKeyIsAccepted(t *testing.T) {
 		if _, err := c.ListPods(context.Background()); err != nil {
 			t.Errorf("the configured key: %v", err)
 		}
-		stale, err := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(runpodtest.BaseURL), runpod.WithHTTPClient(srv.Client()))
+		stale, err := rest.NewClient(rest.WithAPIKey(runpodtest.APIKey), rest.WithBaseURL(runpodtest.BaseURL), rest.WithHTTPClient(srv.Client()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := stale.ListPods(context.Background()); !errors.Is(err, runpod.ErrUnauthorized) {
+		if _, err := stale.ListPods(context.Background()); !errors.Is(err, rest.ErrUnauthorized) {
 			t.Errorf("the default key after rotation: %v, want ErrUnauthorized", err)
 		}
 	})
@@ -212,18 +213,18 @@ func TestAPodBeyondTheExecLimitExitsAtOnce(t *testing.T) {
 	tests := map[string]struct {
 		env  map[string]string
 		args string
-		want runpod.PodStatus
+		want rest.PodStatus
 	}{
-		"a packed proof within the limit": {map[string]string{"P00": chunk(120 << 10), "P01": chunk(120 << 10)}, "bash -c 'true'", runpod.StatusRunning},
-		"one string over 128 KiB":         {map[string]string{"P00": chunk(128 << 10)}, "", runpod.StatusExited},
-		"all strings over 2 MiB":          {manyChunks(17, chunk(125<<10)), "", runpod.StatusExited},
-		"a startup command over 128 KiB":  {nil, "bash -c '" + chunk(128<<10) + "'", runpod.StatusExited},
+		"a packed proof within the limit": {map[string]string{"P00": chunk(120 << 10), "P01": chunk(120 << 10)}, "bash -c 'true'", rest.StatusRunning},
+		"one string over 128 KiB":         {map[string]string{"P00": chunk(128 << 10)}, "", rest.StatusExited},
+		"all strings over 2 MiB":          {manyChunks(17, chunk(125<<10)), "", rest.StatusExited},
+		"a startup command over 128 KiB":  {nil, "bash -c '" + chunk(128<<10) + "'", rest.StatusExited},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := req("a", "NVIDIA L4")
-				r.Env, r.Args = tt.env, runpod.Secret(tt.args)
+				r.Env, r.Args = tt.env, rest.Secret(tt.args)
 				got := podAfter(t, runpodtest.New(), r, 5*time.Minute)
 				if got.Status != tt.want {
 					t.Errorf("status %s, want %s", got.Status, tt.want)
@@ -234,7 +235,7 @@ func TestAPodBeyondTheExecLimitExitsAtOnce(t *testing.T) {
 }
 
 // podAfter creates the pod and reads it back after d.
-func podAfter(t *testing.T, srv *runpodtest.Server, r runpod.CreatePodRequest, d time.Duration) *runpod.Pod {
+func podAfter(t *testing.T, srv *runpodtest.Server, r rest.CreatePodRequest, d time.Duration) *rest.Pod {
 	t.Helper()
 	c, _ := srv.NewClient()
 	p, err := c.CreatePod(context.Background(), r)

@@ -1,4 +1,4 @@
-package runpod_test
+package runpodgh_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpugate/gpugate/internal/githubtest"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/runpodgh"
 )
 
 func TestGitHubRegistry_MintsJITAndFindsTheRunnerOnALaterPage(t *testing.T) {
@@ -37,7 +38,7 @@ func TestGitHubRegistry_MintsJITAndFindsTheRunnerOnALaterPage(t *testing.T) {
 	})
 	c, srv := githubtest.New(t, mux)
 	srvURL = srv.URL
-	reg := &runpod.GitHubRegistry{Client: c, Owner: "acme"}
+	reg := &runpodgh.Registry{Client: c, Owner: "acme"}
 	jit, err := reg.MintJIT(context.Background(), "gpugate-1-1-c1", []string{"gpugate-1-1-c1"})
 	if err != nil || jit.Reveal() != "ENCODED" {
 		t.Fatalf("MintJIT = %v, %v", jit, err)
@@ -82,7 +83,7 @@ func TestGitHubRegistry_RemoveDeletesTheNamedRunnerAndAcceptsOneAlreadyGone(t *t
 				}
 			})
 			c, _ := githubtest.New(t, mux)
-			err := (&runpod.GitHubRegistry{Client: c, Owner: "acme"}).Remove(context.Background(), "gpugate-1-1-c1")
+			err := (&runpodgh.Registry{Client: c, Owner: "acme"}).Remove(context.Background(), "gpugate-1-1-c1")
 			if deleted != tc.deleted || (err != nil) != tc.fails {
 				t.Errorf("deleted %q (want %q), err %v (want failure %v)", deleted, tc.deleted, err, tc.fails)
 			}
@@ -96,13 +97,13 @@ func TestGitHubPR_Current(t *testing.T) {
 		fmt.Fprint(w, `{"number":5,"state":"closed","head":{"sha":"abc"}}`)
 	})
 	c, _ := githubtest.New(t, mux)
-	pr := &runpod.GitHubPR{Client: c, Owner: "o", Repo: "r", Number: 5}
+	pr := &runpodgh.PR{Client: c, Owner: "o", Repo: "r", Number: 5}
 	got, err := pr.Current(context.Background())
 	if err != nil || got.Open || got.HeadSHA != "abc" {
 		t.Errorf("Current = %+v, %v", got, err)
 	}
 	missing, _ := githubtest.New(t, http.NewServeMux())
-	if _, err := (&runpod.GitHubPR{Client: missing, Owner: "o", Repo: "r", Number: 6}).Current(context.Background()); err == nil {
+	if _, err := (&runpodgh.PR{Client: missing, Owner: "o", Repo: "r", Number: 6}).Current(context.Background()); err == nil {
 		t.Error("a 404 must be an error (unknown state)")
 	}
 }
@@ -130,7 +131,7 @@ func TestGitHubRuns_ReadsTheRunAndCancelsOnA202(t *testing.T) {
 		fmt.Fprint(w, `{"message":"Cannot cancel a workflow run that is completed."}`)
 	})
 	c, _ := githubtest.New(t, mux)
-	runs := &runpod.GitHubRuns{Client: c, Owner: "o", Repo: "r"}
+	runs := &runpodgh.Runs{Client: c, Owner: "o", Repo: "r"}
 	got, err := runs.Run(context.Background(), 7)
 	want := runpod.RunInfo{ID: 7, Repository: "o/r", Workflow: ".github/workflows/runpod-gpu-test.yml", Event: "workflow_run",
 		Status: "completed", Attempt: 2, CompletedAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
@@ -169,7 +170,7 @@ func TestGitHubRetention_ListsUnexpiredArtifactNamesOnEveryPage(t *testing.T) {
 	})
 	c, srv := githubtest.New(t, mux)
 	srvURL = srv.URL
-	names, err := (&runpod.GitHubRetention{Client: c, Owner: "o", Repo: "r"}).Records(context.Background(), 11)
+	names, err := (&runpodgh.Retention{Client: c, Owner: "o", Repo: "r"}).Records(context.Background(), 11)
 	if diff := cmp.Diff([]string{"cuda-archive", "runpod-retain-11-1-pod1"}, names); err != nil || diff != "" {
 		t.Errorf("records (-want +got):\n%s %v", diff, err)
 	}
@@ -192,7 +193,7 @@ func TestGitHubProgress_FindsTheJobAndItsTestStep(t *testing.T) {
 	})
 	c, srv := githubtest.New(t, mux)
 	srvURL = srv.URL
-	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 2, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
+	p := &runpodgh.Progress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 2, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
 	got, err := p.JobProgress(context.Background())
 	if err != nil || got.TestsStarted || got.Completed {
 		t.Errorf("before the test step: %+v, %v", got, err)
@@ -221,7 +222,7 @@ func TestGitHubProgress_FindsTheJobInsideACalledWorkflow(t *testing.T) {
 				{"name":"Run CUDA tests from archive","status":"completed","started_at":"2026-11-29T10:02:35Z","completed_at":"2026-11-29T10:20:00Z"}]}]}`)
 	})
 	c, _ := githubtest.New(t, mux)
-	p := &runpod.GitHubProgress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 1, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
+	p := &runpodgh.Progress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 1, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
 	got, err := p.JobProgress(context.Background())
 	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
 	want := runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure", TestStepListed: true,

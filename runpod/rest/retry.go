@@ -1,4 +1,4 @@
-package runpod
+package rest
 
 import (
 	"context"
@@ -42,19 +42,10 @@ func DefaultRetryPolicy() RetryPolicy {
 // DefaultCreateRetryPolicy is one CreatePod call's policy: an unrelated
 // transient failure gets one short retry in the current tier (two
 // requests, a second's backoff), then provisioning moves on. All the
-// create calls of one provisioning also share Config.CreateDeadline.
+// create calls of one provisioning also share runpod.Config.CreateDeadline.
 func DefaultCreateRetryPolicy() RetryPolicy {
 	p := DefaultRetryPolicy()
 	p.MaxAttempts, p.MaxInterval = 2, 5*time.Second
-	return p
-}
-
-// deletePolicy is the shared cleanup budget: at most five DELETE attempts
-// within 180 seconds, each request's timeout 20 seconds capped by what is
-// left.
-func deletePolicy() RetryPolicy {
-	p := DefaultRetryPolicy()
-	p.Deadline, p.MaxAttempts, p.InitialInterval = 180*time.Second, 5, 2*time.Second
 	return p
 }
 
@@ -79,12 +70,17 @@ func retryAfterOf(err error) time.Duration {
 	return 0
 }
 
-// run calls attempt until it succeeds, fails with an error that is not
+// Run calls attempt until it succeeds, fails with an error that is not
 // ErrTransient, runs out of attempts, or would have to pause past the
 // deadline. Before each attempt it waits out the shared cooldown that cool
-// reports (nil: none); each attempt then gets its own request timeout. This
-// is the one retry loop of the package.
-func (p RetryPolicy) run(ctx context.Context, cool func() time.Duration, attempt func(ctx context.Context, n int) error) error {
+// reports (nil: none); each attempt then gets its own request timeout. It
+// is the one retry loop of the client, and of a caller that retries
+// requests under its own budget (the bounded cleanup). A policy whose
+// numbers are out of range fails at once.
+func (p RetryPolicy) Run(ctx context.Context, cool func() time.Duration, attempt func(ctx context.Context, n int) error) error {
+	if err := p.validate(); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(p.Deadline)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -1,4 +1,4 @@
-package runpod
+package rest
 
 import (
 	"encoding/json"
@@ -50,18 +50,6 @@ var (
 	// created the pod (a lost response, then no successful lookup). Find it
 	// by its name and delete it.
 	ErrCreateUnknown = errors.New("runpod: create outcome unknown")
-
-	// Provisioning outcomes (see Provision).
-	ErrExhausted = errors.New("runpod: provisioning attempts exhausted")
-	// ErrKeyRefused: a create answered 401, or a 403 that is not about
-	// the GPU type: the key itself is refused, so provisioning stops at
-	// once rather than sending it to every candidate.
-	ErrKeyRefused = errors.New("runpod: the API key was refused")
-	// ErrCreateDeadline: the create requests of one provisioning, with
-	// their pauses, used up Config.CreateDeadline.
-	ErrCreateDeadline  = errors.New("runpod: the create deadline is spent")
-	ErrStartupFailures = errors.New("runpod: consecutive startup failures")
-	ErrObsolete        = errors.New("runpod: work is obsolete")
 )
 
 // APIError is an HTTP failure from the RunPod API, parsed from its RFC 9457

@@ -1,4 +1,4 @@
-package runpod_test
+package rest_test
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/internal/faketime"
-	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 // setup returns a fake and a client wired to it in process.
-func setup(t *testing.T, opts ...runpod.Option) (*runpodtest.Server, *runpod.Client) {
+func setup(t *testing.T, opts ...rest.Option) (*runpodtest.Server, *rest.Client) {
 	t.Helper()
 	srv := runpodtest.New()
 	c, err := srv.NewClient(opts...)
@@ -33,16 +33,16 @@ func setup(t *testing.T, opts ...runpod.Option) (*runpodtest.Server, *runpod.Cli
 	return srv, c
 }
 
-func podRequest(name, gpu string) runpod.CreatePodRequest {
-	return runpod.CreatePodRequest{
+func podRequest(name, gpu string) rest.CreatePodRequest {
+	return rest.CreatePodRequest{
 		Name:      name,
 		Image:     "ghcr.io/actions/actions-runner:latest@sha256:0123",
 		Env:       map[string]string{"GPUGATE_REPOSITORY": "o/r"},
-		SecretEnv: map[string]runpod.Secret{"RUNNER_JIT_CONFIG": "JITSECRET-abcdef"},
+		SecretEnv: map[string]rest.Secret{"RUNNER_JIT_CONFIG": "JITSECRET-abcdef"},
 		Args:      "bash -c 'STARTUPSECRET-123456'",
 		Disk:      40,
 		Cloud:     "SECURE",
-		GPU:       runpod.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"},
+		GPU:       rest.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"},
 	}
 }
 
@@ -51,11 +51,11 @@ func podRequest(name, gpu string) runpod.CreatePodRequest {
 func TestWithCapacityPattern_ReplacesTheCapacityWording(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, tt := range []struct {
-			opts []runpod.Option
+			opts []rest.Option
 			want error
 		}{
-			{nil, runpod.ErrRejected},
-			{[]runpod.Option{runpod.WithCapacityPattern(regexp.MustCompile(`(?i)gpu pool exhausted`))}, runpod.ErrNoCapacity},
+			{nil, rest.ErrRejected},
+			{[]rest.Option{rest.WithCapacityPattern(regexp.MustCompile(`(?i)gpu pool exhausted`))}, rest.ErrNoCapacity},
 		} {
 			srv, c := setup(t, tt.opts...)
 			srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 400, Detail: "GPU pool exhausted in this region", Times: 1})
@@ -71,12 +71,12 @@ func TestCreateRetryTable_PermanentErrorsAreNotRetried(t *testing.T) {
 		fault runpodtest.Fault
 		want  error
 	}{
-		"422 never retried":             {runpodtest.Fault{Status: 422}, runpod.ErrInvalidRequest},
-		"400 capacity is ErrNoCapacity": {runpodtest.Fault{Status: 400, Detail: runpodtest.CapacityDetail}, runpod.ErrNoCapacity},
-		"400 other is ErrRejected":      {runpodtest.Fault{Status: 400, Detail: "bad cross-field rule"}, runpod.ErrRejected},
-		"402 is ErrInsufficientBalance": {runpodtest.Fault{Status: 402}, runpod.ErrInsufficientBalance},
-		"403 is ErrForbidden":           {runpodtest.Fault{Status: 403}, runpod.ErrForbidden},
-		"401 is ErrUnauthorized":        {runpodtest.Fault{Status: 401}, runpod.ErrUnauthorized},
+		"422 never retried":             {runpodtest.Fault{Status: 422}, rest.ErrInvalidRequest},
+		"400 capacity is ErrNoCapacity": {runpodtest.Fault{Status: 400, Detail: runpodtest.CapacityDetail}, rest.ErrNoCapacity},
+		"400 other is ErrRejected":      {runpodtest.Fault{Status: 400, Detail: "bad cross-field rule"}, rest.ErrRejected},
+		"402 is ErrInsufficientBalance": {runpodtest.Fault{Status: 402}, rest.ErrInsufficientBalance},
+		"403 is ErrForbidden":           {runpodtest.Fault{Status: 403}, rest.ErrForbidden},
+		"401 is ErrUnauthorized":        {runpodtest.Fault{Status: 401}, rest.ErrUnauthorized},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func TestCreateRetryTable_PermanentErrorsAreNotRetried(t *testing.T) {
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("err = %v, want %v", err, tt.want)
 				}
-				var ae *runpod.APIError
+				var ae *rest.APIError
 				if !errors.As(err, &ae) || ae.StatusCode != tt.fault.Status {
 					t.Errorf("err = %v, want an *APIError with status %d", err, tt.fault.Status)
 				}
@@ -137,7 +137,7 @@ func TestCreateRetryTable_TransientFailuresAreRetriedWithoutBuyingTwice(t *testi
 					if p.GPU == nil || p.GPU.ID != "NVIDIA L4" || p.Cost != 0.43 || posts != 2 {
 						t.Errorf("pod = %+v after %d creates", p, posts)
 					}
-				} else if !errors.Is(err, runpod.ErrCreateUnknown) || posts != 1 {
+				} else if !errors.Is(err, rest.ErrCreateUnknown) || posts != 1 {
 					t.Errorf("err = %v after %d creates; want ErrCreateUnknown after one", err, posts)
 				}
 				if got := srv.Running(); len(got) > 1 {
@@ -154,7 +154,7 @@ func TestRetry_CreateSharesSixtySecondDeadline(t *testing.T) {
 		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 503, Times: 1000})
 		start := time.Now()
 		_, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
-		if !errors.Is(err, runpod.ErrTransient) {
+		if !errors.Is(err, rest.ErrTransient) {
 			t.Fatalf("err = %v, want the last transient failure", err)
 		}
 		if el := time.Since(start); el > 60*time.Second {
@@ -168,10 +168,10 @@ func TestRetry_CreateSharesSixtySecondDeadline(t *testing.T) {
 
 func TestRetry_RetryAfterIsAMinimumEvenAboveTheBackoffCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		policy := runpod.DefaultRetryPolicy()
+		policy := rest.DefaultRetryPolicy()
 		policy.Deadline = 5 * time.Minute
 		policy.MaxInterval = 2 * time.Second
-		srv, c := setup(t, runpod.WithRetryPolicy(policy), runpod.WithMaxRetryAfter(5*time.Minute))
+		srv, c := setup(t, rest.WithRetryPolicy(policy), rest.WithMaxRetryAfter(5*time.Minute))
 		srv.AddFault(runpodtest.Fault{Path: "/v2/pods/*", Status: 429, RetryAfter: "90"})
 		p, err := c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
 		if err != nil {
@@ -193,7 +193,7 @@ func TestRetry_RetryAfterHTTPDate(t *testing.T) {
 		at := time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: at})
 		start := time.Now()
-		if _, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{}); err != nil {
+		if _, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{}); err != nil {
 			t.Fatal(err)
 		}
 		if el := time.Since(start); el < 29*time.Second {
@@ -204,11 +204,11 @@ func TestRetry_RetryAfterHTTPDate(t *testing.T) {
 
 func TestRetry_PauseLongerThanTheDeadlineEndsTheCallAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, c := setup(t, runpod.WithMaxRetryAfter(time.Hour))
+		srv, c := setup(t, rest.WithMaxRetryAfter(time.Hour))
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "120"})
 		start := time.Now()
-		_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
-		if !errors.Is(err, runpod.ErrDeadline) {
+		_, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{})
+		if !errors.Is(err, rest.ErrDeadline) {
 			t.Fatalf("err = %v, want ErrDeadline", err)
 		}
 		if el := time.Since(start); el != 0 {
@@ -227,7 +227,7 @@ func TestRetry_CooldownIsSharedByEveryCall(t *testing.T) {
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "20"})
 		done := make(chan error, 1)
 		go func() {
-			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			_, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{})
 			done <- err
 		}()
 		synctest.Wait() // the catalog call got its 429 and is cooling down
@@ -246,14 +246,14 @@ func TestRetry_CooldownIsSharedByEveryCall(t *testing.T) {
 		// the exception: it stops the billing, so it goes out at once.
 		srv.AddFault(runpodtest.Fault{Path: "/v2/catalog/gpus", Status: 429, RetryAfter: "25"})
 		go func() {
-			_, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{})
+			_, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{})
 			done <- err
 		}()
 		synctest.Wait()
 		before := srv.Count("GET", "/v2/pods/*")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := c.GetPod(ctx, p.ID); !errors.Is(err, runpod.ErrDeadline) {
+		if _, err := c.GetPod(ctx, p.ID); !errors.Is(err, rest.ErrDeadline) {
 			t.Errorf("err = %v, want ErrDeadline", err)
 		}
 		if srv.Count("GET", "/v2/pods/*") != before {
@@ -277,10 +277,10 @@ func TestRetry_MalformedResponseIsUnknownNeverHealthyOrDead(t *testing.T) {
 		}
 		srv.AddFault(runpodtest.Fault{Path: "/v2/pods/" + p.ID, Malformed: true, Times: 100})
 		_, err = c.GetPod(context.Background(), p.ID)
-		if !errors.Is(err, runpod.ErrMalformed) || !errors.Is(err, runpod.ErrTransient) {
+		if !errors.Is(err, rest.ErrMalformed) || !errors.Is(err, rest.ErrTransient) {
 			t.Fatalf("err = %v, want ErrMalformed and ErrTransient", err)
 		}
-		if errors.Is(err, runpod.ErrNotFound) {
+		if errors.Is(err, rest.ErrNotFound) {
 			t.Error("a malformed observation must never read as a gone pod")
 		}
 		if n := srv.Count("GET", "/v2/pods/"+p.ID); n < 2 {
@@ -309,7 +309,7 @@ func TestCreatePod_LostResponseIsNotBoughtTwice(t *testing.T) {
 func TestSecrets_NeverInErrorsOrLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		srv, c := setup(t, runpod.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+		srv, c := setup(t, rest.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 		req := podRequest("gate-c1", "NVIDIA L4")
 		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 422,
 			Detail: "env.RUNNER_JIT_CONFIG=JITSECRET-abcdef too long; args=bash -c 'STARTUPSECRET-123456'; key " + runpodtest.APIKey})
@@ -358,7 +358,7 @@ func TestListPods_FollowsCursorWithinBound(t *testing.T) {
 		if diff := cmp.Diff([]string{"a", "b", "c", "d", "e"}, names); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
-		short, err := srv.NewClient(runpod.WithMaxPages(2))
+		short, err := srv.NewClient(rest.WithMaxPages(2))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,20 +371,20 @@ func TestListPods_FollowsCursorWithinBound(t *testing.T) {
 func TestListGPUTypes_SendsTheCatalogQuery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c := setup(t)
-		gpus, err := c.ListGPUTypes(context.Background(), runpod.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
+		gpus, err := c.ListGPUTypes(context.Background(), rest.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := srv.Requests()[0].Query; got != "cloud=SECURE&count=1&include=AVAILABILITY&minCudaVersion=12.6&product=POD" {
 			t.Errorf("query = %q", got)
 		}
-		var l4 runpod.GPUType
+		var l4 rest.GPUType
 		for _, g := range gpus {
 			if g.ID == "NVIDIA L4" {
 				l4 = g
 			}
 		}
-		want := runpod.GPUType{ID: "NVIDIA L4", Name: "L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "MEDIUM"}
+		want := rest.GPUType{ID: "NVIDIA L4", Name: "L4", MemoryGB: 24, Secure: true, SecurePrice: 0.43, Availability: "MEDIUM"}
 		if diff := cmp.Diff(want, l4); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
@@ -399,7 +399,7 @@ func TestGetPod_ReadsTheV2Record(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Status != runpod.StatusProvisioning || p.StartedAt != nil || p.Runtime != nil {
+		if p.Status != rest.StatusProvisioning || p.StartedAt != nil || p.Runtime != nil {
 			t.Errorf("new pod = %+v, want PROVISIONING without start or runtime", p)
 		}
 		faketime.Advance(61 * time.Second) // fake time: provisioning 20 s + starting 40 s
@@ -407,13 +407,13 @@ func TestGetPod_ReadsTheV2Record(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != runpod.StatusRunning || got.Runtime == nil || got.StartedAt == nil || !got.StartedAt.Equal(created.Add(20*time.Second).Truncate(time.Second)) {
+		if got.Status != rest.StatusRunning || got.Runtime == nil || got.StartedAt == nil || !got.StartedAt.Equal(created.Add(20*time.Second).Truncate(time.Second)) {
 			t.Errorf("pod = %+v, want RUNNING with runtime, started 20 s after creation", got)
 		}
 		if got.CUDAVersion != "12.8" || got.Cost != 0.69 || got.Env["GPUGATE_REPOSITORY"] != "o/r" {
 			t.Errorf("pod = %+v", got)
 		}
-		if _, err := c.GetPod(context.Background(), "nope"); !errors.Is(err, runpod.ErrNotFound) {
+		if _, err := c.GetPod(context.Background(), "nope"); !errors.Is(err, rest.ErrNotFound) {
 			t.Errorf("unknown pod: err = %v, want ErrNotFound", err)
 		}
 		if srv.Count("GET", "/v2/pods/nope") != 1 {
@@ -423,16 +423,16 @@ func TestGetPod_ReadsTheV2Record(t *testing.T) {
 }
 
 func TestNewClient_Options(t *testing.T) {
-	if _, err := runpod.NewClient(); !errors.Is(err, runpod.ErrNoAPIKey) {
+	if _, err := rest.NewClient(); !errors.Is(err, rest.ErrNoAPIKey) {
 		t.Errorf("no key: err = %v, want ErrNoAPIKey", err)
 	}
-	for name, opt := range map[string]runpod.Option{
-		"bad base URL":    runpod.WithBaseURL("ftp://x"),
-		"nil HTTP client": runpod.WithHTTPClient(nil),
-		"bad policy":      runpod.WithRetryPolicy(runpod.RetryPolicy{}),
-		"zero pages":      runpod.WithMaxPages(0),
+	for name, opt := range map[string]rest.Option{
+		"bad base URL":    rest.WithBaseURL("ftp://x"),
+		"nil HTTP client": rest.WithHTTPClient(nil),
+		"bad policy":      rest.WithRetryPolicy(rest.RetryPolicy{}),
+		"zero pages":      rest.WithMaxPages(0),
 	} {
-		if _, err := runpod.NewClient(runpod.WithAPIKey("k"), opt); err == nil || name == "bad base URL" && !errors.Is(err, runpod.ErrBaseURL) {
+		if _, err := rest.NewClient(rest.WithAPIKey("k"), opt); err == nil || name == "bad base URL" && !errors.Is(err, rest.ErrBaseURL) {
 			t.Errorf("%s: want an error, got %v", name, err)
 		}
 	}
@@ -453,27 +453,27 @@ func TestClientFromEnv_TheKeyGoesOnlyToAnEncryptedOrLoopbackServer(t *testing.T)
 		return func(k string) string { return m[k] }
 	}
 	// A loopback server over plain http: the client reaches it.
-	c, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, runpodtest.APIKey, runpod.EnvAPIURL, url))
+	c, err := rest.ClientFromEnv(env(rest.EnvAPIKey, runpodtest.APIKey, rest.EnvAPIURL, url))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ListPods(context.Background()); err != nil || srv.Count("GET", "/v2/pods") != 1 {
 		t.Errorf("the loopback fake was not called: %v", err)
 	}
-	if _, err := runpod.ClientFromEnv(env(runpod.EnvAPIURL, url)); !errors.Is(err, runpod.ErrNoAPIKey) {
+	if _, err := rest.ClientFromEnv(env(rest.EnvAPIURL, url)); !errors.Is(err, rest.ErrNoAPIKey) {
 		t.Errorf("no key: %v", err)
 	}
 	for name, raw := range map[string]string{
 		"plain http elsewhere": "http://user:hunter2@proxy.example.com:8080",
 		"not http":             "ftp://user:hunter2@runpod.example.com",
 	} {
-		_, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, "rpa_from_env_secret", runpod.EnvAPIURL, raw))
-		if !errors.Is(err, runpod.ErrBaseURL) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "rpa_from_env_secret") {
+		_, err := rest.ClientFromEnv(env(rest.EnvAPIKey, "rpa_from_env_secret", rest.EnvAPIURL, raw))
+		if !errors.Is(err, rest.ErrBaseURL) || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "rpa_from_env_secret") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	for _, ok := range []string{"https://proxy.example.com", "http://localhost:1", "http://[::1]:1"} {
-		if _, err := runpod.ClientFromEnv(env(runpod.EnvAPIKey, "k", runpod.EnvAPIURL, ok)); err != nil {
+		if _, err := rest.ClientFromEnv(env(rest.EnvAPIKey, "k", rest.EnvAPIURL, ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -523,20 +523,20 @@ func TestCreatePod_RefusesAnEnvironmentAPodCannotHave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c := setup(t)
 		atLimit := podRequest("gate-c1", "NVIDIA L4")
-		for i := len(atLimit.Env) + len(atLimit.SecretEnv); i < runpod.MaxPodEnv; i++ {
+		for i := len(atLimit.Env) + len(atLimit.SecretEnv); i < rest.MaxPodEnv; i++ {
 			atLimit.Env[fmt.Sprintf("V%02d", i)] = "x"
 		}
 		if _, err := c.CreatePod(context.Background(), atLimit); err != nil {
-			t.Fatalf("%d variables: %v", runpod.MaxPodEnv, err)
+			t.Fatalf("%d variables: %v", rest.MaxPodEnv, err)
 		}
 		over := podRequest("gate-c2", "NVIDIA L4")
 		maps.Copy(over.Env, atLimit.Env)
 		over.Env["ONE_MORE"] = "x"
 		both := podRequest("gate-c3", "NVIDIA L4")
 		both.Env["RUNNER_JIT_CONFIG"] = "plain"
-		for name, req := range map[string]runpod.CreatePodRequest{"51 variables": over, "plain and secret": both} {
+		for name, req := range map[string]rest.CreatePodRequest{"51 variables": over, "plain and secret": both} {
 			_, err := c.CreatePod(context.Background(), req)
-			if !errors.Is(err, runpod.ErrInvalidRequest) || strings.Contains(err.Error(), "JITSECRET") {
+			if !errors.Is(err, rest.ErrInvalidRequest) || strings.Contains(err.Error(), "JITSECRET") {
 				t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package runpod
+package rest
 
 import (
 	"encoding/json"
@@ -158,9 +158,11 @@ func (r CreatePodRequest) secrets() []Secret {
 // https://docs.runpod.io/pods/templates/environment-variables).
 const MaxPodEnv = 50
 
-// checkEnv refuses, before anything is sent, a request with more variables
-// than a pod may have, or a variable both plain and secret.
-func (r CreatePodRequest) checkEnv() error {
+// CheckEnv refuses, before anything is sent, a request with more variables
+// than a pod may have (MaxPodEnv), or a variable both plain and secret
+// (ErrInvalidRequest). CreatePod checks it; a caller that creates many
+// pods from one template checks it once, before the first.
+func (r CreatePodRequest) CheckEnv() error {
 	for k := range r.SecretEnv {
 		if _, ok := r.Env[k]; ok {
 			return fmt.Errorf("%w: env %s is set both plain and secret: set it once", ErrInvalidRequest, k)

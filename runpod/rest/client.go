@@ -1,4 +1,4 @@
-package runpod
+package rest
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ type Client struct {
 // Format prints the client without its API key, for every verb: fmt
 // prints unexported fields raw, so a Secret among them would show.
 func (c Client) Format(f fmt.State, _ rune) {
-	fmt.Fprintf(f, "runpod.Client{base: %s, key: %s}", c.base, secret.Redacted)
+	fmt.Fprintf(f, "rest.Client{base: %s, key: %s}", c.base, secret.Redacted)
 }
 
 // Option configures a Client.
@@ -254,7 +254,7 @@ func location(raw string) string {
 }
 
 // Cooldown reports how long the shared cooldown still pauses this client's
-// calls; Delete waits it out before each attempt.
+// calls; runpod.Delete waits it out before each attempt but the first.
 func (c *Client) Cooldown() time.Duration { return c.cool.remaining() }
 
 // request is one HTTP exchange.
@@ -416,7 +416,7 @@ func scrubRuns(text, v string) string {
 
 // call is send under the retry policy.
 func (c *Client) call(ctx context.Context, r request, out any) error {
-	return c.retry.run(ctx, c.cool.remaining, func(ctx context.Context, _ int) error {
+	return c.retry.Run(ctx, c.cool.remaining, func(ctx context.Context, _ int) error {
 		return c.send(ctx, r, out)
 	})
 }
@@ -468,7 +468,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	if req.GPU.MinCUDAVersion != "" && len(req.GPU.AllowedCUDAVersions) > 0 {
 		return nil, fmt.Errorf("%w: gpu.minCudaVersion and gpu.allowedCudaVersions are mutually exclusive", ErrRejected)
 	}
-	if err := req.checkEnv(); err != nil {
+	if err := req.CheckEnv(); err != nil {
 		return nil, err
 	}
 	r := request{method: http.MethodPost, path: "/v2/pods", body: req.wire(), secrets: req.secrets()}
@@ -476,7 +476,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		created      *Pod
 		maybeCreated bool // an earlier attempt may have created the pod
 	)
-	err := c.create.run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
+	err := c.create.Run(ctx, c.cool.remaining, func(ctx context.Context, n int) error {
 		if maybeCreated {
 			// Never POST again after a create that may have taken
 			// effect: a listing that lags behind it would not show the
@@ -495,7 +495,7 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 		}
 		var w wirePod
 		if err := c.send(ctx, r, &w); err != nil {
-			maybeCreated = ambiguous(err)
+			maybeCreated = Ambiguous(err)
 			return err
 		}
 		p := w.pod()
@@ -515,10 +515,12 @@ func (c *Client) CreatePod(ctx context.Context, req CreatePodRequest) (*Pod, err
 	return created, nil
 }
 
-// ambiguous reports whether a failed request may still have taken effect
+// Ambiguous reports whether a failed request may still have taken effect
 // (created or deleted the pod): the response was lost or unreadable, or the
-// server failed midway.
-func ambiguous(err error) bool {
+// server failed midway. Such a request is looked at before it is sent
+// again: CreatePod looks the pod up by name, and a deletion reads the pod.
+// A redirect was answered without being processed: never ambiguous.
+func Ambiguous(err error) bool {
 	if errors.Is(err, ErrRedirect) {
 		return false // answered without being processed here
 	}
@@ -564,9 +566,11 @@ func (c *Client) GetPod(ctx context.Context, id string) (*Pod, error) {
 // errConnectTimeout ends a request whose connection took too long.
 var errConnectTimeout = errors.New("runpod: connecting took too long")
 
-// getPodOnce is GetPod as a single request: no retry, no wait for the
-// shared cooldown, and at most connect to get a connection (dial and TLS).
-func (c *Client) getPodOnce(ctx context.Context, id string, connect time.Duration) (*Pod, error) {
+// GetPodOnce is GetPod as a single request: no retry, no wait for the
+// shared cooldown, and at most connect to get a connection (dial and TLS),
+// for a read that must not delay what follows it (the billing record read
+// right before a deletion).
+func (c *Client) GetPodOnce(ctx context.Context, id string, connect time.Duration) (*Pod, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
@@ -620,9 +624,10 @@ func (c *Client) ListPods(ctx context.Context) ([]Pod, error) {
 	return c.listPods(ctx, c.call)
 }
 
-// listPodsOnce is ListPods without the client's retries: one request per
-// page, for a caller that retries under its own budget.
-func (c *Client) listPodsOnce(ctx context.Context) ([]Pod, error) { return c.listPods(ctx, c.send) }
+// ListPodsOnce is ListPods without the client's retries: one request per
+// page, for a caller that retries under its own budget (a cleanup that
+// resolves a pod by its name).
+func (c *Client) ListPodsOnce(ctx context.Context) ([]Pod, error) { return c.listPods(ctx, c.send) }
 
 func (c *Client) listPods(ctx context.Context, do func(context.Context, request, any) error) ([]Pod, error) {
 	var pods []Pod
@@ -655,14 +660,15 @@ func (c *Client) listPods(ctx context.Context, do func(context.Context, request,
 // (https://docs.runpod.io/api-reference-v2/pods/delete-pod). Only the
 // contract's 204 confirms deletion; any other success status is an unknown
 // outcome (ErrMalformed). A 404 is returned as an error matching
-// ErrNotFound: the caller decides that it confirms deletion. Use Delete for the bounded, idempotent cleanup.
+// ErrNotFound: the caller decides that it confirms deletion. Use
+// runpod.Delete for the bounded, idempotent cleanup.
 func (c *Client) DeletePod(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
 	// A DELETE stops the billing: it is sent even while the shared
 	// cooldown pauses the other calls (its own 429 extends the cooldown,
-	// which Delete waits out before any retry).
+	// which runpod.Delete waits out before any retry).
 	if err := c.send(ctx, request{method: http.MethodDelete, path: "/v2/pods/" + url.PathEscape(id), expect: http.StatusNoContent, urgent: true}, nil); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package runpod_test
+package rest_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -276,12 +277,12 @@ func TestConformance_ClientAndFakeFollowThePublishedContract(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := runpodtest.New()
 		chk = &checked{c: ct, next: srv.Client().Transport}
-		c, err := runpod.NewClient(runpod.WithAPIKey(runpodtest.APIKey), runpod.WithBaseURL(runpodtest.BaseURL), runpod.WithHTTPClient(&http.Client{Transport: chk}))
+		c, err := rest.NewClient(rest.WithAPIKey(runpodtest.APIKey), rest.WithBaseURL(runpodtest.BaseURL), rest.WithHTTPClient(&http.Client{Transport: chk}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		if _, err := c.ListGPUTypes(ctx, runpod.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"}); err != nil {
+		if _, err := c.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: "SECURE", Count: 1, MinCUDAVersion: "12.6"}); err != nil {
 			t.Fatal(err)
 		}
 		srv.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 429, RetryAfter: "2"})

@@ -1,4 +1,4 @@
-package runpod
+package rest
 
 import (
 	"errors"

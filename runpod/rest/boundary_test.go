@@ -1,4 +1,4 @@
-package runpod_test
+package rest_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // The RunPod client never follows a redirect: the API key, the runner's
@@ -34,29 +34,29 @@ func TestClient_NeverFollowsARedirect(t *testing.T) {
 					w.WriteHeader(status)
 				}))
 				defer api.Close()
-				opts := []runpod.Option{runpod.WithAPIKey("rpa_REDIRECTKEY-0123"), runpod.WithBaseURL(api.URL)}
+				opts := []rest.Option{rest.WithAPIKey("rpa_REDIRECTKEY-0123"), rest.WithBaseURL(api.URL)}
 				if hc != nil {
-					opts = append(opts, runpod.WithHTTPClient(hc))
+					opts = append(opts, rest.WithHTTPClient(hc))
 				}
-				c, err := runpod.NewClient(opts...)
+				c, err := rest.NewClient(opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
 				_, err = c.CreatePod(context.Background(), podRequest("gate-c1", "NVIDIA L4"))
-				var re *runpod.RedirectError
-				if !errors.Is(err, runpod.ErrRedirect) || !errors.As(err, &re) {
+				var re *rest.RedirectError
+				if !errors.Is(err, rest.ErrRedirect) || !errors.As(err, &re) {
 					t.Fatalf("CreatePod err = %v, want a RedirectError", err)
 				}
 				if re.StatusCode != status || re.Location != other.URL+"/v2/pods" {
 					t.Errorf("redirect = %+v, want status %d to %s (no query: a signed URL's token is not printed)", re, status, other.URL+"/v2/pods")
 				}
-				if errors.Is(err, runpod.ErrCreateUnknown) {
+				if errors.Is(err, rest.ErrCreateUnknown) {
 					t.Errorf("a redirect is answered without processing, not an unknown create: %v", err)
 				}
-				if err := c.DeletePod(context.Background(), "pod1"); !errors.Is(err, runpod.ErrRedirect) {
+				if err := c.DeletePod(context.Background(), "pod1"); !errors.Is(err, rest.ErrRedirect) {
 					t.Errorf("DeletePod err = %v, want ErrRedirect", err)
 				}
-				if _, err := c.GetPod(context.Background(), "pod1"); !errors.Is(err, runpod.ErrRedirect) {
+				if _, err := c.GetPod(context.Background(), "pod1"); !errors.Is(err, rest.ErrRedirect) {
 					t.Errorf("GetPod err = %v, want ErrRedirect", err)
 				}
 				if n := elsewhere.Load(); n != 0 {
@@ -90,14 +90,14 @@ func TestParseError_ScrubsTheWholeBodyBeforeCuttingIt(t *testing.T) {
 				fmt.Fprintf(w, "%s env.RUNNER_JIT_CONFIG=%s is invalid", strings.Repeat("x", 150), echo(jit))
 			}))
 			defer api.Close()
-			c, err := runpod.NewClient(runpod.WithAPIKey("rpa_key-0123456789"), runpod.WithBaseURL(api.URL))
+			c, err := rest.NewClient(rest.WithAPIKey("rpa_key-0123456789"), rest.WithBaseURL(api.URL))
 			if err != nil {
 				t.Fatal(err)
 			}
 			req := podRequest("gate-c1", "NVIDIA L4")
-			req.SecretEnv["RUNNER_JIT_CONFIG"] = runpod.Secret(jit)
+			req.SecretEnv["RUNNER_JIT_CONFIG"] = rest.Secret(jit)
 			_, err = c.CreatePod(context.Background(), req)
-			if !errors.Is(err, runpod.ErrRejected) {
+			if !errors.Is(err, rest.ErrRejected) {
 				t.Fatalf("err = %v, want the 400", err)
 			}
 			if strings.Contains(err.Error(), "JITSECRET") || strings.Contains(err.Error(), "a1b2c3d4") {

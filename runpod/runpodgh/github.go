@@ -1,4 +1,4 @@
-package runpod
+package runpodgh
 
 import (
 	"context"
@@ -9,24 +9,26 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
-// GitHubRegistry is the go-github adapter for RunnerRegistry: JIT configs
+// Registry is the go-github adapter of runpod.RunnerRegistry: JIT configs
 // from the organization (or, with Repo set, the repository), and runner
 // lookups by exact name.
-type GitHubRegistry struct {
+type Registry struct {
 	Client        *github.Client
 	Owner         string // organization, or repository owner with Repo
 	Repo          string // empty: organization runners
 	RunnerGroupID int64  // organization runner group (1 is the default group)
 }
 
-var _ RunnerRegistry = (*GitHubRegistry)(nil)
+var _ runpod.RunnerRegistry = (*Registry)(nil)
 
 // MintJIT calls POST /orgs/{org}/actions/runners/generate-jitconfig
 // (https://docs.github.com/rest/actions/self-hosted-runners#create-configuration-for-a-just-in-time-runner-for-an-organization)
 // or the repository variant.
-func (g *GitHubRegistry) MintJIT(ctx context.Context, name string, labels []string) (Secret, error) {
+func (g *Registry) MintJIT(ctx context.Context, name string, labels []string) (rest.Secret, error) {
 	req := &github.GenerateJITConfigRequest{Name: name, RunnerGroupID: max(g.RunnerGroupID, 1), Labels: labels}
 	var (
 		cfg *github.JITRunnerConfig
@@ -38,25 +40,25 @@ func (g *GitHubRegistry) MintJIT(ctx context.Context, name string, labels []stri
 		cfg, _, err = g.Client.Actions.GenerateOrgJITConfig(ctx, g.Owner, req)
 	}
 	if err != nil {
-		return "", fmt.Errorf("runpod: mint JIT config for %s: %w", name, err)
+		return "", fmt.Errorf("runpodgh: mint JIT config for %s: %w", name, err)
 	}
 	if cfg.GetEncodedJITConfig() == "" {
-		return "", errors.New("runpod: GitHub returned an empty JIT config")
+		return "", errors.New("runpodgh: GitHub returned an empty JIT config")
 	}
-	return Secret(cfg.GetEncodedJITConfig()), nil
+	return rest.Secret(cfg.GetEncodedJITConfig()), nil
 }
 
 // Runners calls GET /orgs/{org}/actions/runners (or the repository
 // variant) and follows every page; name, when set, is GitHub's name
 // filter. An organization with more than 100 registrations can have a
 // runner on a later page.
-func (g *GitHubRegistry) Runners(ctx context.Context, name string) ([]Runner, error) {
+func (g *Registry) Runners(ctx context.Context, name string) ([]runpod.Runner, error) {
 	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	what := "list the runners"
 	if name != "" {
 		opts.Name, what = github.String(name), "look up runner "+name
 	}
-	var out []Runner
+	var out []runpod.Runner
 	for range 100 {
 		var (
 			rs   *github.Runners
@@ -69,10 +71,10 @@ func (g *GitHubRegistry) Runners(ctx context.Context, name string) ([]Runner, er
 			rs, resp, err = g.Client.Actions.ListOrganizationRunners(ctx, g.Owner, opts)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("runpod: %s: %w", what, err)
+			return nil, fmt.Errorf("runpodgh: %s: %w", what, err)
 		}
 		for _, r := range rs.Runners {
-			one := Runner{ID: r.GetID(), Name: r.GetName(), Online: r.GetStatus() == "online", Busy: r.GetBusy()}
+			one := runpod.Runner{ID: r.GetID(), Name: r.GetName(), Online: r.GetStatus() == "online", Busy: r.GetBusy()}
 			for _, l := range r.Labels {
 				one.Labels = append(one.Labels, l.GetName())
 			}
@@ -83,19 +85,19 @@ func (g *GitHubRegistry) Runners(ctx context.Context, name string) ([]Runner, er
 		}
 		opts.Page = resp.NextPage
 	}
-	return nil, fmt.Errorf("runpod: %s: more than 100 pages", what)
+	return nil, fmt.Errorf("runpodgh: %s: more than 100 pages", what)
 }
 
 // Runner looks the runner up by its exact name (Runners, filtered).
-func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool, error) {
+func (g *Registry) Runner(ctx context.Context, name string) (runpod.Runner, bool, error) {
 	rs, err := g.Runners(ctx, name)
 	if err != nil {
-		return Runner{}, false, err
+		return runpod.Runner{}, false, err
 	}
-	if i := slices.IndexFunc(rs, func(r Runner) bool { return r.Name == name }); i >= 0 {
+	if i := slices.IndexFunc(rs, func(r runpod.Runner) bool { return r.Name == name }); i >= 0 {
 		return rs[i], true, nil
 	}
-	return Runner{}, false, nil
+	return runpod.Runner{}, false, nil
 }
 
 // Remove finds the runner by name (Runner) and calls
@@ -103,7 +105,7 @@ func (g *GitHubRegistry) Runner(ctx context.Context, name string) (Runner, bool,
 // (https://docs.github.com/rest/actions/self-hosted-runners#delete-a-self-hosted-runner-from-an-organization)
 // or the repository variant. A runner that is gone, before the lookup or
 // between it and the delete, is not an error.
-func (g *GitHubRegistry) Remove(ctx context.Context, name string) error {
+func (g *Registry) Remove(ctx context.Context, name string) error {
 	r, found, err := g.Runner(ctx, name)
 	if err != nil || !found {
 		return err
@@ -115,46 +117,47 @@ func (g *GitHubRegistry) Remove(ctx context.Context, name string) error {
 		resp, err = g.Client.Actions.RemoveOrganizationRunner(ctx, g.Owner, r.ID)
 	}
 	if err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound) {
-		return fmt.Errorf("runpod: remove runner %s (id %d): %w", name, r.ID, err)
+		return fmt.Errorf("runpodgh: remove runner %s (id %d): %w", name, r.ID, err)
 	}
 	return nil
 }
 
-// GitHubPR is the go-github adapter for PRState.
-type GitHubPR struct {
+// PR is the go-github adapter of runpod.PRState: a pull request's state.
+type PR struct {
 	Client      *github.Client
 	Owner, Repo string
 	Number      int
 }
 
-var _ PRState = (*GitHubPR)(nil)
+var _ runpod.PRState = (*PR)(nil)
 
 // Current calls GET /repos/{owner}/{repo}/pulls/{pull_number}
 // (https://docs.github.com/rest/pulls/pulls#get-a-pull-request).
-func (g *GitHubPR) Current(ctx context.Context) (PR, error) {
+func (g *PR) Current(ctx context.Context) (runpod.PR, error) {
 	pr, _, err := g.Client.PullRequests.Get(ctx, g.Owner, g.Repo, g.Number)
 	if err != nil {
-		return PR{}, fmt.Errorf("runpod: read PR #%d: %w", g.Number, err)
+		return runpod.PR{}, fmt.Errorf("runpodgh: read PR #%d: %w", g.Number, err)
 	}
-	return PR{Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA()}, nil
+	return runpod.PR{Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA()}, nil
 }
 
-// GitHubRuns is the go-github adapter for Runs.
-type GitHubRuns struct {
+// Runs is the go-github adapter of runpod.Runs: a repository's workflow
+// runs.
+type Runs struct {
 	Client      *github.Client
 	Owner, Repo string
 }
 
-var _ Runs = (*GitHubRuns)(nil)
+var _ runpod.Runs = (*Runs)(nil)
 
 // Run calls GET /repos/{owner}/{repo}/actions/runs/{run_id}
 // (https://docs.github.com/rest/actions/workflow-runs#get-a-workflow-run).
-func (g *GitHubRuns) Run(ctx context.Context, runID int64) (RunInfo, error) {
+func (g *Runs) Run(ctx context.Context, runID int64) (runpod.RunInfo, error) {
 	run, _, err := g.Client.Actions.GetWorkflowRunByID(ctx, g.Owner, g.Repo, runID)
 	if err != nil {
-		return RunInfo{}, fmt.Errorf("runpod: read run %d: %w", runID, err)
+		return runpod.RunInfo{}, fmt.Errorf("runpodgh: read run %d: %w", runID, err)
 	}
-	info := RunInfo{
+	info := runpod.RunInfo{
 		ID: run.GetID(), Repository: run.GetRepository().GetFullName(), Workflow: run.GetPath(),
 		Event: run.GetEvent(), Status: run.GetStatus(), Attempt: run.GetRunAttempt(),
 	}
@@ -168,34 +171,34 @@ func (g *GitHubRuns) Run(ctx context.Context, runID int64) (RunInfo, error) {
 // (https://docs.github.com/rest/actions/workflow-runs#cancel-a-workflow-run).
 // GitHub answers 202 Accepted, which go-github reports as an
 // *AcceptedError: that is success.
-func (g *GitHubRuns) Cancel(ctx context.Context, runID int64) error {
+func (g *Runs) Cancel(ctx context.Context, runID int64) error {
 	_, err := g.Client.Actions.CancelWorkflowRunByID(ctx, g.Owner, g.Repo, runID)
 	var accepted *github.AcceptedError
 	if err != nil && !errors.As(err, &accepted) {
-		return fmt.Errorf("runpod: cancel run %d: %w", runID, err)
+		return fmt.Errorf("runpodgh: cancel run %d: %w", runID, err)
 	}
 	return nil
 }
 
-// GitHubRetention is the go-github adapter for Retention: the run's
+// Retention is the go-github adapter of runpod.Retention: the run's
 // artifact names.
-type GitHubRetention struct {
+type Retention struct {
 	Client      *github.Client
 	Owner, Repo string
 }
 
-var _ Retention = (*GitHubRetention)(nil)
+var _ runpod.Retention = (*Retention)(nil)
 
 // Records calls GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts
 // (https://docs.github.com/rest/actions/artifacts#list-workflow-run-artifacts)
 // over every page.
-func (g *GitHubRetention) Records(ctx context.Context, runID int64) ([]string, error) {
+func (g *Retention) Records(ctx context.Context, runID int64) ([]string, error) {
 	var names []string
 	opts := &github.ListOptions{PerPage: 100}
 	for range 100 {
 		arts, resp, err := g.Client.Actions.ListWorkflowRunArtifacts(ctx, g.Owner, g.Repo, runID, opts)
 		if err != nil {
-			return nil, fmt.Errorf("runpod: list artifacts of run %d: %w", runID, err)
+			return nil, fmt.Errorf("runpodgh: list artifacts of run %d: %w", runID, err)
 		}
 		for _, a := range arts.Artifacts {
 			if !a.GetExpired() {
@@ -207,12 +210,12 @@ func (g *GitHubRetention) Records(ctx context.Context, runID int64) ([]string, e
 		}
 		opts.Page = resp.NextPage
 	}
-	return nil, fmt.Errorf("runpod: list artifacts of run %d: more than 100 pages", runID)
+	return nil, fmt.Errorf("runpodgh: list artifacts of run %d: more than 100 pages", runID)
 }
 
-// GitHubProgress is the go-github adapter for Progress: the GPU job of one
+// Progress is the go-github adapter of runpod.Progress: the GPU job of one
 // run attempt, and the step that runs the tests.
-type GitHubProgress struct {
+type Progress struct {
 	Client      *github.Client
 	Owner, Repo string
 	RunID       int64
@@ -221,23 +224,23 @@ type GitHubProgress struct {
 	TestStep    string // the step whose start disarms the setup deadline, e.g. "Run CUDA tests from archive"
 }
 
-var _ Progress = (*GitHubProgress)(nil)
+var _ runpod.Progress = (*Progress)(nil)
 
 // JobProgress calls GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs
 // (https://docs.github.com/rest/actions/workflow-jobs#list-jobs-for-a-workflow-run-attempt)
 // over every page. A job not yet listed has not started.
-func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
+func (g *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) {
 	opts := &github.ListOptions{PerPage: 100}
 	for range 100 {
 		jobs, resp, err := g.Client.Actions.ListWorkflowJobsAttempt(ctx, g.Owner, g.Repo, g.RunID, g.Attempt, opts)
 		if err != nil {
-			return JobProgress{}, fmt.Errorf("runpod: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
+			return runpod.JobProgress{}, fmt.Errorf("runpodgh: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
 		}
 		for _, j := range jobs.Jobs {
 			if name := j.GetName(); name != g.Job && !strings.HasSuffix(name, " / "+g.Job) {
 				continue
 			}
-			p := JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
+			p := runpod.JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
 			for _, s := range j.Steps {
 				p.TestStepListed = p.TestStepListed || s.GetName() == g.TestStep
 				if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
@@ -248,9 +251,9 @@ func (g *GitHubProgress) JobProgress(ctx context.Context) (JobProgress, error) {
 			return p, nil
 		}
 		if resp.NextPage == 0 {
-			return JobProgress{}, nil
+			return runpod.JobProgress{}, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	return JobProgress{}, fmt.Errorf("runpod: list jobs of run %d: more than 100 pages", g.RunID)
+	return runpod.JobProgress{}, fmt.Errorf("runpodgh: list jobs of run %d: more than 100 pages", g.RunID)
 }
