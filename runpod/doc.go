@@ -43,7 +43,8 @@
 //   - Watch: the watchdog of the accepted pod. A setup deadline runs from
 //     the pod's start until the tests start, a lifetime backstop after;
 //     a moved or closed pull request deletes the pod, then cancels the
-//     run.
+//     run. WatchResult says how it ended (WatchOutcome) and the GPU job's
+//     conclusion.
 //   - Delete: the bounded, idempotent cleanup helper (five attempts within
 //     180 s, 404 confirms, a GET after a lost response); RecordBeforeDelete
 //     reads the billing record first as one GET, two seconds to connect

@@ -64,21 +64,31 @@ func DefaultWatchOptions() WatchOptions {
 		GitHubPoll: 30 * time.Second}
 }
 
+// WatchOutcome is how a watch ended: the GPU job finished, a deadline
+// passed, the work went obsolete, or the pod was lost. Every outcome but
+// WatchCompleted and WatchGone deleted the pod.
+type WatchOutcome string
+
 // Watch outcomes.
 const (
-	WatchCompleted    = "completed"             // the GPU job finished after its tests started: normal cleanup deletes
-	WatchEarlyFinish  = "finished-before-tests" // the job ended before its tests started: deleted
-	WatchSetupTimeout = "setup-timeout"         // tests did not start within the setup deadline: deleted
-	WatchLifetime     = "lifetime"              // the lifetime backstop passed: deleted
-	WatchObsolete     = "obsolete"              // the PR moved or closed: deleted, then the run canceled
-	WatchUnreadable   = "unreadable-start"      // start metadata could not be read: deleted
-	WatchGone         = "gone"                  // the pod was already deleted
+	WatchCompleted    WatchOutcome = "completed"             // the GPU job finished after its tests started: normal cleanup deletes
+	WatchEarlyFinish  WatchOutcome = "finished-before-tests" // the job ended before its tests started: deleted
+	WatchSetupTimeout WatchOutcome = "setup-timeout"         // tests did not start within the setup deadline: deleted
+	WatchLifetime     WatchOutcome = "lifetime"              // the lifetime backstop passed: deleted
+	WatchObsolete     WatchOutcome = "obsolete"              // the PR moved or closed: deleted, then the run canceled
+	WatchUnreadable   WatchOutcome = "unreadable-start"      // start metadata could not be read: deleted
+	WatchGone         WatchOutcome = "gone"                  // the pod was already deleted
 )
 
-// WatchResult says how the watch ended.
+// WatchResult says how the watch ended. Outcome is what to branch on and
+// Conclusion whether the job passed; Reason is for people.
 type WatchResult struct {
-	Outcome      string     `json:"outcome"`
-	Reason       string     `json:"reason"`
+	Outcome WatchOutcome `json:"outcome"`
+	Reason  string       `json:"reason"`
+	// Conclusion is the GPU job's conclusion as GitHub reports it
+	// ("success", "failure", "cancelled", ...) once the watch saw the job
+	// finish (WatchCompleted, WatchEarlyFinish); "" when unknown.
+	Conclusion   string     `json:"conclusion,omitempty"`
 	Deleted      bool       `json:"deleted"`
 	DeletedAt    *time.Time `json:"deleted_at,omitempty"`
 	CostSoFar    float64    `json:"cost_so_far"` // from the pod's metadata at deletion: an estimate
@@ -160,12 +170,14 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 		prog, perr := w.prog, w.progErr
 		switch {
 		case perr == nil && prog.Completed && !w.res.TestsStarted:
+			w.res.Conclusion = prog.Conclusion
 			why := "the GPU job finished (" + prog.Conclusion + ") before its tests started"
 			if !prog.TestStepListed {
 				why += "; it has no step named as the watchdog's test step, so if its tests did run, that setting names the wrong step"
 			}
 			return w.kill(ctx, WatchEarlyFinish, why)
 		case perr == nil && prog.Completed:
+			w.res.Conclusion = prog.Conclusion
 			w.res.Outcome, w.res.Reason = WatchCompleted, "the GPU job completed ("+prog.Conclusion+"); normal cleanup deletes the pod"
 			return w.res, nil
 		}
@@ -227,13 +239,13 @@ func (w *watcher) obsolete(ctx context.Context) (bool, string) {
 
 // kill deletes the pod (with a context that outlives the caller's), logs
 // the cost already known, and only then cancels the run when obsolete.
-func (w *watcher) kill(ctx context.Context, outcome, reason string) (WatchResult, error) {
+func (w *watcher) kill(ctx context.Context, outcome WatchOutcome, reason string) (WatchResult, error) {
 	w.res.Outcome, w.res.Reason = outcome, reason
 	bg := context.WithoutCancel(ctx)
 	if w.started != nil {
 		w.res.CostSoFar = time.Since(*w.started).Hours() * w.cost
 	}
-	w.deps.Log.LogAttrs(bg, slog.LevelWarn, "watch.delete", slog.String("pod", w.podID), slog.String("outcome", outcome),
+	w.deps.Log.LogAttrs(bg, slog.LevelWarn, "watch.delete", slog.String("pod", w.podID), slog.String("outcome", string(outcome)),
 		slog.String("reason", reason), slog.Float64("cost_so_far", w.res.CostSoFar))
 	if err := w.deps.Delete(bg, w.deps.API, w.podID); err != nil {
 		return w.res, fmt.Errorf("runpod: watchdog (%s): %w", reason, err)

@@ -155,6 +155,38 @@ func TestWatch_JobCompletingAfterTestsEndsTheWatchWithoutDeleting(t *testing.T) 
 	})
 }
 
+// The result says whether the GPU job passed as a field of its own, the
+// job's conclusion as GitHub reports it, so nothing has to read it out of
+// the human Reason: a failed job completed too, and "" is unknown.
+func TestWatch_TheResultCarriesTheJobsConclusion(t *testing.T) {
+	for name, tc := range map[string]struct {
+		job     runpod.JobProgress
+		outcome runpod.WatchOutcome
+	}{
+		"passed":              {runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "success"}, runpod.WatchCompleted},
+		"failed":              {runpod.JobProgress{TestsStarted: true, Completed: true, Conclusion: "failure"}, runpod.WatchCompleted},
+		"finished before":     {runpod.JobProgress{Completed: true, Conclusion: "cancelled"}, runpod.WatchEarlyFinish},
+		"no conclusion given": {runpod.JobProgress{TestsStarted: true, Completed: true}, runpod.WatchCompleted},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWatchWorld(t)
+				w.prog.Set(tc.job)
+				res, _, _ := w.watch()
+				if res.Outcome != tc.outcome || res.Conclusion != tc.job.Conclusion {
+					t.Errorf("outcome %q, conclusion %q; want %q, %q", res.Outcome, res.Conclusion, tc.outcome, tc.job.Conclusion)
+				}
+			})
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		w := newWatchWorld(t) // the tests never start
+		if res, _, _ := w.watch(); res.Outcome != runpod.WatchSetupTimeout || res.Conclusion != "" {
+			t.Errorf("a job the watch never saw finish: outcome %q, conclusion %q", res.Outcome, res.Conclusion)
+		}
+	})
+}
+
 func TestWatch_JobFinishingBeforeTestsDeletesThePod(t *testing.T) {
 	for _, listed := range []bool{true, false} {
 		synctest.Test(t, func(t *testing.T) {

@@ -343,7 +343,7 @@ func lifecycle(ctx context.Context, w world, listing changepolicy.Listing, actor
 		deletedAt = time.Now()
 	}
 	step(9, "cleanup", "pod %s deleted (confirmed)", res.PodID)
-	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && strings.Contains(wres.Reason, "(success)")
+	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && wres.Conclusion == "success"
 	kind := gate.KindPaid
 	if !passed {
 		kind = gate.KindFailed

@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	res, err := watch(ctx, o, getenv, stdout, stderr)
 	if res.Outcome != "" {
-		if werr := ghaction.FromEnv(getenv).SetOutputs([2]string{"outcome", res.Outcome}, [2]string{"deleted", strconv.FormatBool(res.Deleted)}); werr != nil && err == nil {
+		if werr := ghaction.FromEnv(getenv).SetOutputs([2]string{"outcome", string(res.Outcome)}, [2]string{"deleted", strconv.FormatBool(res.Deleted)}); werr != nil && err == nil {
 			err = werr
 		}
 		if o.json {
