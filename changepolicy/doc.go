@@ -117,6 +117,12 @@
 //   - `path-not-clean`: the path ("./a", "a/", "a//b", "/a") is one no diff
 //     lists, and Classify refuses it (ErrInvalidChange).
 //
+// A change list comes from git (FromGitDiff), a pull request
+// (ListPullRequest) or git diff --name-status output (ParseNameStatus, and
+// ReadNameStatus and ReadNameStatusFile for a stream or a file). A
+// Decision prints as a person reads it in a log (String) and as a job
+// summary (Markdown).
+//
 // Usage:
 //
 //	p, err := changepolicy.LoadFile(".github/gpugate/policy.yml")

@@ -82,3 +82,27 @@ jobs:
 	// Output:
 	// gpu.device_control: "scripts/ci/runpod_provison.py" matches no tracked file
 }
+
+// A decision as the classify command prints it in a log; Markdown is the
+// same as a job summary.
+func ExampleDecision_String() {
+	p, _ := changepolicy.Load(changepolicy.ExamplePolicy)
+	changes, _ := changepolicy.ParseNameStatus([]byte("M\tdocs/guide.md\nR100\tdocs/old.md\tdocs/new.md\n"))
+	d, _ := changepolicy.Classify(p, changes)
+	fmt.Print(d)
+	// Output:
+	// class: docs-only (docs: yes, ci: no, gpu: no)
+	// why:   class is docs-only: no code path changed; GPU validation not required: docs-only change
+	// lane macos: no
+	// jobs:
+	//   no-op Linux workspace tests: explicit success: class is docs-only: no code path changed
+	//   no-op Linux extension tests: explicit success: class is docs-only: no code path changed
+	//   no-op macOS workspace tests: explicit success: no trigger of lane macos changed
+	//   run   Documentation [docs]: documentation changed (docs/guide.md)
+	//   no-op CI configuration: explicit success: no CI path changed
+	//   no-op CI GPU gate: explicit success: GPU validation not required: docs-only change
+	// files:
+	//   modified  docs  docs/guide.md (docs **/*.md)
+	//   renamed   docs  docs/old.md (old side) (docs **/*.md)
+	//   renamed   docs  docs/new.md (docs **/*.md)
+}

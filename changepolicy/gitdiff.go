@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -59,6 +61,25 @@ func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
 		return nil, fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
+}
+
+// ReadNameStatus is ParseNameStatus over what r holds: a pipe from git
+// diff --name-status, say.
+func ReadNameStatus(r io.Reader) ([]Change, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("changepolicy: read the change list: %w", err)
+	}
+	return ParseNameStatus(data)
+}
+
+// ReadNameStatusFile is ParseNameStatus over the file at path.
+func ReadNameStatusFile(path string) ([]Change, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("changepolicy: %w", err)
+	}
+	return ParseNameStatus(data)
 }
 
 // ParseNameStatus parses `git diff --name-status` output: the -z form (fields

@@ -28,11 +28,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/ghclient"
@@ -138,9 +135,6 @@ var errUnmatched = errors.New("classify: policy globs match no tracked file")
 // checkGlobs fails naming every fail-open glob that matches no file git
 // tracks in -dir (changepolicy.Policy.Unmatched).
 func checkGlobs(ctx context.Context, o options, gha ghaction.Env, stdout io.Writer) error {
-	if o.base != "" || o.pr != 0 || o.changes != "" {
-		return errors.New("classify: -check-globs reads the policy and the tracked files; it takes no -base, -pr or -changes")
-	}
 	p, err := loadPolicy(o)
 	if err != nil {
 		return err
@@ -175,10 +169,14 @@ func classify(ctx context.Context, o options, getenv func(string) string, stdin 
 	return listing.Classify(p)
 }
 
-// changesFor lists the changes to classify; from a pull request, bound to
-// the head they were listed at.
+// changesFor lists the changes to classify (refuse has made sure there
+// is one source); from a pull request, bound to the head they were listed
+// at.
 func changesFor(ctx context.Context, o options, getenv func(string) string, stdin io.Reader) (changepolicy.Listing, error) {
-	if o.pr != 0 && o.base == "" && o.changes == "" {
+	var changes []changepolicy.Change
+	var err error
+	switch {
+	case o.pr != 0:
 		owner, name, err := cli.SplitRepo("classify", o.repo)
 		if err != nil {
 			return changepolicy.Listing{}, err
@@ -188,37 +186,16 @@ func changesFor(ctx context.Context, o options, getenv func(string) string, stdi
 			return changepolicy.Listing{}, fmt.Errorf("classify: -pr: %w", err)
 		}
 		return changepolicy.ListPullRequest(ctx, client, owner, name, o.pr)
-	}
-	changes, err := changeFiles(ctx, o, stdin)
-	return changepolicy.Listing{Changes: changes}, err
-}
-
-func changeFiles(ctx context.Context, o options, stdin io.Reader) ([]changepolicy.Change, error) {
-	sources := 0
-	for _, set := range []bool{o.base != "", o.pr != 0, o.changes != ""} {
-		if set {
-			sources++
-		}
-	}
-	switch {
-	case sources > 1:
-		return nil, errors.New("classify: use one of -base, -pr and -changes")
 	case o.base != "":
-		return changepolicy.FromGitDiff(ctx, o.dir, o.base, o.head)
+		changes, err = changepolicy.FromGitDiff(ctx, o.dir, o.base, o.head)
 	case o.changes == "-":
-		data, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("classify: read stdin: %w", err)
-		}
-		return changepolicy.ParseNameStatus(data)
+		changes, err = changepolicy.ReadNameStatus(stdin)
 	case o.changes != "":
-		data, err := os.ReadFile(o.changes)
-		if err != nil {
-			return nil, fmt.Errorf("classify: %w", err)
-		}
-		return changepolicy.ParseNameStatus(data)
+		changes, err = changepolicy.ReadNameStatusFile(o.changes)
+	default:
+		changes, err = changepolicy.ParseNameStatus(exampleDiff)
 	}
-	return changepolicy.ParseNameStatus(exampleDiff)
+	return changepolicy.Listing{Changes: changes}, err
 }
 
 func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writer) error {
@@ -242,7 +219,7 @@ func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writ
 	); err != nil {
 		return err
 	}
-	if err := gha.AppendSummary(summary(d)); err != nil {
+	if err := gha.AppendSummary(d.Markdown()); err != nil {
 		return err
 	}
 	if o.json {
@@ -250,63 +227,6 @@ func report(o options, d changepolicy.Decision, gha ghaction.Env, stdout io.Writ
 		enc.SetIndent("", "  ")
 		return enc.Encode(d)
 	}
-	_, err = io.WriteString(stdout, text(d))
+	_, err = io.WriteString(stdout, d.String())
 	return err
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func text(d changepolicy.Decision) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "class: %s (docs: %s, ci: %s, gpu: %s)\n", d.Class, yesNo(d.Docs), yesNo(d.CI), yesNo(d.GPU))
-	fmt.Fprintf(&b, "why:   %s\n", d.Reason)
-	for _, name := range slices.Sorted(maps.Keys(d.Lanes)) {
-		fmt.Fprintf(&b, "lane %s: %s\n", name, yesNo(d.Lanes[name]))
-	}
-	b.WriteString("jobs:\n")
-	for _, j := range d.Jobs {
-		profile := ""
-		if j.Profile != "" {
-			profile = " [" + j.Profile + "]"
-		}
-		fmt.Fprintf(&b, "  %-5s %s%s: %s\n", j.Outcome, j.Name, profile, j.Reason)
-	}
-	b.WriteString("files:\n")
-	for _, f := range d.Files {
-		fmt.Fprintf(&b, "  %-9s %-5s %s (%s)\n", f.Status, f.Kind, displayPath(f), rule(f))
-	}
-	return b.String()
-}
-
-func displayPath(f changepolicy.FileDecision) string {
-	if f.Old {
-		return f.Path + " (old side)"
-	}
-	return f.Path
-}
-
-func rule(f changepolicy.FileDecision) string {
-	if f.Pattern == "" {
-		return f.Rule
-	}
-	return f.Rule + " " + f.Pattern
-}
-
-func summary(d changepolicy.Decision) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "### Change classification: %s\n\n%s\n\n", d.Class, ghaction.MarkdownCell(d.Reason))
-	b.WriteString("| job | outcome | reason |\n| --- | --- | --- |\n")
-	for _, j := range d.Jobs {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", ghaction.MarkdownCell(j.Name), j.Outcome, ghaction.MarkdownCell(j.Reason))
-	}
-	b.WriteString("\n| file | rule | kind |\n| --- | --- | --- |\n")
-	for _, f := range d.Files {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", ghaction.MarkdownCell(displayPath(f)), ghaction.MarkdownCell(rule(f)), f.Kind)
-	}
-	return b.String()
 }
