@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/gateflow/demo"
 	"github.com/gpugate/gpugate/runpod"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestDemo_AnAttemptIsBilledFromTheInstantTheCostReportBillsItsPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out, errOut, code := runGateflow(t, nil, "-json")
-		var doc demoDoc
+		var doc demo.Doc
 		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 			t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
 		}

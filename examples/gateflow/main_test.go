@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,10 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/cost"
-	"github.com/gpugate/gpugate/gate"
-	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/gateflow/demo"
 	"github.com/gpugate/gpugate/gateflow/econ"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -119,7 +116,7 @@ func TestDemo_TheAttemptTableShowsTheProofRejectionAndThe429(t *testing.T) {
 func TestDemo_DollarsAreAtRealTimeScale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out, errOut, code := runGateflow(t, nil, "-json")
-		var doc demoDoc
+		var doc demo.Doc
 		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 			t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
 		}
@@ -148,7 +145,7 @@ func TestDemo_DollarsAreAtRealTimeScale(t *testing.T) {
 		if !cmp.Equal(stages, want) {
 			t.Errorf("stages %v s, want %v", stages, want)
 		}
-		if total := w.Cost + first.Result.RejectedCost; math.Abs(doc.USD-total) > 1e-12 || doc.TimeScale != timeScale {
+		if total := w.Cost + first.Result.RejectedCost; math.Abs(doc.USD-total) > 1e-12 || doc.TimeScale != demo.TimeScale {
 			t.Errorf("the document says $%v at time scale %d, the runs $%v", doc.USD, doc.TimeScale, total)
 		}
 	})
@@ -160,7 +157,7 @@ func TestDemo_DollarsAreAtRealTimeScale(t *testing.T) {
 func TestJSONPrintsTheRunsInsteadOfTheNarration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out, errOut, code := runGateflow(t, nil, "-json")
-		var doc demoDoc
+		var doc demo.Doc
 		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil {
 			t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
 		}
@@ -276,29 +273,6 @@ func TestRealModeTagsAndWatchesTheRunAttemptItRunsIn(t *testing.T) {
 	}
 	if tag := got.Tags()[runpod.TagRunAttempt]; tag != "2" {
 		t.Errorf("the pods are tagged attempt %s, want 2", tag)
-	}
-}
-
-// The lifecycle authorizes only the head its classification listed: a push
-// between classification and authorization stops the run before anything
-// is published or bought.
-func TestLifecycle_AHeadThatMovedSinceClassificationPublishesNothing(t *testing.T) {
-	const listed, pushed = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	repo := gatetest.NewRepo()
-	repo.Roles = map[string]string{"maintainer": "maintain"}
-	repo.PRs = map[int]gate.PullRequest{9: {Number: 9, Open: true, HeadSHA: pushed, MergeSHA: strings.Repeat("3", 40), HeadRepoID: 1, BaseRepoID: 1}}
-	checks := gatetest.NewChecks()
-	policy, err := changepolicy.Load(changepolicy.ExamplePolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs := changepolicy.Listing{Changes: []changepolicy.Change{{Path: "README.md", Status: changepolicy.Modified}}, HeadSHA: listed}
-	_, err = lifecycle(context.Background(), world{policy: policy, repo: repo, checks: checks}, docs, "maintainer", 9, io.Discard)
-	if !errors.Is(err, gate.ErrHeadMoved) {
-		t.Fatalf("err = %v, want ErrHeadMoved", err)
-	}
-	if gates := checks.Published(pushed); len(gates) != 0 {
-		t.Errorf("published %v on a head that was never classified", gates)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gpugate/gpugate/changepolicy"
 	"github.com/gpugate/gpugate/cost"
 	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/gateflow"
 	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/runpod"
@@ -29,7 +30,7 @@ func (o options) ownership(getenv func(string) string) runpod.Ownership {
 // the GPU job of -run-id, which picks up the accepted runner by its label;
 // the watchdog follows it through the Actions API. -json prints its
 // outcome.
-func realFlow(ctx context.Context, o options, getenv func(string) string, out io.Writer) (*outcome, error) {
+func realFlow(ctx context.Context, o options, getenv func(string) string, out io.Writer) (*gateflow.Outcome, error) {
 	key := getenv("RUNPOD_API_KEY")
 	switch {
 	case key == "":
@@ -81,23 +82,23 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 		reg.Owner, reg.Repo = owner, name
 	}
 	repo := &gate.GitHub{Client: gh, Owner: owner, Repo: name}
-	w := world{
-		policy: policy, repo: repo, checks: repo, api: api, registry: reg,
-		progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
-		pr:       &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
-		runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name}, runID: o.runID,
-		cfg: cfg, image: image, startup: startup, watch: runpod.DefaultWatchOptions(),
-		owner: o.ownership(getenv),
-		log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	w := gateflow.Deps{
+		Policy: policy, Repo: repo, Checks: repo, API: api, Registry: reg,
+		Progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
+		PR:       &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
+		Runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name}, RunID: o.runID,
+		Config: cfg, Image: image, Startup: startup, Watch: runpod.DefaultWatchOptions(),
+		Owner: o.ownership(getenv),
+		Log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		// The real job reports its own marks through the cost evidence
 		// (cost.Collect); here the stages after startup stay unknown.
-		startJob: func(string) <-chan cost.Marks {
+		StartJob: func(string) <-chan cost.Marks {
 			ch := make(chan cost.Marks, 1)
 			ch <- cost.Marks{}
 			return ch
 		},
 	}
-	oc, err := lifecycle(ctx, w, listing, o.actor, o.pr, out)
+	oc, err := gateflow.Run(ctx, w, listing, o.actor, o.pr, out)
 	if err != nil {
 		return &oc, err
 	}

@@ -14,7 +14,6 @@
 package econ
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,10 +26,9 @@ import (
 	"sync"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/gate/gatetest"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
@@ -64,9 +62,7 @@ func LoadModel(path string) (FailureModel, error) {
 // ParseModel overlays YAML on the default model; path names it in errors.
 func ParseModel(path string, data []byte) (FailureModel, error) {
 	m := DefaultModel()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.Decode(data, &m); err != nil && !errors.Is(err, strictyaml.ErrEmpty) {
 		return m, fmt.Errorf("%w %s: %w", ErrModel, path, err)
 	}
 	rates := map[string]float64{"outage": m.Outage, "not_delivering": m.NotDelivering}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/gateflow"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 // The demonstration compresses time, never money. Its fake provider and
-// GPU job run timeScale times faster than the schedule below; what it
+// GPU job run TimeScale times faster than the schedule below; what it
 // prints (each attempt's paid seconds, the accepted pod's paid window and
 // its stages, and their dollars) is restated from that schedule at real
 // time: each figure is what that many real seconds of the pod cost at its
 // hourly price. The wall clock of a compressed run is not what a real run
 // pays, and it differs from run to run; the schedule does neither, so the
 // demonstration prints the same on every run.
-const timeScale = 100
+const TimeScale = 100
 
 // realTime is the demonstration's schedule at real time, and what the
 // fake answered, to restate the compressed run.
@@ -35,8 +36,10 @@ type realTime struct {
 	throttle  runpodtest.Fault // the scenario's 429
 }
 
+var _ gateflow.Restater = (*realTime)(nil)
+
 // compressed is d as the compressed run plays it.
-func compressed(d time.Duration) time.Duration { return d / timeScale }
+func compressed(d time.Duration) time.Duration { return d / TimeScale }
 
 // retryAfter is how long the scenario's 429 made the client wait: real
 // seconds (Retry-After is never compressed).
@@ -56,9 +59,9 @@ func (rt *realTime) throttled(id string) []runpodtest.Request {
 	return out
 }
 
-// notes are the lines the attempt table shows under attempt a: each 429
+// Notes are the lines the attempt table shows under attempt a: each 429
 // its pod's reads were answered, and the client's pause.
-func (rt *realTime) notes(a runpod.Attempt) []string {
+func (rt *realTime) Notes(a runpod.Attempt) []string {
 	var out []string
 	if a.Outcome == runpod.OutcomeExited {
 		// The demo's fake host fails the proof: the pod's entry point runs
@@ -71,14 +74,14 @@ func (rt *realTime) notes(a runpod.Attempt) []string {
 	return out
 }
 
-// restate rewrites res's attempts at real time, by the rule the cost
+// Restate rewrites res's attempts at real time, by the rule the cost
 // report bills a pod (cost.PaidWindow): from its container's start, never
 // its create. A create the provider refused created no pod and paid
 // nothing; a pod's provisioning, create to container start, is not billed;
 // it paid from its container's start through the start and the CUDA proof,
 // whether its runner then came online (accepted) or the proof stopped it
 // (exited), and for any pause a 429 on its reads cost.
-func (rt *realTime) restate(res *runpod.Result) {
+func (rt *realTime) Restate(res *runpod.Result) {
 	res.RejectedCost = 0
 	for i := range res.Attempts {
 		a := &res.Attempts[i]
@@ -96,14 +99,14 @@ func (rt *realTime) restate(res *runpod.Result) {
 	}
 }
 
-// report is the accepted pod's cost report at real time: its paid window
+// Report is the accepted pod's cost report at real time: its paid window
 // runs from the container's start to the confirmed deletion, through the
 // GPU job's start (the hand-over, once its runner was online: the accepted
 // attempt's paid seconds after the container's start, so that its startup
 // stage is that attempt), the tests' start after setup and their end, then
 // cleanup. The container's start counts from the pod's create as the
 // provider recorded it.
-func (rt *realTime) report(pod *rest.Pod, res runpod.Result) (cost.Report, error) {
+func (rt *realTime) Report(pod *rest.Pod, res runpod.Result) (cost.Report, error) {
 	rec := cost.PodRecordOf(pod)
 	created := pod.CreatedAt.UTC().Truncate(time.Second)
 	started := created.Add(rt.provision)
@@ -118,5 +121,5 @@ func (rt *realTime) report(pod *rest.Pod, res runpod.Result) (cost.Report, error
 // String says what the figures are.
 func (rt *realTime) String() string {
 	return fmt.Sprintf("the demonstration ran %dx faster than this schedule, which every time and dollar above restates at real time: provisioning %s, container start %s, CUDA proof %s, job setup %s, tests %s, cleanup %s; money is not compressed",
-		timeScale, rt.provision, rt.start, rt.proof, rt.setup, rt.tests, rt.cleanup)
+		TimeScale, rt.provision, rt.start, rt.proof, rt.setup, rt.tests, rt.cleanup)
 }

@@ -1,0 +1,300 @@
+// Package gateflow composes the paid GPU gate for one change, the
+// lifecycle gpugate's main job, the Action's steps and a library user run:
+//
+//	classify the diff → authorize → reuse check → candidate plan from the
+//	catalog → re-check the pull request → provision with the CUDA proof →
+//	hand the accepted runner to the test job → watchdog → cleanup with
+//	confirmed deletion → gate publication → cost report
+//
+// Run takes every dependency as a value (Deps), so the same code runs
+// against RunPod and GitHub or against in-process fakes. Its rules: only
+// the head the classification listed is authorized; a change that needs no
+// GPU publishes an explicit not-required success and buys nothing; a
+// tested merge ref that already passed is reused and buys nothing; a pull
+// request validated on a maintainer's GPU (the local-validation label, read
+// again just before spending and before publishing) buys and publishes
+// nothing; the pod is deleted, confirmed, before the gate is published; and
+// the gate passes only when the watched job concluded success.
+package gateflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gpugate/gpugate/changepolicy"
+	"github.com/gpugate/gpugate/cost"
+	"github.com/gpugate/gpugate/gate"
+	"github.com/gpugate/gpugate/internal/cli"
+	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
+)
+
+// ErrGateFailed marks a run whose GPU gate was published as failed: the
+// job did not conclude success, or the watchdog stopped it.
+var ErrGateFailed = errors.New("gateflow: the GPU gate failed")
+
+// Deps is everything one run of the gate touches.
+type Deps struct {
+	Policy *changepolicy.Policy
+	Repo   gate.Repo
+	Checks gate.Checks
+	// LocalLabel is the local-validation label (default
+	// gate.DefaultLocalLabel).
+	LocalLabel string
+
+	API      *rest.Client
+	Registry runpod.RunnerRegistry
+	Progress runpod.Progress
+	PR       runpod.PRState
+	Runs     runpod.Runs
+	RunID    int64 // the workflow run the watchdog follows (0: none)
+	Config   runpod.Config
+	Image    string             // the runner image, pinned by digest
+	Startup  runpod.PodTemplate // the CUDA proof's environment and startup command
+	Watch    runpod.WatchOptions
+	Owner    runpod.Ownership
+	// StartJob hands the accepted runner to the GPU test job and returns
+	// the job's marks when it ends (a real job reports its own through
+	// the cost evidence: send empty Marks).
+	StartJob func(runner string) <-chan cost.Marks
+	Log      *slog.Logger
+
+	// AfterCatalog, when set, runs between the catalog read and the first
+	// create (a demonstration changes stock there).
+	AfterCatalog func()
+	// RealTime, when set, restates a time-compressed run's paid seconds
+	// and dollars at real time (a demonstration); nil for a real run.
+	RealTime Restater
+}
+
+// Restater restates a time-compressed run at real time.
+type Restater interface {
+	// Restate rewrites the attempts' seconds and estimated dollars.
+	Restate(res *runpod.Result)
+	// Notes are extra lines under an attempt of the table.
+	Notes(a runpod.Attempt) []string
+	// Report is the accepted pod's cost report at real time.
+	Report(pod *rest.Pod, res runpod.Result) (cost.Report, error)
+}
+
+// Outcome is what one run did.
+type Outcome struct {
+	PR          int                `json:"pr"`
+	Class       changepolicy.Class `json:"class"`
+	GPURequired bool               `json:"gpu_required"`
+	Gate        gate.Kind          `json:"gate,omitempty"`
+	// LocallyValidated: the pull request carries the local-validation
+	// label, so the paid path stopped and the local relay's gate stands.
+	LocallyValidated bool           `json:"locally_validated,omitempty"`
+	Result           *runpod.Result `json:"provision,omitempty"` // when provisioning ran
+	Cost             *cost.Report   `json:"cost,omitempty"`      // when the accepted pod's record was read
+}
+
+// Run runs the gate for one change listed at listing.HeadSHA, for actor on
+// pull request pr. out receives, as it goes, the numbered steps a
+// maintainer needs to see. A gate published as failed is ErrGateFailed.
+func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (Outcome, error) {
+	step := func(n int, name, format string, a ...any) {
+		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	dec, err := listing.Classify(d.Policy)
+	if err != nil {
+		return Outcome{PR: pr}, err
+	}
+	oc := Outcome{PR: pr, Class: dec.Class, GPURequired: dec.GPU}
+	step(1, "classify", "%s; GPU gate required: %v (%s)", dec.Class, dec.GPU, dec.Reason)
+	// Authorized for the head the files were listed at, or not at all.
+	a, err := gate.Authorize(ctx, d.Repo, gate.AuthRequest{Actor: actor, PR: pr, ClassifiedHead: dec.HeadSHA, LocalLabel: d.LocalLabel})
+	if err != nil {
+		return oc, err
+	}
+	step(2, "authorize", "%s (%s) may spend on PR #%d: head %.7s, tested merge ref %.7s", a.Actor, a.Role, pr, a.HeadSHA, a.TestedRef)
+	if a.LocalValidation {
+		return locallyValidated(oc, step, 3, fmt.Errorf("%w: #%d", gate.ErrLocallyValidated, pr))
+	}
+	publish := func(r gate.Report) (gate.Gate, error) {
+		return gate.PublishPaid(ctx, d.Repo, d.Checks, pr, d.LocalLabel, r, time.Now())
+	}
+	if !dec.GPU {
+		g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindNotRequired},
+			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason, HeadSHA: dec.HeadSHA}})
+		if errors.Is(err, gate.ErrLocallyValidated) {
+			return locallyValidated(oc, step, 3, err)
+		}
+		if err != nil {
+			return oc, err
+		}
+		step(3, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+		oc.Gate = gate.KindNotRequired
+		return oc, nil
+	}
+	reuse := gate.LookupReuse(ctx, d.Checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName)
+	step(3, "reuse", "%s", reuse.Reason)
+	if reuse.Reuse {
+		g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: reuse.From})
+		if errors.Is(err, gate.ErrLocallyValidated) {
+			return locallyValidated(oc, step, 4, err)
+		}
+		if err != nil {
+			return oc, err
+		}
+		step(4, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+		oc.Gate = gate.KindReused
+		return oc, nil
+	}
+	plan, err := d.plan(ctx, step)
+	if err != nil {
+		return oc, err
+	}
+	step(5, "image", "%s", d.Image)
+	// Just before spending: still open, at the authorized head, and not
+	// labelled for local validation since.
+	if err := gate.Recheck(ctx, d.Repo, a); errors.Is(err, gate.ErrLocallyValidated) {
+		return locallyValidated(oc, step, 6, err)
+	} else if err != nil {
+		return oc, err
+	}
+	tmpl := d.Startup
+	tmpl.Image, tmpl.Owner, tmpl.Disk = d.Image, d.Owner, 40
+	res, perr := runpod.Provision(ctx, runpod.Deps{API: d.API, Registry: d.Registry, PR: d.PR, Head: a.HeadSHA, Log: d.Log}, d.Config, plan, tmpl)
+	if d.RealTime != nil {
+		d.RealTime.Restate(&res)
+	}
+	oc.Result = &res
+	d.attemptTable(out, res)
+	if perr != nil {
+		step(6, "provision", "failed: %v", perr)
+		oc.Gate = gate.KindFailed
+		if _, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: "provisioning failed: " + perr.Error()}); err != nil {
+			return oc, errors.Join(perr, err)
+		}
+		return oc, perr
+	}
+	step(6, "provision", "accepted %s at $%.2f/h after %d attempts (%.1f s); runner label %s", res.GPUTypeID, res.HourlyPrice, len(res.Attempts), res.StartupSeconds, res.Label)
+	marksCh := d.StartJob(res.Label)
+	step(7, "hand over", "the GPU test job runs on %s", res.Label)
+	wres, werr := runpod.Watch(ctx, runpod.WatchDeps{API: d.API, Progress: d.Progress, PR: d.PR, Head: a.HeadSHA, Runs: d.Runs, RunID: d.RunID, Log: d.Log}, res.PodID, d.Watch)
+	switch {
+	case werr != nil:
+		step(8, "watchdog", "%v", werr)
+	case d.RealTime != nil: // how often a compressed run polled says nothing about a real one
+		step(8, "watchdog", "%s: %s", wres.Outcome, wres.Reason)
+	default:
+		step(8, "watchdog", "%s: %s (%d pod reads)", wres.Outcome, wres.Reason, wres.PodReads)
+	}
+	marks := <-marksCh
+	// Read the billing record before deletion; the pod is gone afterwards.
+	pod, gerr := runpod.RecordBeforeDelete(ctx, d.API, res.PodID)
+	var deletedAt time.Time
+	if wres.Deleted && wres.DeletedAt != nil {
+		deletedAt = *wres.DeletedAt
+	} else {
+		if err := runpod.Delete(ctx, d.API, res.PodID); err != nil {
+			step(9, "cleanup", "deletion NOT confirmed: %v — the reaper will retry", err)
+			return oc, err
+		}
+		deletedAt = time.Now()
+	}
+	step(9, "cleanup", "pod %s deleted (confirmed)", res.PodID)
+	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && wres.Conclusion == "success"
+	kind := gate.KindPaid
+	if !passed {
+		kind = gate.KindFailed
+	}
+	g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: kind},
+		Paid: &gate.PaidEvidence{TestsPassed: passed, PodID: res.PodID},
+		Ran:  []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}})
+	if errors.Is(err, gate.ErrLocallyValidated) {
+		return locallyValidated(oc, step, 10, err)
+	}
+	if err != nil {
+		return oc, err
+	}
+	oc.Gate = kind
+	step(10, "publish", "%q: %s (%s)", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
+	if gerr != nil {
+		step(11, "cost", "unknown: the pod record could not be read (%v)", gerr)
+		return oc, nil
+	}
+	var rep cost.Report
+	if d.RealTime != nil {
+		rep, err = d.RealTime.Report(pod, res)
+	} else {
+		rep, err = cost.NewReport(cost.PodRecordOf(pod), deletedAt, marks, cost.RejectedAttempts(res.Attempts))
+	}
+	if err != nil {
+		return oc, err
+	}
+	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = a.TestedRef, string(kind), pod.ID, res.GPUTypeID
+	oc.Cost = &rep
+	step(11, "cost", "accepted pod: %.1f paid s, $%.6f; rejected candidates: $%.6f", rep.Window.Seconds, rep.Window.Cost, rep.RejectedCost())
+	for _, s := range rep.Stages {
+		if s.Seconds != nil && s.Cost != nil {
+			fmt.Fprintf(out, "    %-22s %6.1f s  $%.6f\n", s.Name, *s.Seconds, *s.Cost)
+		} else {
+			fmt.Fprintf(out, "    %-22s unknown\n", s.Name)
+		}
+	}
+	if !passed {
+		return oc, fmt.Errorf("%w: %s", ErrGateFailed, wres.Reason)
+	}
+	return oc, nil
+}
+
+// locallyValidated ends a run whose pull request carries the
+// local-validation label: nothing more is bought or published.
+func locallyValidated(oc Outcome, step func(int, string, string, ...any), n int, why error) (Outcome, error) {
+	step(n, "local validation", "%v — nothing bought or published; the local relay's gate stands", why)
+	oc.LocallyValidated = true
+	return oc, nil
+}
+
+// plan reads the catalog (or falls back to the static tiers) and prints
+// the candidate plan.
+func (d Deps) plan(ctx context.Context, step func(int, string, string, ...any)) ([]runpod.Candidate, error) {
+	offers, err := d.API.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: d.Config.Cloud, Count: 1, MinCUDAVersion: d.Config.MinCUDAVersion})
+	if err != nil {
+		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
+	}
+	if err := runpod.CheckGPUTypes(d.Config, offers); err != nil {
+		return nil, err
+	}
+	plan := runpod.CandidatePlan(d.Config, offers)
+	if d.AfterCatalog != nil {
+		d.AfterCatalog()
+	}
+	var names []string
+	for _, c := range plan {
+		p := "static"
+		if c.Live {
+			p = fmt.Sprintf("$%.2f/h", c.Price)
+		}
+		names = append(names, fmt.Sprintf("%s (%s, %s)", c.GPUTypeID, c.Tier, p))
+	}
+	step(4, "plan", "%d candidates: %s", len(plan), strings.Join(names, ", "))
+	return plan, nil
+}
+
+// attemptTable prints one line per provisioning attempt.
+func (d Deps) attemptTable(out io.Writer, res runpod.Result) {
+	for _, at := range res.Attempts {
+		price := "   -   "
+		if at.HourlyPrice > 0 {
+			price = fmt.Sprintf("$%.2f/h", at.HourlyPrice)
+		}
+		fmt.Fprintf(out, "    attempt %d  %-32s %s  %-13s %5.1fs  est. $%.6f  %s\n", at.N, at.Candidate.GPUTypeID, price, at.Outcome, at.Seconds, at.EstimatedCost, cli.FirstLine(at.Reason, 80))
+		if d.RealTime != nil {
+			for _, n := range d.RealTime.Notes(at) {
+				fmt.Fprintf(out, "               %s\n", n)
+			}
+		}
+	}
+}
