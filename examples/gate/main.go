@@ -221,12 +221,12 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 		wf := fs.String("workflow", gate.DefaultRelayWorkflow, "the relay workflow, dispatched on the default branch")
 		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label the PR must carry")
 		return command{need: []string{"pr", "lane"}, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
-			head, err := cleanHead(ctx, *dir)
+			head, err := gate.CleanHead(ctx, *dir)
 			if err != nil {
 				return nil, err
 			}
 			res, err := gate.RunLocal(ctx, gh, gh, gh, gate.LocalRun{PR: *pr, Head: head, LaneName: *lane, Label: *label, Workflow: *wf,
-				Lane: func(ctx context.Context) error { return runLane(ctx, *dir, *lane) }})
+				Lane: gate.ShellLane(*dir, *lane, os.Stderr)})
 			if err != nil {
 				return nil, err
 			}
