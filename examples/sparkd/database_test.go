@@ -58,3 +58,21 @@ func TestSparkd_BackupAndRestore(t *testing.T) {
 		s.Close()
 	}
 }
+
+// sparkd's subcommands share the suite's one dispatcher: help lists them
+// (exit 0), an unknown one is a refused command line (exit 2), and flags
+// alone serve, as sparkd serve does.
+func TestSparkd_SubcommandsShareTheSuitesDispatcher(t *testing.T) {
+	var logs bytes.Buffer
+	if code := run(context.Background(), []string{"help"}, &logs, nil); code != 0 || !bytes.Contains(logs.Bytes(), []byte("sparkd token -tokens FILE")) {
+		t.Errorf("help: exit %d: %s", code, logs.String())
+	}
+	logs.Reset()
+	if code := run(context.Background(), []string{"bakcup", "-db", "x"}, &logs, nil); code != 2 || !bytes.Contains(logs.Bytes(), []byte(`unknown subcommand "bakcup"`)) {
+		t.Errorf("a misspelt subcommand: exit %d: %s", code, logs.String())
+	}
+	logs.Reset()
+	if code := run(context.Background(), []string{"backup"}, &logs, nil); code != 2 {
+		t.Errorf("backup without its flags: exit %d: %s", code, logs.String())
+	}
+}

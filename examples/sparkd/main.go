@@ -29,6 +29,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -62,12 +63,37 @@ func main() {
 // run serves until ctx ends. ready, when set, receives the address and the
 // token file once the API listens.
 func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]string) int {
-	if len(args) > 0 && (args[0] == "backup" || args[0] == "restore") {
-		return database(ctx, args[0], args[1:], stderr)
+	// Serving is the default: sparkd [flags] is sparkd serve [flags].
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return serve(ctx, args, stderr, ready)
 	}
-	if len(args) > 0 && args[0] == "token" {
-		return mintToken(args[1:], os.Stdout, stderr)
+	sub := func(name, usage string, run func([]string) int) cli.Subcommand {
+		return cli.Subcommand{Name: name, Usage: usage, Run: func(args []string) error {
+			if code := run(args); code != 0 {
+				return exitError(code)
+			}
+			return nil
+		}}
 	}
+	err := cli.Dispatch("sparkd", stderr, args,
+		sub("serve", "[flags] (the default)", func(args []string) int { return serve(ctx, args, stderr, ready) }),
+		sub("backup", "-db spark.db -file backup.db (online, consistent)", func(args []string) int { return database(ctx, "backup", args, stderr) }),
+		sub("restore", "-db spark.db -file backup.db (sparkd stopped)", func(args []string) int { return database(ctx, "restore", args, stderr) }),
+		sub("token", "-tokens FILE -role host|agent|operator -name NAME", func(args []string) int { return mintToken(args, os.Stdout, stderr) }))
+	var code exitError
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	return cli.Status(err)
+}
+
+// exitError carries a subcommand's exit status through cli.Dispatch.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// serve runs the controller until ctx ends.
+func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]string) int {
 	fs := flag.NewFlagSet("sparkd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
