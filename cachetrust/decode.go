@@ -1,20 +1,19 @@
 package cachetrust
 
 import (
-	"bytes"
-	"io"
+	"errors"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 )
 
-// decodeStrict decodes YAML (or JSON) into v, refusing keys v does not
-// have: a misspelt key is an error, never a setting silently left out. An
-// empty document leaves v as it was. The key spec (LoadKeySpec) and the
-// workflow checker's rules and cache catalog all read through it.
+// decodeStrict decodes YAML (or JSON) into v by strictyaml's rule: a key v
+// does not have is an error, never a setting silently left out, and a file
+// holds one document (a second '---' document is an error). An empty
+// document leaves v as it was: every loader here has defaults to keep. The
+// key spec (LoadKeySpec) and the workflow checker's rules and cache catalog
+// all read through it.
 func decodeStrict(data []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && err != io.EOF {
+	if err := strictyaml.Decode(data, v); err != nil && !errors.Is(err, strictyaml.ErrEmpty) {
 		return err
 	}
 	return nil

@@ -88,13 +88,14 @@ var ErrNoInputs = errors.New("cachetrust: the key covers no file")
 var ExampleKeySpec []byte
 
 // LoadKeySpec reads a key spec (YAML or JSON) over RustWorkspaceSpec's
-// defaults: a key it leaves out keeps its default. Decoding is strict, so a
-// misspelt key (componets:) is an error rather than a key silently missing
-// what it meant to pin.
+// defaults: a key it leaves out keeps its default, and an empty file is the
+// defaults. Decoding is strict, so a misspelt key (componets:) is an error
+// rather than a key silently missing what it meant to pin, and a second
+// '---' document is an error rather than a document silently ignored.
 func LoadKeySpec(data []byte) (KeySpec, error) {
 	spec := RustWorkspaceSpec()
 	if err := decodeStrict(data, &spec); err != nil {
-		return KeySpec{}, fmt.Errorf("%w: %v", ErrSpec, err)
+		return KeySpec{}, fmt.Errorf("%w: %w", ErrSpec, err)
 	}
 	if err := spec.validate(); err != nil {
 		return KeySpec{}, err

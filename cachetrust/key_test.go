@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpugate/gpugate/internal/strictyaml"
 )
 
 func spec() KeySpec {
@@ -220,6 +222,16 @@ func TestLoadKeySpec_ExplicitComponentsAndVersionOverTheDefaults(t *testing.T) {
 		if _, err := LoadKeySpec([]byte(data)); !errors.Is(err, ErrSpec) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A key spec file holds one document: a second '---' document is refused,
+// never silently ignored, whatever it pins.
+func TestLoadKeySpec_ASecondDocumentIsRefused(t *testing.T) {
+	data := append(append([]byte{}, ExampleKeySpec...), "\n---\nversion: v9\n"...)
+	_, err := LoadKeySpec(data)
+	if !errors.Is(err, ErrSpec) || !errors.Is(err, strictyaml.ErrSecondDocument) {
+		t.Errorf("err = %v, want ErrSpec for a second document", err)
 	}
 }
 

@@ -157,11 +157,12 @@ var ExampleRules []byte
 // ErrRules is matched by LoadRules errors.
 var ErrRules = errors.New("cachetrust: invalid rules")
 
-// LoadRules parses rules strictly.
+// LoadRules parses rules strictly: a key Rules does not have is an error,
+// and so is a second '---' document; an empty file is no rules.
 func LoadRules(data []byte) (Rules, error) {
 	var r Rules
 	if err := decodeStrict(data, &r); err != nil {
-		return Rules{}, fmt.Errorf("%w: %v", ErrRules, err)
+		return Rules{}, fmt.Errorf("%w: %w", ErrRules, err)
 	}
 	if r.DefaultBranch == "" {
 		r.DefaultBranch = "main"

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gpugate/gpugate/internal/strictyaml"
 )
 
 func rules(t testing.TB) Rules {
@@ -492,6 +494,16 @@ func exampleWorkflows(t testing.TB) map[string][]byte {
 		files[".github/workflows/"+filepath.Base(p)] = data
 	}
 	return files
+}
+
+// A rules file holds one document: a second '---' document is refused,
+// never silently ignored, whatever it grants.
+func TestLoadRules_ASecondDocumentIsRefused(t *testing.T) {
+	data := append(append([]byte{}, ExampleRules...), "\n---\nrerun_uploads: [x]\n"...)
+	_, err := LoadRules(data)
+	if !errors.Is(err, ErrRules) || !errors.Is(err, strictyaml.ErrSecondDocument) {
+		t.Errorf("err = %v, want ErrRules for a second document", err)
+	}
 }
 
 // FuzzLoadRules feeds the loader arbitrary rules files (an adopter's YAML):

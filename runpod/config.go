@@ -1,17 +1,15 @@
 package runpod
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/gpugate/gpugate/internal/strictyaml"
 )
 
 // Tier is a reviewed allowlist of GPU type IDs, in the order they are tried.
@@ -78,15 +76,15 @@ func (e *ConfigError) Error() string {
 // Is matches ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
-// LoadConfig parses YAML or JSON strictly (unknown keys are errors) over
-// DefaultConfig, so omitted numbers take the default defaults, and validates
-// the result. Durations are strings such as "420s".
+// LoadConfig parses YAML or JSON strictly (unknown keys are errors, and a
+// file holds one document: a second '---' document is an error) over
+// DefaultConfig, so omitted numbers take the defaults, and validates the
+// result. An empty file is an error: it lists no tiers. Durations are
+// strings such as "420s".
 func LoadConfig(data []byte) (Config, error) {
 	cfg := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		if err == io.EOF {
+	if err := strictyaml.Decode(data, &cfg); err != nil {
+		if errors.Is(err, strictyaml.ErrEmpty) {
 			return Config{}, &ConfigError{Field: "tiers", Msg: "the configuration is empty: list the reviewed GPU tiers"}
 		}
 		return Config{}, &ConfigError{Field: "(document)", Msg: strings.TrimPrefix(err.Error(), "yaml: ")}

@@ -89,6 +89,20 @@ func TestLoadConfig_ErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// A configuration file holds one document: a second '---' document is
+// refused, never silently ignored, whatever it says.
+func TestLoadConfig_ASecondDocumentIsRefused(t *testing.T) {
+	data := append(append([]byte{}, ExampleConfig...), "\n---\nmax_hourly_price: 9\n"...)
+	_, err := LoadConfig(data)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("err = %v, want a ConfigError", err)
+	}
+	if ce.Field != "(document)" || !strings.Contains(ce.Msg, "one YAML document") {
+		t.Errorf("err = %v, want the document refused for its second '---' document", err)
+	}
+}
+
 func TestLoadConfigFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runpod.yml")
 	if err := os.WriteFile(path, ExampleConfig, 0o644); err != nil {
