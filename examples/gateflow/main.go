@@ -14,7 +14,7 @@
 // is created) and a docs-only change (the gate is not required; no pod is
 // created). Simulated time runs 100x faster than its schedule; money does
 // not: every second and dollar it prints is restated at real time from
-// that schedule (realtime.go), so it prints the same on every run.
+// that schedule (package gateflow/demo), so it prints the same on every run.
 //
 //	gateflow                     # the embedded demonstration
 //	gateflow -simulate-fleet     # a month of pull requests: gpugate vs baselines
