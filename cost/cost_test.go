@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/internal/ghpage"
 	"github.com/gpugate/gpugate/internal/githubtest"
 	"github.com/gpugate/gpugate/internal/workflowtest"
 )
@@ -635,6 +636,75 @@ func TestCollect_EveryAttemptLogsAndOnlySmallCostArtifactsResumably(t *testing.T
 	s, err := Summarize(dir)
 	if err != nil || s.Runs != 2 || s.Unknown.NoCostReport != 1 {
 		t.Errorf("%+v %v", s, err)
+	}
+}
+
+// A history longer than the listing bound is an error, never a shorter
+// history that a summary would take for the whole: the run listing stops
+// at ghpage's bound (100 pages) and says so.
+func TestCollect_AListingPastTheBoundIsAnErrorNotACut(t *testing.T) {
+	mux := http.NewServeMux()
+	var base string
+	pages := 0
+	mux.HandleFunc("GET /repos/o/r/actions/workflows/gpu.yml/runs", func(w http.ResponseWriter, r *http.Request) {
+		pages++
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		if page <= ghpage.MaxPages {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/actions/workflows/gpu.yml/runs?page=%d>; rel="next"`, base, max(page, 1)+1))
+		}
+		fmt.Fprint(w, `{"total_count":0,"workflow_runs":[]}`)
+	})
+	c, srv := githubtest.New(t, mux)
+	base = srv.URL
+	since, until := *ts("2026-10-06T00:00:00Z"), *ts("2026-10-09T00:00:00Z")
+	err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, t.TempDir())
+	if !errors.Is(err, ghpage.ErrTooManyPages) {
+		t.Errorf("err = %v, want ErrTooManyPages for %d pages", err, ghpage.MaxPages+1)
+	}
+	if pages != ghpage.MaxPages {
+		t.Errorf("%d pages read, want the bound, %d", pages, ghpage.MaxPages)
+	}
+}
+
+// A run's cost artifact is saved wherever it is listed: the artifact
+// listing is read over every page, not only the first.
+func TestCollect_ACostArtifactOnALaterPageIsSaved(t *testing.T) {
+	mux := http.NewServeMux()
+	var base string
+	mux.HandleFunc("GET /repos/o/r/actions/workflows/gpu.yml/runs", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"total_count":1,"workflow_runs":[{"id":7,"run_attempt":1,"event":"workflow_run","run_started_at":"2026-10-07T10:00:00Z"}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/7/attempts/1/logs", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, base+"/blob/logs", http.StatusFound)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/runs/7/artifacts", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("page") != "2" {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/repos/o/r/actions/runs/7/artifacts?page=2>; rel="next"`, base))
+			fmt.Fprint(w, `{"total_count":2,"artifacts":[{"id":2,"name":"runpod-retain-7-1-p","size_in_bytes":900}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"total_count":2,"artifacts":[{"id":1,"name":"cost-report-1","size_in_bytes":900}]}`)
+	})
+	mux.HandleFunc("GET /repos/o/r/actions/artifacts/1/zip", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, base+"/blob/cost", http.StatusFound)
+	})
+	mux.HandleFunc("GET /blob/{name}", func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		z := zip.NewWriter(&b)
+		f, _ := z.Create(r.PathValue("name") + "-report.json")
+		f.Write([]byte(`{"version":1}`))
+		z.Close()
+		w.Write(b.Bytes())
+	})
+	c, srv := githubtest.New(t, mux)
+	base = srv.URL
+	dir := t.TempDir()
+	since, until := *ts("2026-10-06T00:00:00Z"), *ts("2026-10-09T00:00:00Z")
+	if err := Collect(context.Background(), c, "o/r", "gpu.yml", since, until, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs/7-1/cost/cost-report.json")); err != nil {
+		t.Errorf("the cost artifact on page 2 was not saved: %v", err)
 	}
 }
 

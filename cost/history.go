@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/gpugate/gpugate/internal/cli"
+	"github.com/gpugate/gpugate/internal/ghpage"
 )
 
 // RunRecord is one saved workflow run attempt.
@@ -74,7 +75,8 @@ func Collect(ctx context.Context, client *github.Client, repo, workflow string, 
 }
 
 // listRuns lists every run of workflow in repo (owner/name) started in
-// [since, until] (UTC days).
+// [since, until] (UTC days). A listing longer than ghpage's bound is an
+// error, never a shorter history.
 func listRuns(ctx context.Context, client *github.Client, repo, workflow string, since, until time.Time) (owner, name string, runs []*github.WorkflowRun, err error) {
 	owner, name, ok := cli.ParseRepo(repo)
 	if !ok {
@@ -85,18 +87,18 @@ func listRuns(ctx context.Context, client *github.Client, repo, workflow string,
 	}
 	opts := &github.ListWorkflowRunsOptions{
 		Created:     since.UTC().Format(time.DateOnly) + ".." + until.UTC().Format(time.DateOnly),
-		ListOptions: github.ListOptions{PerPage: 100},
+		ListOptions: github.ListOptions{PerPage: ghpage.PerPage},
 	}
-	for range 1000 {
+	runs, err = ghpage.All(func(page int) ([]*github.WorkflowRun, *github.Response, error) {
+		opts.Page = page
 		res, resp, err := client.Actions.ListWorkflowRunsByFileName(ctx, owner, name, workflow, opts)
 		if err != nil {
-			return "", "", nil, fmt.Errorf("cost: list runs of %s: %w", workflow, err)
+			return nil, resp, err
 		}
-		runs = append(runs, res.WorkflowRuns...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return res.WorkflowRuns, resp, nil
+	})
+	if err != nil {
+		return "", "", nil, fmt.Errorf("cost: list runs of %s: %w", workflow, err)
 	}
 	return owner, name, runs, nil
 }
@@ -177,14 +179,23 @@ func saveArtifacts(ctx context.Context, client *github.Client, owner, repo strin
 
 // saveSmallArtifacts keeps the JSON files of the run's unexpired artifacts
 // whose names start with prefix and that are at most MaxArtifactBytes, in
-// the directory dest gives each; what was saved before is skipped.
+// the directory dest gives each; what was saved before is skipped. Every
+// page of the run's artifacts is read.
 func saveSmallArtifacts(ctx context.Context, client *github.Client, owner, repo string, run *github.WorkflowRun, prefix string, dest func(name string) string) error {
-	list, _, err := client.Actions.ListWorkflowRunArtifacts(ctx, owner, repo, run.GetID(), &github.ListOptions{PerPage: 100})
+	opts := &github.ListOptions{PerPage: ghpage.PerPage}
+	list, err := ghpage.All(func(page int) ([]*github.Artifact, *github.Response, error) {
+		opts.Page = page
+		arts, resp, err := client.Actions.ListWorkflowRunArtifacts(ctx, owner, repo, run.GetID(), opts)
+		if err != nil {
+			return nil, resp, err
+		}
+		return arts.Artifacts, resp, nil
+	})
 	if err != nil {
 		return fmt.Errorf("cost: artifacts of run %d: %w", run.GetID(), err)
 	}
 	var errs []error
-	for _, a := range list.Artifacts {
+	for _, a := range list {
 		if !strings.HasPrefix(a.GetName(), prefix) || a.GetSizeInBytes() > MaxArtifactBytes || a.GetExpired() {
 			continue
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/ghpage"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/rest"
 )
@@ -53,13 +55,13 @@ func (g *Registry) MintJIT(ctx context.Context, name string, labels []string) (r
 // filter. An organization with more than 100 registrations can have a
 // runner on a later page.
 func (g *Registry) Runners(ctx context.Context, name string) ([]runpod.Runner, error) {
-	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	opts := &github.ListRunnersOptions{ListOptions: github.ListOptions{PerPage: ghpage.PerPage}}
 	what := "list the runners"
 	if name != "" {
 		opts.Name, what = github.String(name), "look up runner "+name
 	}
-	var out []runpod.Runner
-	for range 100 {
+	rs, err := ghpage.All(func(page int) ([]*github.Runner, *github.Response, error) {
+		opts.Page = page
 		var (
 			rs   *github.Runners
 			resp *github.Response
@@ -71,21 +73,22 @@ func (g *Registry) Runners(ctx context.Context, name string) ([]runpod.Runner, e
 			rs, resp, err = g.Client.Actions.ListOrganizationRunners(ctx, g.Owner, opts)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("runpodgh: %s: %w", what, err)
+			return nil, resp, err
 		}
-		for _, r := range rs.Runners {
-			one := runpod.Runner{ID: r.GetID(), Name: r.GetName(), Online: r.GetStatus() == "online", Busy: r.GetBusy()}
-			for _, l := range r.Labels {
-				one.Labels = append(one.Labels, l.GetName())
-			}
-			out = append(out, one)
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.Page = resp.NextPage
+		return rs.Runners, resp, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runpodgh: %s: %w", what, err)
 	}
-	return nil, fmt.Errorf("runpodgh: %s: more than 100 pages", what)
+	out := make([]runpod.Runner, 0, len(rs))
+	for _, r := range rs {
+		one := runpod.Runner{ID: r.GetID(), Name: r.GetName(), Online: r.GetStatus() == "online", Busy: r.GetBusy()}
+		for _, l := range r.Labels {
+			one.Labels = append(one.Labels, l.GetName())
+		}
+		out = append(out, one)
+	}
+	return out, nil
 }
 
 // Runner looks the runner up by its exact name (Runners, filtered).
@@ -193,24 +196,25 @@ var _ runpod.Retention = (*Retention)(nil)
 // (https://docs.github.com/rest/actions/artifacts#list-workflow-run-artifacts)
 // over every page.
 func (g *Retention) Records(ctx context.Context, runID int64) ([]string, error) {
-	var names []string
-	opts := &github.ListOptions{PerPage: 100}
-	for range 100 {
+	opts := &github.ListOptions{PerPage: ghpage.PerPage}
+	arts, err := ghpage.All(func(page int) ([]*github.Artifact, *github.Response, error) {
+		opts.Page = page
 		arts, resp, err := g.Client.Actions.ListWorkflowRunArtifacts(ctx, g.Owner, g.Repo, runID, opts)
 		if err != nil {
-			return nil, fmt.Errorf("runpodgh: list artifacts of run %d: %w", runID, err)
+			return nil, resp, err
 		}
-		for _, a := range arts.Artifacts {
-			if !a.GetExpired() {
-				names = append(names, a.GetName())
-			}
-		}
-		if resp.NextPage == 0 {
-			return names, nil
-		}
-		opts.Page = resp.NextPage
+		return arts.Artifacts, resp, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runpodgh: list artifacts of run %d: %w", runID, err)
 	}
-	return nil, fmt.Errorf("runpodgh: list artifacts of run %d: more than 100 pages", runID)
+	var names []string
+	for _, a := range arts {
+		if !a.GetExpired() {
+			names = append(names, a.GetName())
+		}
+	}
+	return names, nil
 }
 
 // Progress is the go-github adapter of runpod.Progress: the GPU job of one
@@ -228,32 +232,34 @@ var _ runpod.Progress = (*Progress)(nil)
 
 // JobProgress calls GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs
 // (https://docs.github.com/rest/actions/workflow-jobs#list-jobs-for-a-workflow-run-attempt)
-// over every page. A job not yet listed has not started.
+// over every page. A job not yet listed has not started; the first listed
+// job of that name is the one read.
 func (g *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) {
-	opts := &github.ListOptions{PerPage: 100}
-	for range 100 {
+	opts := &github.ListOptions{PerPage: ghpage.PerPage}
+	jobs, err := ghpage.All(func(page int) ([]*github.WorkflowJob, *github.Response, error) {
+		opts.Page = page
 		jobs, resp, err := g.Client.Actions.ListWorkflowJobsAttempt(ctx, g.Owner, g.Repo, g.RunID, g.Attempt, opts)
 		if err != nil {
-			return runpod.JobProgress{}, fmt.Errorf("runpodgh: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
+			return nil, resp, err
 		}
-		for _, j := range jobs.Jobs {
-			if name := j.GetName(); name != g.Job && !strings.HasSuffix(name, " / "+g.Job) {
-				continue
-			}
-			p := runpod.JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
-			for _, s := range j.Steps {
-				p.TestStepListed = p.TestStepListed || s.GetName() == g.TestStep
-				if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
-					p.TestsStarted = true
-					p.TestsStartedAt, p.TestsEndedAt = s.GetStartedAt().Time, s.GetCompletedAt().Time
-				}
-			}
-			return p, nil
-		}
-		if resp.NextPage == 0 {
-			return runpod.JobProgress{}, nil
-		}
-		opts.Page = resp.NextPage
+		return jobs.Jobs, resp, nil
+	})
+	if err != nil {
+		return runpod.JobProgress{}, fmt.Errorf("runpodgh: list jobs of run %d attempt %d: %w", g.RunID, g.Attempt, err)
 	}
-	return runpod.JobProgress{}, fmt.Errorf("runpodgh: list jobs of run %d: more than 100 pages", g.RunID)
+	for _, j := range jobs {
+		if name := j.GetName(); name != g.Job && !strings.HasSuffix(name, " / "+g.Job) {
+			continue
+		}
+		p := runpod.JobProgress{Completed: j.GetStatus() == "completed", Conclusion: j.GetConclusion(), JobStartedAt: j.GetStartedAt().Time}
+		for _, s := range j.Steps {
+			p.TestStepListed = p.TestStepListed || s.GetName() == g.TestStep
+			if s.GetName() == g.TestStep && (s.GetStatus() == "in_progress" || s.GetStatus() == "completed") {
+				p.TestsStarted = true
+				p.TestsStartedAt, p.TestsEndedAt = s.GetStartedAt().Time, s.GetCompletedAt().Time
+			}
+		}
+		return p, nil
+	}
+	return runpod.JobProgress{}, nil
 }
