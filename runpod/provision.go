@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/runpod/rest"
 	"log/slog"
 	"maps"
 	"regexp"
@@ -12,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/textlimit"
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // RunnerRegistry mints single-use runner registrations and reports whether
@@ -386,12 +388,10 @@ func (p *provisioner) obsolete(ctx context.Context) (bool, string) {
 	case !pr.Open:
 		return true, "the pull request was closed"
 	case p.deps.Head != "" && pr.HeadSHA != p.deps.Head:
-		return true, fmt.Sprintf("the pull request head moved from %s to %s", short(p.deps.Head), short(pr.HeadSHA))
+		return true, fmt.Sprintf("the pull request head moved from %s to %s", textlimit.ShortSHA(p.deps.Head), textlimit.ShortSHA(pr.HeadSHA))
 	}
 	return false, ""
 }
-
-func short(sha string) string { return sha[:min(len(sha), 12)] }
 
 func (p *provisioner) request(n int, c Candidate, name string, jit rest.Secret) rest.CreatePodRequest {
 	env := map[string]string{}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/runpod/rest"
 )
 
@@ -232,7 +233,7 @@ func (w *watcher) obsolete(ctx context.Context) (bool, string) {
 	case !pr.Open:
 		return true, "the pull request was closed"
 	case w.deps.Head != "" && pr.HeadSHA != w.deps.Head:
-		return true, fmt.Sprintf("the pull request head moved to %s", short(pr.HeadSHA))
+		return true, fmt.Sprintf("the pull request head moved to %s", textlimit.ShortSHA(pr.HeadSHA))
 	}
 	return false, ""
 }
