@@ -162,19 +162,23 @@ func TestGitHubClient_RefusesAppSettingsItCannotUse(t *testing.T) {
 	ecFile := filepath.Join(dir, "ec.pem")
 	os.WriteFile(ecFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600)
 	for name, tc := range map[string]struct {
-		env  map[string]string
-		want string
+		env     map[string]string
+		wantErr error // wrapped besides ErrApp; nil: ErrApp alone
+		want    string
 	}{
-		"only the ID":            {map[string]string{EnvAppID: "12"}, "set all of"},
-		"a non-numeric ID":       {map[string]string{EnvAppID: "my-app", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}, "numeric IDs"},
-		"a missing key file":     {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: filepath.Join(dir, "missing.pem")}, "no such file"},
-		"a file that is not PEM": {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: notPEM}, "not a PEM private key"},
-		"an EC key":              {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: ecFile}, "not an RSA private key"},
+		"only the ID":            {map[string]string{EnvAppID: "12"}, nil, "set all of"},
+		"a non-numeric ID":       {map[string]string{EnvAppID: "my-app", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: keyFile}, nil, "numeric IDs"},
+		"a missing key file":     {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: filepath.Join(dir, "missing.pem")}, os.ErrNotExist, EnvAppPrivateKeyFile},
+		"a file that is not PEM": {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: notPEM}, nil, "not a PEM private key"},
+		"an EC key":              {map[string]string{EnvAppID: "12", EnvAppInstallationID: "77", EnvAppPrivateKeyFile: ecFile}, nil, "not an RSA private key"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(context.Background(), func(k string) string { return tc.env[k] })
-			if !errors.Is(err, ErrApp) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET-KEY-MATERIAL") {
-				t.Errorf("%v, want ErrApp saying %q", err, tc.want)
+			if !errors.Is(err, ErrApp) || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("%v, want ErrApp wrapping %v", err, tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET-KEY-MATERIAL") {
+				t.Errorf("%v, want it to say %q and never quote the key file", err, tc.want)
 			}
 		})
 	}

@@ -70,19 +70,21 @@ func TestCheckHeaders_TheRuntimeTreesJITHeadersCompileWithItsNVRTC(t *testing.T)
 	for name, tc := range map[string]struct {
 		c       Compiler
 		headers []string
+		wantErr error // wrapped besides ErrToolkit; nil: ErrToolkit alone
 		want    string
 	}{
-		"a header the tree lacks": {&fakeCompiler{compileErr: missing}, []string{"cuda/std/cstdint"}, "cannot open source file"},
-		"another target":          {&fakeCompiler{ptx: ".target sm_52\n.visible .entry gpugate_headers(\n"}, []string{"cuda_fp16.h"}, "does not target sm_90"},
-		"no headers":              {&fakeCompiler{}, nil, "at least one header"},
-		"an absolute header":      {&fakeCompiler{}, []string{"/etc/passwd"}, "want a relative path"},
-		"a climbing header":       {&fakeCompiler{}, []string{"../../etc/passwd"}, "want a relative path"},
-		"a spliced directive":     {&fakeCompiler{}, []string{"cuda_fp16.h>\n#include <x"}, "want a relative path"},
-		"no include search":       {&plainCompiler{}, []string{"cuda_fp16.h"}, "cannot search include directories"},
+		"a header the tree lacks": {&fakeCompiler{compileErr: missing}, []string{"cuda/std/cstdint"}, missing, "cannot open source file"},
+		"another target":          {&fakeCompiler{ptx: ".target sm_52\n.visible .entry gpugate_headers(\n"}, []string{"cuda_fp16.h"}, nil, "does not target sm_90"},
+		"no headers":              {&fakeCompiler{}, nil, nil, "at least one header"},
+		"an absolute header":      {&fakeCompiler{}, []string{"/etc/passwd"}, nil, "want a relative path"},
+		"a climbing header":       {&fakeCompiler{}, []string{"../../etc/passwd"}, nil, "want a relative path"},
+		"a spliced directive":     {&fakeCompiler{}, []string{"cuda_fp16.h>\n#include <x"}, nil, "want a relative path"},
+		"no include search":       {&plainCompiler{}, []string{"cuda_fp16.h"}, nil, "cannot search include directories"},
 	} {
 		_, err := CheckHeaders(tc.c, "compute_90", "/opt/ci/include", tc.headers)
-		if !errors.Is(err, ErrToolkit) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrToolkit naming %q", name, err, tc.want)
+		// The message says what is wrong with the tree or the headers.
+		if !errors.Is(err, ErrToolkit) || tc.wantErr != nil && !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrToolkit wrapping %v, naming %q", name, err, tc.wantErr, tc.want)
 		}
 	}
 }
@@ -98,29 +100,29 @@ func TestCheckCompile_AToolkitTreeMustCompileTheKernelNotTrustACacheHit(t *testi
 		t.Fatalf("a good tree: %q, %v (compiled for %q)", text, err, f.arch)
 	}
 	nvrtcErr := &CUDAError{Call: "nvrtcCompileProgram", Code: 6, NVRTC: true, Log: "error: unknown architecture"}
+	versionErr := errors.New("nvrtcVersion: 1")
 	for name, tc := range map[string]struct {
-		f    *fakeCompiler
-		arch string
-		want string
+		f       *fakeCompiler
+		arch    string
+		wantErr error // wrapped besides ErrToolkit (NVRTC's error stays reachable); nil: ErrToolkit alone
+		want    string
 	}{
-		"NVRTC refuses":         {&fakeCompiler{compileErr: nvrtcErr}, "compute_90", "NVRTC_ERROR_COMPILATION"},
-		"NVRTC unreadable":      {&fakeCompiler{versionErr: errors.New("nvrtcVersion: 1")}, "compute_90", "nvrtcVersion"},
-		"another target":        {&fakeCompiler{ptx: ".target sm_52\n.visible .entry gpugate_add(\n"}, "compute_90", "does not target sm_90"},
-		"a target's prefix":     {&fakeCompiler{ptx: ".target sm_900\n.visible .entry gpugate_add(\n"}, "compute_90", "does not target sm_90"},
-		"no kernel":             {&fakeCompiler{ptx: ".target sm_90\n"}, "compute_90", "does not define the kernel"},
-		"an sm_ architecture":   {&fakeCompiler{}, "sm_90", "is not compute_XY"},
-		"a bare number":         {&fakeCompiler{}, "90", "is not compute_XY"},
-		"one digit":             {&fakeCompiler{}, "compute_9", "is not compute_XY"},
-		"two letters":           {&fakeCompiler{}, "compute_90ab", "is not compute_XY"},
-		"an option smuggled in": {&fakeCompiler{}, "compute_90 --dopt=on", "is not compute_XY"},
+		"NVRTC refuses":         {&fakeCompiler{compileErr: nvrtcErr}, "compute_90", nvrtcErr, "NVRTC_ERROR_COMPILATION"},
+		"NVRTC unreadable":      {&fakeCompiler{versionErr: versionErr}, "compute_90", versionErr, "nvrtcVersion"},
+		"another target":        {&fakeCompiler{ptx: ".target sm_52\n.visible .entry gpugate_add(\n"}, "compute_90", nil, "does not target sm_90"},
+		"a target's prefix":     {&fakeCompiler{ptx: ".target sm_900\n.visible .entry gpugate_add(\n"}, "compute_90", nil, "does not target sm_90"},
+		"no kernel":             {&fakeCompiler{ptx: ".target sm_90\n"}, "compute_90", nil, "does not define the kernel"},
+		"an sm_ architecture":   {&fakeCompiler{}, "sm_90", nil, "is not compute_XY"},
+		"a bare number":         {&fakeCompiler{}, "90", nil, "is not compute_XY"},
+		"one digit":             {&fakeCompiler{}, "compute_9", nil, "is not compute_XY"},
+		"two letters":           {&fakeCompiler{}, "compute_90ab", nil, "is not compute_XY"},
+		"an option smuggled in": {&fakeCompiler{}, "compute_90 --dopt=on", nil, "is not compute_XY"},
 	} {
 		_, err := CheckCompile(tc.f, tc.arch)
-		if !errors.Is(err, ErrToolkit) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want ErrToolkit naming %q", name, err, tc.want)
+		// The message names the call that failed or what is wrong.
+		if !errors.Is(err, ErrToolkit) || tc.wantErr != nil && !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want ErrToolkit wrapping %v, naming %q", name, err, tc.wantErr, tc.want)
 		}
-	}
-	if _, err := CheckCompile(&fakeCompiler{compileErr: nvrtcErr}, "compute_90"); !errors.Is(err, nvrtcErr) {
-		t.Errorf("NVRTC's error must stay reachable: %v", err)
 	}
 	// A multi-target directive names the target first.
 	if _, err := CheckCompile(&fakeCompiler{ptx: ".target sm_90, texmode_independent\n.visible .entry gpugate_add(\n"}, "compute_90"); err != nil {

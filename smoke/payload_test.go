@@ -338,7 +338,12 @@ done
 		t.Errorf("downloaded %q", b)
 	}
 	t.Setenv("FAIL", "1")
-	if err := env.Download(context.Background(), "https://example.invalid/p.deb", dst); err == nil || !strings.Contains(err.Error(), "404") {
+	err := env.Download(context.Background(), "https://example.invalid/p.deb", dst)
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.Command != curl {
+		t.Fatalf("err = %v, want a CommandError from %s", err, curl)
+	}
+	if !strings.Contains(err.Error(), "404") {
 		t.Errorf("a failed download must say why: %v", err)
 	}
 }

@@ -445,8 +445,13 @@ func TestRun_PTXTheDriverCannotLoadIsRejected(t *testing.T) {
 	env := healthy()
 	env.cuda.launchErr = &CUDAError{Call: "cuModuleLoadData", Code: 222}
 	_, err := run(t, env, nil)
-	if failedStep(t, err) != StepLaunch || !strings.Contains(err.Error(), "CUDA_ERROR_UNSUPPORTED_PTX_VERSION") {
-		t.Error(err)
+	var ce *CUDAError
+	if failedStep(t, err) != StepLaunch || !errors.As(err, &ce) || ce.Name() != "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" {
+		t.Fatal(err)
+	}
+	// What the log shows names the driver's refusal.
+	if !strings.Contains(err.Error(), "CUDA_ERROR_UNSUPPORTED_PTX_VERSION") {
+		t.Errorf("the message does not name the driver's error: %v", err)
 	}
 }
 
