@@ -29,10 +29,11 @@
 // The files the steps hand each other, as the partition command's
 // subcommands read and write them: ReadUnits (the units file) and Matrix
 // (the compile jobs' matrix), ReadSHA256Sums and VerifyObjectFiles,
-// CheckCells (a cell name an artifact name can carry), RecordCell and
-// ReadChainStates (one state file per cell and link), WriteCheckpointFile
-// (never inside its own tree, never left half written) and
-// RestoreCheckpointFile.
+// ParseCells (a chain's cells as a workflow passes them: a JSON array or a
+// comma-separated list), CheckCells (a cell name an artifact name can
+// carry), RecordCell and ReadChainStates (one state file per cell and
+// link), WriteCheckpointFile (never inside its own tree, never left half
+// written) and RestoreCheckpointFile.
 //
 // The adoption workflows cuda-sharded-build.yml, cuda-chain-build.yml and
 // cuda-build-link.yml wire these through the partition command's

@@ -125,6 +125,47 @@ func CheckCells(cells ...string) error {
 	return nil
 }
 
+// ErrCellList is matched by ParseCells' refusal, a *CellListError.
+var ErrCellList = errors.New("compileplan: malformed cell list")
+
+// CellListError is a cell list that opens a JSON array but is not an
+// array of names.
+type CellListError struct {
+	List string // the list, without the spaces around it
+	Err  error  // why encoding/json refused it
+}
+
+// Error quotes the list and says why it is not an array of names.
+func (e *CellListError) Error() string {
+	return fmt.Sprintf("compileplan: cell list %q is not a JSON array of names: %v", e.List, e.Err)
+}
+
+// Unwrap returns encoding/json's error.
+func (e *CellListError) Unwrap() error { return e.Err }
+
+// Is matches ErrCellList.
+func (e *CellListError) Is(target error) bool { return target == ErrCellList }
+
+// ParseCells reads a chain's cells as a workflow passes them: a JSON
+// array of names (["a","b"], as a matrix has it) or a comma-separated
+// list (a,b), ignoring the spaces around the whole list. An empty list
+// is no cell. It reads the names as given, spaces around one included:
+// CheckCells judges them.
+func ParseCells(list string) ([]string, error) {
+	list = strings.TrimSpace(list)
+	switch {
+	case strings.HasPrefix(list, "["):
+		var cells []string
+		if err := json.Unmarshal([]byte(list), &cells); err != nil {
+			return nil, &CellListError{List: list, Err: err}
+		}
+		return cells, nil
+	case list == "":
+		return nil, nil
+	}
+	return strings.Split(list, ","), nil
+}
+
 // RecordCell applies one cell's update to the chain state file at path
 // (MergeChainState: only that cell changes, its link never goes back, a
 // done cell stays done), creating the file when it is missing (in a

@@ -89,6 +89,41 @@ func TestCheckCells_EveryCellFitsAnArtifactNameOnce(t *testing.T) {
 	}
 }
 
+// The cells come as the matrix has them (a JSON array) or as a person
+// types them (a,b); ParseCells keeps each name as given for CheckCells.
+func TestParseCells_AJSONArrayOrACommaSeparatedList(t *testing.T) {
+	for list, want := range map[string][]string{
+		`["natten","pytorch3d"]`: {"natten", "pytorch3d"},
+		` ["natten"] `:           {"natten"},
+		"natten,pytorch3d":       {"natten", "pytorch3d"},
+		" natten,pytorch3d\n":    {"natten", "pytorch3d"},
+		"natten, pytorch3d":      {"natten", " pytorch3d"}, // CheckCells refuses the second
+		"natten,,xformers":       {"natten", "", "xformers"},
+		`[]`:                     {},
+		"":                       nil,
+		"  ":                     nil,
+		`["cu12/py3"]`:           {"cu12/py3"},
+		`["natten","natten"]`:    {"natten", "natten"},
+		`[null, "natten", "" ]`:  {"", "natten", ""},
+		`["a\u002fb"]`:           {"a/b"},
+	} {
+		got, err := ParseCells(list)
+		if err != nil {
+			t.Errorf("%q: %v", list, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", list, diff)
+		}
+	}
+	for _, list := range []string{`["natten",`, ` [1] `, `["natten"] ["pytorch3d"]`, `[natten]`} {
+		_, err := ParseCells(list)
+		var le *CellListError
+		if !errors.Is(err, ErrCellList) || !errors.As(err, &le) || le.List != strings.TrimSpace(list) || le.Err == nil {
+			t.Errorf("%q: %v, want a CellListError quoting the list", list, err)
+		}
+	}
+}
+
 func TestRecordCell_CreatesTheFileAndNeverMovesACellBack(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "state.json")
 	if _, err := RecordCell(file, "natten", CellState{Link: 1}); err != nil {

@@ -124,13 +124,10 @@ func chainStatus(fs *flag.FlagSet, args []string, gha ghaction.Env, stdout io.Wr
 	if err := cli.FlagsAndArgs(fs, args); err != nil {
 		return err
 	}
-	var cells []string
-	if c := strings.TrimSpace(*cellsFlag); strings.HasPrefix(c, "[") {
-		if err := json.Unmarshal([]byte(c), &cells); err != nil {
-			return cli.Refuse(fs, "-cells %q is not a JSON array of names: %v", c, err)
-		}
-	} else if c != "" {
-		cells = strings.Split(c, ",")
+	cells, err := compileplan.ParseCells(*cellsFlag)
+	var le *compileplan.CellListError
+	if errors.As(err, &le) {
+		return cli.Refuse(fs, "-cells %q is not a JSON array of names: %v", le.List, le.Err)
 	}
 	if *one != "" {
 		cells = []string{*one}
