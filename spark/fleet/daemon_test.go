@@ -3,6 +3,8 @@ package fleet
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -36,7 +38,7 @@ func TestJITWriter_TheHostAgentGetsWholeConfigsOnlyItCanRead(t *testing.T) {
 			t.Errorf("runner name %q was accepted", bad)
 		}
 	}
-	if err := JITWriter(filepath.Join(dir, "missing"))("spark-r2", "JIT-CONFIG-SECRET"); err == nil || strings.Contains(err.Error(), "JIT-CONFIG-SECRET") {
+	if err := JITWriter(filepath.Join(dir, "missing"))("spark-r2", "JIT-CONFIG-SECRET"); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "JIT-CONFIG-SECRET") {
 		t.Errorf("a missing -jit-dir: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)

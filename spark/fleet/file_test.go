@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,10 +125,11 @@ func TestServiceCommands_FailuresNameTheStepNotTheCommand(t *testing.T) {
 		t.Errorf("drain: %v", err)
 	}
 	err := s.Stop(ctx)
-	if err == nil || err.Error() != "resident service stop command: exit status 3: still holding 3 GiB" {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || err.Error() != "resident service stop command: exit status 3: still holding 3 GiB" {
 		t.Errorf("stop: %v", err)
 	}
-	if err := s.Start(ctx); err == nil || strings.Contains(err.Error(), "exit 1") || !strings.Contains(err.Error(), "start command: exit status 1") {
+	if err := s.Start(ctx); !errors.As(err, &exit) || exit.ExitCode() != 1 || strings.Contains(err.Error(), "exit 1") || !strings.Contains(err.Error(), "start command: exit status 1") {
 		t.Errorf("start: %v", err)
 	}
 }

@@ -62,6 +62,10 @@ type unprocessedJournal struct {
 	Deliveries map[string]time.Time `json:"deliveries"`
 }
 
+// ErrJournal marks a journal of unprocessed deliveries that cannot be
+// read back.
+var ErrJournal = errors.New("fleet: unreadable journal")
+
 // Unprocessed reads the journal a Daemon keeps in its StateDir: each
 // webhook delivery accepted but not processed, by GUID, with when it
 // arrived. No journal is an empty one.
@@ -80,7 +84,7 @@ func loadUnprocessed(path string) (map[string]time.Time, error) {
 	}
 	var j unprocessedJournal
 	if err := json.Unmarshal(data, &j); err != nil || j.Version != 1 {
-		return nil, fmt.Errorf("fleet: %s is not a version 1 journal of unprocessed deliveries (%v): remove it to start afresh", path, err)
+		return nil, fmt.Errorf("%w: %s is not a version 1 journal of unprocessed deliveries (%v): remove it to start afresh", ErrJournal, path, err)
 	}
 	return j.Deliveries, nil
 }

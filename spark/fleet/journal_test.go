@@ -87,7 +87,7 @@ func TestUnprocessedJournal_SurvivesARestart(t *testing.T) {
 	}
 	for _, bad := range []string{"{", `{"version":2,"deliveries":{}}`, `[]`} {
 		os.WriteFile(path, []byte(bad), 0o600)
-		if _, err := loadUnprocessed(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "remove it") {
+		if _, err := loadUnprocessed(path); !errors.Is(err, ErrJournal) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "remove it") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

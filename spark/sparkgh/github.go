@@ -199,7 +199,7 @@ func (g *GitHubAPI) BranchSHA(ctx context.Context, repo, branch string) (string,
 	}
 	sha := b.GetCommit().GetSHA()
 	if sha == "" {
-		return "", fmt.Errorf("sparkgh: branch %s of %s names no commit", branch, repo)
+		return "", fmt.Errorf("%w: branch %s of %s names no commit", ErrNoBranch, branch, repo)
 	}
 	return sha, nil
 }

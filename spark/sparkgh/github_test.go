@@ -68,7 +68,7 @@ func TestGitHubAPI_BranchSHA(t *testing.T) {
 	if _, err := api.BranchSHA(ctx, "o/butter", "gone"); !errors.Is(err, ErrNoBranch) || !strings.HasPrefix(err.Error(), "sparkgh: read branch gone of o/butter") {
 		t.Errorf("a missing branch: %v", err)
 	}
-	if _, err := api.BranchSHA(ctx, "o/butter", "empty"); err == nil || !strings.Contains(err.Error(), "names no commit") {
+	if _, err := api.BranchSHA(ctx, "o/butter", "empty"); !errors.Is(err, ErrNoBranch) || !strings.Contains(err.Error(), "names no commit") {
 		t.Errorf("a branch without a commit: %v", err)
 	}
 }

@@ -567,6 +567,9 @@ func TestGrantDispatchesAndMintsAOneJobRunnerThenRunsAndPasses(t *testing.T) {
 			w.event(t, "workflow_job", map[string]any{"action": action, "workflow_job": map[string]any{"runner_name": runner, "conclusion": conclusion}})
 		}
 		job("in_progress", "")
+		if _, err := w.c.RecordReceipt(ctx, d["reservation_id"].(string), []byte("suite=performance passed\n")); err != nil {
+			t.Fatal(err)
+		}
 		job("completed", "success")
 		want := []string{"Spark test queued — position 1", "Spark 2 allocated — environment preparing", "Spark test running — exact SHA 1111111", "Spark test passed — evidence receipt recorded"}
 		if diff := strings.Join(w.gh.titles(1), " | "); diff != strings.Join(want, " | ") {
@@ -726,7 +729,7 @@ func TestARunnerWhoseJobNeverRanIsRemovedWhenItsLeaseEnds(t *testing.T) {
 				for i := range removeTries + 2 {
 					w.c.Reconcile(ctx)
 					err := w.in.Sync(ctx)
-					if wantErr := tc.removeErr != nil && i < removeTries; (err != nil) != wantErr || (wantErr && !strings.Contains(err.Error(), runner)) {
+					if wantErr := tc.removeErr != nil && i < removeTries; (err != nil) != wantErr || (wantErr && (!errors.Is(err, tc.removeErr) || !strings.Contains(err.Error(), runner))) {
 						t.Errorf("Sync %d: %v (want an error naming %s: %v)", i, err, runner, wantErr)
 					}
 				}
@@ -1338,5 +1341,39 @@ func TestTheWorkflowAsksForItsReservationsOwnRunner(t *testing.T) {
 	}
 	if other := eval("single", "r43"); slices.Equal(other, cfg.runnerLabels(spark.Single, "r42")) {
 		t.Errorf("another reservation's job asks for this runner: %v", other)
+	}
+}
+
+// "Evidence receipt recorded" means a receipt: a job that concluded
+// success but whose entry point recorded none fails its check; one with a
+// receipt passes, naming the digest the controller stored and linking the
+// job that ran.
+func TestCheck_APassWithoutAnEvidenceReceiptIsNotAPass(t *testing.T) {
+	for name, receipt := range map[string][]byte{"no receipt": nil, "a receipt": []byte("suite=performance passed=40\n")} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t, false)
+				w.in.JITConfigs = func(string, Secret) error { return nil }
+				w.label(t, "labeled", "spark-test-long", "maint", prJSON(7, sha1, []string{"spark-test-long"}, false))
+				w.tick(t)
+				id := w.gh.dispatches[0]["reservation_id"].(string)
+				digest := ""
+				if receipt != nil {
+					var err error
+					if digest, err = w.c.RecordReceipt(ctx, id, receipt); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w.event(t, "workflow_job", map[string]any{"action": "completed", "workflow_job": map[string]any{"runner_name": RunnerName(id), "conclusion": "success",
+					"html_url": "https://github.com/acme/butter/actions/runs/5/job/9"}})
+				got := w.gh.last(1)
+				switch {
+				case receipt == nil && (got.Conclusion != "failure" || got.Title != "Spark test passed without an evidence receipt"):
+					t.Errorf("without a receipt: %+v", got)
+				case receipt != nil && (got.Conclusion != "success" || !strings.Contains(got.Summary, digest) || !strings.Contains(got.Summary, "(https://github.com/acme/butter/actions/runs/5/job/9)")):
+					t.Errorf("with receipt %s: %+v", digest, got)
+				}
+			})
+		})
 	}
 }
