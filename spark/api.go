@@ -100,9 +100,16 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 //	GET    /v1/hosts/{host}/state   the controller's view of the host (online, service) for its preflight
 //	POST   /v1/hosts/{host}/heartbeat {"gpu_processes": N}: the host agent's liveness report
 //	POST   /v1/leases/{id}/terminate the operator's emergency stop of active work
-func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
+//
+// and the host agent's routes (hostapi.go), served with the options'
+// runner configs and agent-driven resident service.
+func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (http.Handler, error) {
 	if creds == nil {
 		return nil, fmt.Errorf("%w: no credentials", ErrInvalid)
+	}
+	var o handlerOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	mux := http.NewServeMux()
 	write := func(w http.ResponseWriter, status int, v any) {
@@ -303,6 +310,7 @@ func NewAuthHandler(c *Controller, creds Credentials) (http.Handler, error) {
 		}
 		write(w, http.StatusOK, out)
 	})
+	hostRoutes(mux, c, o, write, fail)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		cred, known := creds.Lookup(token)
@@ -371,6 +379,15 @@ func (a *APIClient) do(ctx context.Context, method, path string, query url.Value
 		}
 		rd = bytes.NewReader(data)
 	}
+	return a.send(ctx, method, path, query, "application/json", rd, out)
+}
+
+// doRaw sends body as it is.
+func (a *APIClient) doRaw(ctx context.Context, method, path string, body []byte, out any) error {
+	return a.send(ctx, method, path, nil, "application/octet-stream", bytes.NewReader(body), out)
+}
+
+func (a *APIClient) send(ctx context.Context, method, path string, query url.Values, contentType string, rd io.Reader, out any) error {
 	u := *a.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawQuery = query.Encode()
@@ -379,7 +396,7 @@ func (a *APIClient) do(ctx context.Context, method, path string, query url.Value
 		return fmt.Errorf("spark: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token.Reveal())
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := a.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

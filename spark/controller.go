@@ -20,6 +20,10 @@ type HostConfig struct {
 	Name    string `yaml:"name"`
 	Managed bool   `yaml:"managed"` // explicitly adopted
 	Service bool   `yaml:"service"` // the resident service lives here
+	// Agent: the host runs the host agent (sparkctl agent). When a lease
+	// ends there, the host is Cleaning, and takes no work, until its agent
+	// acknowledges the cleanup (Controller.AckCleanup).
+	Agent bool `yaml:"agent"`
 }
 
 // Options configure the controller. The default two-host fleet is
@@ -497,6 +501,10 @@ func (c *Controller) end(tx Tx, r Request, state State, reason string) error {
 		}
 		h.Lease, h.Token = "", 0
 		switch {
+		case c.hostConfig(h.Name).Agent:
+			// Its agent cleans the work directory and confirms no process
+			// of the lease remains before the host is schedulable again.
+			h.Mode, h.Ended = Cleaning, r.ID
 		case state == Failed, state == Terminated, h.GPUProcesses > 0:
 			h.Mode = ReleaseRequired
 		case h.Service:
@@ -509,6 +517,54 @@ func (c *Controller) end(tx Tx, r Request, state State, reason string) error {
 		}
 	}
 	return c.event(tx, Event{Kind: string(state), Request: r.ID, Detail: reason})
+}
+
+// hostConfig is the fleet configuration of host name (zero when unknown).
+func (c *Controller) hostConfig(name string) HostConfig {
+	for _, h := range c.opts.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return HostConfig{}
+}
+
+// AckCleanup is the host agent's cleanup acknowledgement after lease
+// ended on host: the agent cleaned the lease's work directory and counted
+// gpuProcesses compute processes left on the GPU. With none the host is
+// schedulable again (the service host goes back to its resident service);
+// with any it is ReleaseRequired until a heartbeat shows it clean. An
+// acknowledgement for another lease, or for a host that is not cleaning,
+// is ErrStaleToken: it changes nothing.
+func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProcesses int) error {
+	return c.tx(ctx, func(tx Tx) error {
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		h := hostByName(hosts, host)
+		switch {
+		case h.Name == "":
+			return fmt.Errorf("%w: host %s", ErrNotFound, host)
+		case h.Mode != Cleaning || h.Ended != lease:
+			return fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
+		}
+		h.Ended, h.GPUProcesses, h.LastHeartbeat = "", gpuProcesses, time.Now()
+		detail := "the host agent cleaned up after " + lease
+		switch {
+		case gpuProcesses > 0:
+			h.Mode = ReleaseRequired
+			detail = fmt.Sprintf("%d GPU process(es) outlived %s: no work is admitted until a heartbeat shows the host clean", gpuProcesses, lease)
+		case h.Service:
+			h.Mode, h.RestoreAttempts, h.NextRestore = Restoring, 0, time.Time{}
+		default:
+			h.Mode = Idle
+		}
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+		return c.event(tx, Event{Kind: "cleanup-acknowledged", Host: host, Request: lease, Detail: detail, Alert: gpuProcesses > 0})
+	})
 }
 
 // HostReport is a host agent's heartbeat.
@@ -592,7 +648,7 @@ func (c *Controller) HostState(ctx context.Context, host string) (HostState, err
 		if h.Name == "" {
 			return fmt.Errorf("%w: host %s", ErrNotFound, host)
 		}
-		st = HostState{Online: c.online(h, time.Now()), Service: h.Service}
+		st = HostState{Online: c.online(h, time.Now()), Service: h.Service, Mode: h.Mode, Lease: h.Lease, Ended: h.Ended}
 		return errRollback
 	})
 	if errors.Is(err, errRollback) {

@@ -321,6 +321,8 @@ func (p *plan) why(r Request, h Host) string {
 		return fmt.Sprintf("host %s is running request %s", h.Name, h.Lease)
 	case h.Mode == ReleaseRequired:
 		return fmt.Sprintf("host %s needs cleanup (release required)", h.Name)
+	case h.Mode == Cleaning:
+		return fmt.Sprintf("host %s is cleaning up after request %s", h.Name, h.Ended)
 	case h.Mode == Idle && h.GPUProcesses > 0:
 		return fmt.Sprintf("host %s reports %d GPU process(es) that no lease holds", h.Name, h.GPUProcesses)
 	case h.Mode == Lending, h.Mode == Restoring:

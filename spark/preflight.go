@@ -33,6 +33,11 @@ type TokenChecker interface {
 type HostState struct {
 	Online  bool `json:"online"`  // a fresh heartbeat
 	Service bool `json:"service"` // the fleet configuration puts the resident service here
+	// Mode, Lease and Ended are what the host agent acts on: the active
+	// lease it runs, or the ended one it cleans up after (Cleaning).
+	Mode  Mode   `json:"mode"`
+	Lease string `json:"lease,omitempty"`
+	Ended string `json:"ended,omitempty"`
 }
 
 // GPUProcesses lists compute processes on the GPU.

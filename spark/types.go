@@ -98,6 +98,7 @@ const (
 	ServiceRunning  Mode = "service"          // the resident service owns it
 	Lending         Mode = "lending"          // the service is being drained and stopped for a grant
 	Restoring       Mode = "restoring"        // the service is being (re)started; out of CI
+	Cleaning        Mode = "cleaning"         // a lease ended; the host agent cleans up, no work until it acknowledges
 	OutOfService    Mode = "out"              // restore failed past its policy: a human must act
 )
 
@@ -115,6 +116,7 @@ type Host struct {
 	RestoreAttempts int       `json:"restore_attempts,omitempty"`
 	NextRestore     time.Time `json:"next_restore,omitzero"`
 	Pending         string    `json:"pending,omitempty"` // the request a lending is for
+	Ended           string    `json:"ended,omitempty"`   // Cleaning: the lease whose cleanup the agent acknowledges
 }
 
 // Event is one observable happening. It never carries addresses, commands,

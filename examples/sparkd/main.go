@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -111,14 +112,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	whSecretFile := fs.String("webhook-secret-file", "", "GitHub webhook secret file; enables POST /github/webhook")
 	org := fs.String("github-org", "", "organization whose runner group receives one-job JIT runners")
 	group := fs.Int64("runner-group", 1, "runner group ID for JIT runners")
-	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for the host agent")
+	jitDir := fs.String("jit-dir", "", "directory receiving minted JIT configs (0600) for hosts without the host agent (agent: true hosts take theirs over the API)")
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
-	}
-	if *whSecretFile != "" {
-		if err := cli.Require(fs, "github-org", "jit-dir"); err != nil {
-			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and where the host agent collects them
-		}
 	}
 	f := fleet.File{Options: spark.DefaultOptions(), GitHub: sparkgh.DefaultConfig("")}
 	f.Options.Service = &sparktest.Service{} // the default simulated resident service
@@ -144,6 +140,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 			return 2
 		}
 	}
+	// Hosts running the host agent take their runner configs over the API;
+	// the others collect them from -jit-dir.
+	agents, need := map[string]bool{}, []string{"github-org"}
+	for _, h := range f.Options.Hosts {
+		agents[h.Name] = h.Agent
+		if h.Managed && !h.Agent && !slices.Contains(need, "jit-dir") {
+			need = append(need, "jit-dir")
+		}
+	}
+	if *whSecretFile != "" {
+		if err := cli.Require(fs, need...); err != nil {
+			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and how the hosts collect them
+		}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if *dbPath == "" {
 		dir, err := os.MkdirTemp("", "sparkd-")
@@ -164,7 +174,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		return 1
 	}
 	defer store.Close()
-	d := &fleet.Daemon{HostNames: f.GitHub.HostNames, StateDir: filepath.Dir(*dbPath), JITDir: *jitDir, Schedules: f.Schedules, Every: *every, Log: log}
+	d := &fleet.Daemon{HostNames: f.GitHub.HostNames, StateDir: filepath.Dir(*dbPath), JITDir: *jitDir, Runners: spark.NewRunnerConfigs(),
+		Schedules: f.Schedules, Every: *every, Log: log}
 	f.Options.Log = log
 	if f.AlertCommand != "" {
 		alerts := &fleet.Alerter{Command: f.AlertCommand, Log: log}
@@ -172,7 +183,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		f.Options.OnAlert = alerts.Send
 	}
 	if *whSecretFile != "" {
-		if d.GitHub, err = github(ctx, f.GitHub, *whSecretFile, *org, *group, *jitDir, log); err != nil {
+		if d.GitHub, err = github(ctx, f.GitHub, *whSecretFile, *org, *group, d.HandOff(agents), log); err != nil {
 			fmt.Fprintln(stderr, "sparkd:", err)
 			return 1
 		}
@@ -203,7 +214,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		}
 		creds = spark.AnyOf{creds, tf}
 	}
-	if d.API, err = spark.NewAuthHandler(d.Controller, creds); err != nil {
+	hostAPI := []spark.HandlerOption{spark.WithRunnerConfigs(d.Runners)}
+	if svc, ok := f.Options.Service.(*spark.AgentService); ok {
+		hostAPI = append(hostAPI, spark.WithAgentService(svc))
+	}
+	if d.API, err = spark.NewAuthHandler(d.Controller, creds, hostAPI...); err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
@@ -243,7 +258,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 // github builds the GitHub integration from cfg (the default labels and
 // commands, or the fleet file's), the webhook secret file and the App's
 // credentials (or GITHUB_TOKEN).
-func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, jitDir string, log *slog.Logger) (*sparkgh.Integration, error) {
+func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, handOff func(string, sparkgh.Secret) error, log *slog.Logger) (*sparkgh.Integration, error) {
 	data, err := os.ReadFile(secretFile)
 	if err != nil {
 		return nil, fmt.Errorf("webhook secret: %w", err)
@@ -257,6 +272,6 @@ func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, gro
 	if err != nil {
 		return nil, err
 	}
-	in.JITConfigs = fleet.JITWriter(jitDir)
+	in.JITConfigs = handOff
 	return in, nil
 }

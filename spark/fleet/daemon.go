@@ -39,9 +39,11 @@ type Daemon struct {
 	// delivery stays missed.
 	Deliveries sparkgh.DeliveryLog
 	StateDir   string
-	// JITDir holds the runner configs the GitHub integration minted
-	// (JITWriter); each round removes those whose lease is no longer
-	// active.
+	// Runners holds, in memory, the runner configs of leases whose first
+	// host runs the host agent (HandOff), served to that agent once;
+	// JITDir holds those of the other hosts as files (JITWriter). Each
+	// round drops the configs whose lease is no longer active.
+	Runners   *spark.RunnerConfigs
 	JITDir    string
 	Schedules []Schedule
 	// Every is the admission cadence (default 2 s).
@@ -127,6 +129,11 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		if d.GitHub != nil {
 			githubRound(ctx, d.GitHub, c, d.JITDir, missed, runners, log)
 		}
+		if d.Runners != nil {
+			for _, id := range d.Runners.Sweep(ctx, c) {
+				log.Warn("sparkd.jit_revoked", "request", id, "why", "the lease is no longer active and its runner never started")
+			}
+		}
 		select {
 		case <-ctx.Done():
 			shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -137,6 +144,32 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// HandOff is the GitHub integration's JITConfigs for this daemon: the
+// config of a lease whose first host runs the host agent (agents) is kept
+// in memory (Runners) for that agent to take over the API, never written
+// to the controller's disk; any other is written to JITDir (JITWriter).
+func (d *Daemon) HandOff(agents map[string]bool) func(runner string, cfg sparkgh.Secret) error {
+	files := JITWriter(d.JITDir)
+	return func(runner string, cfg sparkgh.Secret) error {
+		id, ok := sparkgh.RunnerRequest(runner)
+		if !ok {
+			return fmt.Errorf("fleet: runner %q names no lease", runner)
+		}
+		st, err := d.Controller.Status(context.Background(), id)
+		if err != nil {
+			return fmt.Errorf("fleet: hand the runner config of %s over: %w", id, err)
+		}
+		if hosts := st.Request.Hosts; len(hosts) > 0 && agents[hosts[0]] && d.Runners != nil {
+			d.Runners.Put(id, runner, cfg)
+			return nil
+		}
+		if d.JITDir == "" {
+			return fmt.Errorf("fleet: lease %s runs on %v, which runs no host agent, and no JIT directory is set", id, st.Request.Hosts)
+		}
+		return files(runner, cfg)
 	}
 }
 

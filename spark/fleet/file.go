@@ -209,16 +209,20 @@ func (f fileYAML) options() (spark.Options, error) {
 			opts.Durations[spark.Class(class)] = d
 		}
 	}
-	serviceHost := ""
+	serviceHost, serviceAgent := "", false
 	for _, h := range f.Hosts {
 		if h.Service {
 			if serviceHost != "" {
 				return opts, fmt.Errorf("%w: hosts: %s and %s both run the resident service; one host does", ErrInvalid, serviceHost, h.Name)
 			}
-			serviceHost = h.Name
+			serviceHost, serviceAgent = h.Name, h.Agent
 		}
 	}
 	switch {
+	case serviceAgent && f.Service != nil:
+		return opts, fmt.Errorf("%w: host %s runs the host agent, which runs the resident service's commands on the host (sparkctl agent -service-*): remove service: here", ErrInvalid, serviceHost)
+	case serviceAgent:
+		opts.Service = spark.NewAgentService(serviceHost)
 	case serviceHost != "" && f.Service == nil:
 		return opts, fmt.Errorf("%w: host %s runs the resident service, so service: needs its drain, stop, verify_released, start and healthy commands", ErrInvalid, serviceHost)
 	case serviceHost == "" && f.Service != nil:

@@ -162,6 +162,12 @@ func TestEndToEnd_LabelToPassedOnSQLite(t *testing.T) {
 	if !strings.Contains(dash.String(), `"state":"active"`) {
 		t.Errorf("dashboard lacks the running reservation:\n%s", dash.String())
 	}
+	// The entry point's receipt, recorded before the job ends: the check
+	// passes only with it.
+	id, _ := RunnerRequest(runner)
+	if _, err := c.RecordReceipt(ctx, id, []byte("suite=smoke passed=12 failed=0\n")); err != nil {
+		t.Fatal(err)
+	}
 	deliver("workflow_job", "3", map[string]any{"action": "completed", "workflow_job": map[string]any{"runner_name": runner, "conclusion": "success"}})
 	var seen []string
 	for _, title := range g.titles {

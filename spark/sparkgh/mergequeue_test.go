@@ -58,6 +58,9 @@ func TestMergeCorrectnessCI_AMergeGroupRunsTheLaneAtItsCommitAndReportsItsCheck(
 			t.Fatalf("dispatches %v", w.gh.dispatches)
 		}
 		runner := RunnerName(live[0].ID)
+		if _, err := w.c.RecordReceipt(ctx, live[0].ID, []byte("suite=smoke passed\n")); err != nil {
+			t.Fatal(err)
+		}
 		for _, action := range []string{"in_progress", "completed"} {
 			w.event(t, "workflow_job", map[string]any{"action": action, "workflow_job": map[string]any{"runner_name": runner, "conclusion": "success"}})
 		}

@@ -160,7 +160,8 @@ const (
 	keyLabel  = "gh.label"
 	keyRunner = "gh.runner"
 	keyPhase  = "gh.phase"
-	keySHA    = "gh.sha" // the commit of a request that has no pull request
+	keyJobURL = "gh.job_url" // the job that ran the suite, which the check links
+	keySHA    = "gh.sha"     // the commit of a request that has no pull request
 	keyCancel = "gh.cancel"
 )
 
@@ -407,8 +408,19 @@ func (in *Integration) render(st spark.Status) Check {
 			Summary: fmt.Sprintf("Reservation %s holds %s; the workflow is being dispatched for %s.", r.ID, where, sha)}
 	case spark.Released:
 		if r.Annotations[keyPhase] == phasePassed {
+			digest := spark.ReceiptDigest(r)
+			if digest == "" {
+				// A pass is the suite's verdict with its evidence: without
+				// the receipt the required check cannot pass.
+				return Check{Status: "completed", Conclusion: "failure", Title: "Spark test passed without an evidence receipt",
+					Summary: fmt.Sprintf("The %s suite passed on %s at %s, but its entry point recorded no evidence receipt (sparkctl receipt), so the check does not pass.", r.Suite, where, sha)}
+			}
+			job := ""
+			if u := r.Annotations[keyJobURL]; u != "" {
+				job = fmt.Sprintf(" [The job](%s) keeps it with its log.", u)
+			}
 			return Check{Status: "completed", Conclusion: "success", Title: "Spark test passed — evidence receipt recorded",
-				Summary: fmt.Sprintf("The %s suite passed on %s at exact SHA %s.", r.Suite, where, sha)}
+				Summary: fmt.Sprintf("The %s suite passed on %s at exact SHA %s. Evidence receipt `%s`.%s", r.Suite, where, sha, digest, job)}
 		}
 		return Check{Status: "completed", Conclusion: "failure", Title: "Spark test failed",
 			Summary: fmt.Sprintf("The %s suite did not pass on %s at %s: %s", r.Suite, where, sha, r.Annotations[keyPhase])}

@@ -356,7 +356,7 @@ var actedFields = map[string][]string{
 	"*":             {"action", "repository.full_name", "sender.login"},
 	"pull_request":  {"label.name", "pull_request.number", "pull_request.state", "pull_request.updated_at", "pull_request.head.sha", "pull_request.head.repo.id", "pull_request.base.repo.id", "pull_request.labels[].name"},
 	"issue_comment": {"issue.number", "issue.pull_request.url", "comment.body", "comment.created_at"},
-	"workflow_job":  {"workflow_job.runner_name", "workflow_job.conclusion"},
+	"workflow_job":  {"workflow_job.runner_name", "workflow_job.conclusion", "workflow_job.html_url"},
 	"check_run":     {"check_run.name", "check_run.external_id", "check_run.head_sha"},
 	"check_suite":   {"check_suite.id"},
 	"merge_group":   {"merge_group.head_sha", "merge_group.head_ref", "merge_group.base_ref"},
@@ -722,6 +722,11 @@ func (in *Integration) workflowJob(ctx context.Context, e *github.WorkflowJobEve
 		phase := phasePassed
 		if c := e.GetWorkflowJob().GetConclusion(); c != "success" {
 			phase = phaseConcluded + c
+		}
+		if u := e.GetWorkflowJob().GetHTMLURL(); strings.HasPrefix(u, "https://") {
+			if err := in.ctrl.Annotate(ctx, id, keyJobURL, u); err != nil {
+				return err
+			}
 		}
 		if err := in.ctrl.Annotate(ctx, id, keyPhase, phase); err != nil {
 			return err

@@ -1,0 +1,432 @@
+package spark
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpugate/gpugate/internal/secret"
+)
+
+// The host agent's side of the API (sparkctl agent), every route for the
+// named host's own credential only:
+//
+//	POST /v1/hosts/{host}/runner            the granted lease's one-job runner config, once
+//	POST /v1/hosts/{host}/cleaned           {"lease": ID, "gpu_processes": N}: the cleanup acknowledgement
+//	GET  /v1/hosts/{host}/order             the resident service's next step to run (204: none)
+//	POST /v1/hosts/{host}/order/{id}        {"error": ""}: how the step ended
+//	POST /v1/leases/{id}/receipt            the entry point's evidence receipt (a host of the lease)
+
+// HandlerOption configures NewAuthHandler.
+type HandlerOption func(*handlerOptions)
+
+type handlerOptions struct {
+	runners *RunnerConfigs
+	service *AgentService
+}
+
+// WithRunnerConfigs serves v's runner configs to the leased hosts' agents.
+func WithRunnerConfigs(v *RunnerConfigs) HandlerOption {
+	return func(o *handlerOptions) { o.runners = v }
+}
+
+// WithAgentService serves s's orders to the service host's agent.
+func WithAgentService(s *AgentService) HandlerOption {
+	return func(o *handlerOptions) { o.service = s }
+}
+
+// RunnerConfigs holds the one-job runner configs minted for granted
+// leases in memory, never on disk, until the leased host's agent takes
+// each one (once) or the lease ends (Sweep). A config is a credential: it
+// prints redacted.
+type RunnerConfigs struct {
+	mu sync.Mutex
+	m  map[string]RunnerAssignment // by lease
+}
+
+// NewRunnerConfigs is an empty store.
+func NewRunnerConfigs() *RunnerConfigs { return &RunnerConfigs{m: map[string]RunnerAssignment{}} }
+
+// RunnerAssignment is what a leased host's agent needs to start the
+// runner for exactly its lease's job.
+type RunnerAssignment struct {
+	Lease     string        `json:"lease"`
+	Token     int64         `json:"token"`
+	Topology  Topology      `json:"topology"`
+	Runner    string        `json:"runner"`     // the runner's name, a label only this job asks for
+	JITConfig secret.Secret `json:"jit_config"` // the encoded one-job config: never logged
+}
+
+// Put keeps runner's config for lease.
+func (v *RunnerConfigs) Put(lease, runner string, cfg secret.Secret) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.m[lease] = RunnerAssignment{Lease: lease, Runner: runner, JITConfig: cfg}
+}
+
+// take removes and returns lease's config.
+func (v *RunnerConfigs) take(lease string) (RunnerAssignment, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a, ok := v.m[lease]
+	delete(v.m, lease)
+	return a, ok
+}
+
+// Sweep drops the config of every lease that is no longer active (its
+// runner never started: started later it would come online on a host no
+// lease holds) and returns their leases. A lease the controller cannot
+// read now is kept for the next sweep.
+func (v *RunnerConfigs) Sweep(ctx context.Context, c *Controller) []string {
+	v.mu.Lock()
+	leases := make([]string, 0, len(v.m))
+	for id := range v.m {
+		leases = append(leases, id)
+	}
+	v.mu.Unlock()
+	var dropped []string
+	for _, id := range leases {
+		st, err := c.Status(ctx, id)
+		if (err == nil && st.Request.State != Active) || errors.Is(err, ErrNotFound) {
+			v.mu.Lock()
+			delete(v.m, id)
+			v.mu.Unlock()
+			dropped = append(dropped, id)
+		}
+	}
+	return dropped
+}
+
+// AgentService is the ResidentService of a service host that runs the
+// host agent: each step (drain, stop, verify released, start, healthy) is
+// an order the agent takes from the API, runs with the host's own
+// commands, and reports; the controller waits for the report, as long as
+// its context allows. A pause is not a release: only the agent's verify
+// step, run on the host, says the GPU is free.
+type AgentService struct {
+	Host    string
+	mu      sync.Mutex
+	seq     int
+	pending *serviceOrder
+	ready   chan struct{} // closed when an order is posted
+}
+
+type serviceOrder struct {
+	ID   string `json:"id"`
+	Step string `json:"step"`
+	done chan error
+}
+
+// NewAgentService orders host's agent.
+func NewAgentService(host string) *AgentService {
+	return &AgentService{Host: host, ready: make(chan struct{})}
+}
+
+var _ ResidentService = (*AgentService)(nil)
+
+// ErrServiceStep: the agent reported that a step of the resident service
+// failed.
+var ErrServiceStep = errors.New("spark: the host agent's resident-service step failed")
+
+func (s *AgentService) order(ctx context.Context, step string) error {
+	s.mu.Lock()
+	s.seq++
+	o := &serviceOrder{ID: strconv.Itoa(s.seq), Step: step, done: make(chan error, 1)}
+	s.pending = o
+	close(s.ready)
+	s.ready = make(chan struct{})
+	s.mu.Unlock()
+	select {
+	case err := <-o.done:
+		return err
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.pending == o {
+			s.pending = nil
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("spark: %s on %s: the host agent did not report: %w", step, s.Host, ctx.Err())
+	}
+}
+
+// next is the pending order, waiting up to wait for one.
+func (s *AgentService) next(ctx context.Context, wait time.Duration) (*serviceOrder, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		o, ready := s.pending, s.ready
+		s.mu.Unlock()
+		if o != nil {
+			return o, true
+		}
+		select {
+		case <-ready:
+		case <-t.C:
+			return nil, false
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// report ends order id with the agent's error text ("" when it passed).
+func (s *AgentService) report(id, failure string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.pending
+	if o == nil || o.ID != id {
+		return fmt.Errorf("%w: order %s is not pending on %s", ErrStaleToken, id, s.Host)
+	}
+	s.pending = nil
+	if failure != "" {
+		o.done <- fmt.Errorf("%w: %s", ErrServiceStep, failure)
+	} else {
+		o.done <- nil
+	}
+	return nil
+}
+
+// Drain orders the agent's drain step.
+func (s *AgentService) Drain(ctx context.Context) error { return s.order(ctx, "drain") }
+
+// Stop orders the agent's stop step.
+func (s *AgentService) Stop(ctx context.Context) error { return s.order(ctx, "stop") }
+
+// VerifyReleased orders the agent's verify_released step.
+func (s *AgentService) VerifyReleased(ctx context.Context) error {
+	return s.order(ctx, "verify_released")
+}
+
+// Start orders the agent's start step.
+func (s *AgentService) Start(ctx context.Context) error { return s.order(ctx, "start") }
+
+// Healthy orders the agent's healthy step.
+func (s *AgentService) Healthy(ctx context.Context) error { return s.order(ctx, "healthy") }
+
+// MaxReceipt bounds an evidence receipt: a compact summary, large logs
+// stay in the work directory.
+const MaxReceipt = 64 << 10
+
+// receiptKey is the request annotation holding a receipt's digest.
+const receiptKey = "receipt"
+
+// ReceiptDigest is the digest the controller stored for lease r's
+// evidence receipt ("sha256:<hex>"), "" when none was recorded.
+func ReceiptDigest(r Request) string { return r.Annotations[receiptKey] }
+
+// RecordReceipt stores the digest of active lease id's evidence receipt
+// (what its test entry point printed, 1 byte to MaxReceipt) with the
+// lease and returns it; a lease's check passes only with one.
+func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byte) (string, error) {
+	if len(receipt) == 0 || len(receipt) > MaxReceipt {
+		return "", fmt.Errorf("%w: a receipt is 1 byte to %d KiB (large logs stay in the work directory)", ErrInvalid, MaxReceipt>>10)
+	}
+	st, err := c.Status(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if st.Request.State != Active {
+		return "", fmt.Errorf("%w: lease %s is %s: a receipt is recorded while its job runs", ErrStaleToken, id, st.Request.State)
+	}
+	sum := sha256.Sum256(receipt)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	return digest, c.Annotate(ctx, id, receiptKey, digest)
+}
+
+// hostRoutes registers the host agent's routes.
+func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(http.ResponseWriter, int, any), fail func(http.ResponseWriter, error)) {
+	self := func(w http.ResponseWriter, r *http.Request, what string) bool {
+		if cred := credentialOf(r.Context()); cred.Role != RoleHost || cred.Name != r.PathValue("host") {
+			fail(w, forbidden(cred, what+" for host "+r.PathValue("host")))
+			return false
+		}
+		return true
+	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
+		dec := json.NewDecoder(io.LimitReader(r.Body, 1<<12))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			fail(w, fmt.Errorf("%w: body: %v", ErrInvalid, err))
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("POST /v1/hosts/{host}/runner", func(w http.ResponseWriter, r *http.Request) {
+		if !self(w, r, "take the runner config") {
+			return
+		}
+		st, err := c.HostState(r.Context(), r.PathValue("host"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if st.Mode != Leased || st.Lease == "" || o.runners == nil {
+			fail(w, fmt.Errorf("%w: no lease on host %s has a runner config", ErrNotFound, r.PathValue("host")))
+			return
+		}
+		lease, err := c.Status(r.Context(), st.Lease)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if len(lease.Request.Hosts) == 0 || lease.Request.Hosts[0] != r.PathValue("host") {
+			// A pair's job runs on its first host; the second is reached
+			// over the interconnect.
+			fail(w, fmt.Errorf("%w: lease %s runs its job on %v, not on host %s", ErrNotFound, st.Lease, lease.Request.Hosts, r.PathValue("host")))
+			return
+		}
+		a, ok := o.runners.take(st.Lease)
+		if !ok {
+			fail(w, fmt.Errorf("%w: lease %s has no runner config (not minted yet, or already taken)", ErrNotFound, st.Lease))
+			return
+		}
+		a.Token, a.Topology = lease.Request.Token, lease.Request.Topology
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(struct {
+			RunnerAssignment
+			JITConfig string `json:"jit_config"`
+		}{a, a.JITConfig.Reveal()})
+	})
+	mux.HandleFunc("POST /v1/hosts/{host}/cleaned", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Lease        string `json:"lease"`
+			GPUProcesses *int   `json:"gpu_processes"`
+		}
+		if !decode(w, r, &body) {
+			return
+		}
+		if body.GPUProcesses == nil || *body.GPUProcesses < 0 || body.Lease == "" {
+			fail(w, fmt.Errorf("%w: lease and gpu_processes are required; an agent that cannot count the GPU's processes does not acknowledge", ErrInvalid))
+			return
+		}
+		if !self(w, r, "acknowledge the cleanup") {
+			return
+		}
+		if err := c.AckCleanup(r.Context(), r.PathValue("host"), body.Lease, *body.GPUProcesses); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /v1/hosts/{host}/order", func(w http.ResponseWriter, r *http.Request) {
+		if !self(w, r, "take the resident service's orders") {
+			return
+		}
+		if o.service == nil || o.service.Host != r.PathValue("host") {
+			fail(w, fmt.Errorf("%w: host %s runs no agent-driven resident service", ErrNotFound, r.PathValue("host")))
+			return
+		}
+		wait, err := time.ParseDuration(r.URL.Query().Get("wait"))
+		if err != nil || wait < 0 || wait > time.Minute {
+			wait = 0
+		}
+		if ord, ok := o.service.next(r.Context(), wait); ok {
+			write(w, http.StatusOK, ord)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/hosts/{host}/order/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Error string `json:"error"`
+		}
+		if !decode(w, r, &body) || !self(w, r, "report the resident service's step") {
+			return
+		}
+		if o.service == nil || o.service.Host != r.PathValue("host") {
+			fail(w, fmt.Errorf("%w: host %s runs no agent-driven resident service", ErrNotFound, r.PathValue("host")))
+			return
+		}
+		if err := o.service.report(r.PathValue("id"), body.Error); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/leases/{id}/receipt", func(w http.ResponseWriter, r *http.Request) {
+		cred := credentialOf(r.Context())
+		st, err := c.Status(r.Context(), r.PathValue("id"))
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if cred.Role != RoleHost || !slices.Contains(st.Request.Hosts, cred.Name) {
+			fail(w, forbidden(cred, "record the evidence receipt of lease "+r.PathValue("id")))
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r.Body, MaxReceipt+1))
+		if err != nil {
+			fail(w, fmt.Errorf("%w: receipt: %v", ErrInvalid, err))
+			return
+		}
+		digest, err := c.RecordReceipt(r.Context(), st.Request.ID, data)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		write(w, http.StatusOK, map[string]string{"digest": digest})
+	})
+}
+
+// TakeRunner takes the runner config of the lease granted on host (once);
+// none is ErrNotFound.
+func (a *APIClient) TakeRunner(ctx context.Context, host string) (RunnerAssignment, error) {
+	var out struct {
+		RunnerAssignment
+		JITConfig string `json:"jit_config"`
+	}
+	err := a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/runner", nil, nil, &out)
+	out.RunnerAssignment.JITConfig = secret.Secret(out.JITConfig)
+	return out.RunnerAssignment, err
+}
+
+// AckCleanup acknowledges host's cleanup after lease
+// (Controller.AckCleanup).
+func (a *APIClient) AckCleanup(ctx context.Context, host, lease string, gpuProcesses int) error {
+	return a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/cleaned", nil,
+		map[string]any{"lease": lease, "gpu_processes": gpuProcesses}, nil)
+}
+
+// ServiceOrder is a resident-service step the controller ordered.
+type ServiceOrder struct {
+	ID   string `json:"id"`
+	Step string `json:"step"` // drain, stop, verify_released, start or healthy
+}
+
+// NextOrder waits up to wait (at most a minute) for host's next
+// resident-service order; ok false when none came.
+func (a *APIClient) NextOrder(ctx context.Context, host string, wait time.Duration) (ServiceOrder, bool, error) {
+	var o ServiceOrder
+	err := a.do(ctx, http.MethodGet, "/v1/hosts/"+url.PathEscape(host)+"/order", url.Values{"wait": {wait.String()}}, nil, &o)
+	if errors.Is(err, io.EOF) { // 204: no body
+		return ServiceOrder{}, false, nil
+	}
+	return o, err == nil && o.ID != "", err
+}
+
+// ReportOrder reports how order id ended: failure "" when it passed.
+func (a *APIClient) ReportOrder(ctx context.Context, host, id, failure string) error {
+	return a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/order/"+url.PathEscape(id), nil, map[string]string{"error": failure}, nil)
+}
+
+// UploadReceipt records lease id's evidence receipt and returns the
+// digest the controller stored.
+func (a *APIClient) UploadReceipt(ctx context.Context, id string, receipt []byte) (string, error) {
+	var out struct {
+		Digest string `json:"digest"`
+	}
+	err := a.doRaw(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/receipt", receipt, &out)
+	return out.Digest, err
+}

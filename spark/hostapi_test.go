@@ -1,0 +1,182 @@
+package spark_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/sparktest"
+)
+
+// agentFleet is two managed hosts running the host agent (spark-1 with
+// the resident service, driven through its agent), the operator's token
+// and each host's. With serve, spark-1's agent passes every order.
+func agentFleet(t *testing.T, serve bool) (c *spark.Controller, vault *spark.RunnerConfigs, svc *spark.AgentService, ops, h1, h2 *spark.APIClient) {
+	t.Helper()
+	opts := spark.DefaultOptions()
+	for i := range opts.Hosts {
+		opts.Hosts[i].Agent = true
+	}
+	svc = spark.NewAgentService("spark-1")
+	opts.Service = svc
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault = spark.NewRunnerConfigs()
+	h, err := spark.NewAuthHandler(c, spark.Tokens{
+		"ops-token-0123456789": {Role: spark.RoleOperator, Name: "ops"},
+		"host-1-token-0123456": {Role: spark.RoleHost, Name: "spark-1"},
+		"host-2-token-0123456": {Role: spark.RoleHost, Name: "spark-2"},
+	}, spark.WithRunnerConfigs(vault), spark.WithAgentService(svc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client := func(tok string) *spark.APIClient { cl, _ := spark.NewAPIClient(srv.URL, tok, nil); return cl }
+	h1 = client("host-1-token-0123456")
+	if serve {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go func() {
+			for ctx.Err() == nil {
+				if o, ok, err := h1.NextOrder(ctx, "spark-1", time.Second); err == nil && ok {
+					h1.ReportOrder(ctx, "spark-1", o.ID, "")
+				}
+			}
+		}()
+	}
+	return c, vault, svc, client("ops-token-0123456789"), h1, client("host-2-token-0123456")
+}
+
+// A lease's runner config is handed to the leased host's agent once, over
+// the API, and to no other host; after the lease ends the host takes no
+// work until its agent acknowledges the cleanup, and an acknowledgement
+// with GPU processes left keeps it out of service.
+func TestHostAgent_TheRunnerConfigOnceThenNoWorkUntilTheCleanupAck(t *testing.T) {
+	ctx := context.Background()
+	c, vault, _, ops, h1, h2 := agentFleet(t, true)
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	id := st.Request.ID
+	vault.Put(id, "spark-"+id, "ENCODED-JIT-CONFIG")
+	if _, err := h1.TakeRunner(ctx, "spark-2"); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("spark-1's token took spark-2's runner: %v", err)
+	}
+	if _, err := h1.TakeRunner(ctx, "spark-1"); !errors.Is(err, spark.ErrNotFound) {
+		t.Errorf("spark-1 holds no lease: %v", err)
+	}
+	a, err := h2.TakeRunner(ctx, "spark-2")
+	if err != nil || a.Lease != id || a.JITConfig.Reveal() != "ENCODED-JIT-CONFIG" || a.Token == 0 || a.Runner != "spark-"+id {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if _, err := h2.TakeRunner(ctx, "spark-2"); !errors.Is(err, spark.ErrNotFound) {
+		t.Errorf("the config was handed over twice: %v", err)
+	}
+	if err := h2.Release(ctx, id, a.Token); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	if st2, _ = ops.Status(ctx, st2.Request.ID); st2.Request.State != spark.Queued {
+		t.Fatalf("a host not yet cleaned up took work: %+v", st2)
+	}
+	if err := h1.AckCleanup(ctx, "spark-2", id, 0); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("spark-1's token acknowledged spark-2's cleanup: %v", err)
+	}
+	if err := h2.AckCleanup(ctx, "spark-2", "another-lease", 0); !errors.Is(err, spark.ErrStaleToken) {
+		t.Errorf("an acknowledgement for another lease: %v", err)
+	}
+	if err := h2.AckCleanup(ctx, "spark-2", id, 2); err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1")
+	if err := c.Heartbeat(ctx, spark.HostReport{Host: "spark-2", GPUProcesses: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c.Reconcile(ctx)
+	if st2, _ = ops.Status(ctx, st2.Request.ID); st2.Request.State != spark.Queued {
+		t.Fatalf("a host with processes left took work: %+v", st2)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2") // clean now
+	if st2, _ = ops.Status(ctx, st2.Request.ID); st2.Request.State != spark.Active {
+		t.Errorf("the clean host took no work: %+v", st2)
+	}
+}
+
+// The resident service's steps are orders to the service host's agent:
+// the controller waits for each report, and a failed step fails the
+// lending; no other host's token can take or report them.
+func TestAgentService_EachStepIsAnOrderTheServiceHostsAgentReports(t *testing.T) {
+	ctx := context.Background()
+	_, _, svc, _, h1, h2 := agentFleet(t, false)
+	if _, _, err := h2.NextOrder(ctx, "spark-1", 0); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("spark-2 took spark-1's orders: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Drain(ctx) }()
+	o, ok, err := h1.NextOrder(ctx, "spark-1", 10*time.Second)
+	if err != nil || !ok || o.Step != "drain" {
+		t.Fatalf("%+v %v %v", o, ok, err)
+	}
+	if err := h2.ReportOrder(ctx, "spark-1", o.ID, ""); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("spark-2 reported spark-1's step: %v", err)
+	}
+	if err := h1.ReportOrder(ctx, "spark-1", o.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("drain: %v", err)
+	}
+	go func() { done <- svc.VerifyReleased(ctx) }()
+	o, _, _ = h1.NextOrder(ctx, "spark-1", 10*time.Second)
+	if err := h1.ReportOrder(ctx, "spark-1", o.ID, "exit status 1: 3 GiB still held"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, spark.ErrServiceStep) {
+		t.Errorf("a failed verify: %v, want ErrServiceStep", err)
+	}
+	if err := h1.ReportOrder(ctx, "spark-1", o.ID, ""); !errors.Is(err, spark.ErrStaleToken) {
+		t.Errorf("a second report of one order: %v", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := svc.Start(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("an agent that never reports: %v", err)
+	}
+}
+
+// The receipt's digest is stored with the lease, by a host of the lease
+// only, while it is active.
+func TestReceipt_TheDigestIsStoredWithTheLeaseByItsHostOnly(t *testing.T) {
+	ctx := context.Background()
+	c, _, _, ops, h1, h2 := agentFleet(t, true)
+	st, _ := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	if _, err := h1.UploadReceipt(ctx, st.Request.ID, []byte("passed")); !errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("another host recorded the receipt: %v", err)
+	}
+	if _, err := h2.UploadReceipt(ctx, st.Request.ID, nil); !errors.Is(err, spark.ErrInvalid) {
+		t.Errorf("an empty receipt: %v", err)
+	}
+	receipt := []byte("suite=smoke passed=12\n")
+	digest, err := h2.UploadReceipt(ctx, st.Request.ID, receipt)
+	if sum := sha256.Sum256(receipt); err != nil || digest != "sha256:"+hex.EncodeToString(sum[:]) {
+		t.Fatalf("%q %v", digest, err)
+	}
+	if got, _ := ops.Status(ctx, st.Request.ID); spark.ReceiptDigest(got.Request) != digest {
+		t.Errorf("stored %q, want %q", spark.ReceiptDigest(got.Request), digest)
+	}
+}
