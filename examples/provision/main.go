@@ -107,6 +107,9 @@ func required(fs *flag.FlagSet, o options) error {
 	if err := cli.Require(fs, "repo", "run-id"); err != nil {
 		return err
 	}
+	if _, _, err := cli.SplitRepo("provision", o.repo); err != nil {
+		return cli.Refuse(fs, "-repo %q: want owner/name", o.repo)
+	}
 	switch {
 	case o.startup.Proof == "" && o.startup.ProofPath == "":
 		return cli.Refuse(fs, "a real run needs the CUDA proof: -proof FILE (built from ./examples/smoke) or -proof-path PATH (inside the runner image)")
@@ -277,7 +280,10 @@ func connect(ctx context.Context, o options, getenv func(string) string, cfg *ru
 	if err != nil {
 		return world{}, fmt.Errorf("provision: %w", err)
 	}
-	owner, name, _ := strings.Cut(o.repo, "/")
+	owner, name, err := cli.SplitRepo("provision", o.repo)
+	if err != nil {
+		return world{}, err
+	}
 	reg := &runpodgh.Registry{Client: gh, Owner: o.org}
 	if o.org == "" {
 		reg.Owner, reg.Repo = owner, name

@@ -195,3 +195,17 @@ func TestAnUnknownGPUTypeIsRefusedBeforeAnyPodIsCreated(t *testing.T) {
 		}
 	})
 }
+
+// The repository is an ownership tag the reaper matches as owner/name:
+// anything else is a refused command line (exit 2, one line on stderr),
+// before any credential is read or anything is bought.
+func TestRealMode_ARepositoryThatIsNotOwnerSlashNameIsRefused(t *testing.T) {
+	env := map[string]string{"RUNPOD_API_KEY": "k", "GITHUB_TOKEN": "t"}
+	for _, repo := range []string{"o", "o/", "/r", "o/r/x"} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), []string{"-proof-path", "/p", "-repo", repo, "-run-id", "9"}, func(k string) string { return env[k] }, &out, &errOut)
+		if code != 2 || out.Len() != 0 || !strings.Contains(errOut.String(), "want owner/name") || strings.Count(strings.TrimSpace(errOut.String()), "\n") != 0 {
+			t.Errorf("-repo %q: exit %d, stdout %q, stderr %q; want 2 and one line", repo, code, out.String(), errOut.String())
+		}
+	}
+}

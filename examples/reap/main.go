@@ -99,7 +99,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 			return err
 		}
 	} else {
-		owner, name, ok := strings.Cut(o.repo, "/")
+		owner, name, repoErr := cli.SplitRepo("reap", o.repo)
 		if getenv("RUNPOD_API_KEY") == "" {
 			return errors.New("reap: RUNPOD_API_KEY is not set (or use -simulate)")
 		}
@@ -107,7 +107,7 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 			return fmt.Errorf("reap: run lookups need GitHub: %w", err)
 		}
 		switch {
-		case !ok:
+		case repoErr != nil:
 			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
 		}
 		api, err := rest.ClientFromEnv(getenv)

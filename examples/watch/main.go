@@ -23,7 +23,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpugate/gpugate/ghclient"
@@ -114,7 +113,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 		}
 		return simulate(ctx, opts, log, narration)
 	}
-	owner, name, ok := strings.Cut(o.repo, "/")
+	owner, name, repoErr := cli.SplitRepo("watch", o.repo)
 	if getenv("RUNPOD_API_KEY") == "" {
 		return runpod.WatchResult{}, errors.New("watch: RUNPOD_API_KEY is not set (or use -simulate)")
 	}
@@ -122,7 +121,7 @@ func watch(ctx context.Context, o options, getenv func(string) string, stdout, s
 		return runpod.WatchResult{}, fmt.Errorf("watch: job progress needs GitHub: %w", err)
 	}
 	switch {
-	case o.pod == "" || o.runID == 0 || !ok:
+	case o.pod == "" || o.runID == 0 || repoErr != nil:
 		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
 	}
 	api, err := rest.ClientFromEnv(getenv)
