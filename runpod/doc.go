@@ -14,6 +14,9 @@
 //     one reserved static slot per tier, the rest interleaved by tier).
 //   - CheckGPUTypes: the configured GPU type IDs against the live catalog,
 //     before anything is bought; a misspelled type is ErrUnknownGPUType.
+//   - PlanFromCatalog: the catalog read, CheckGPUTypes and CandidatePlan in
+//     one call; a catalog that cannot be read falls back to the static
+//     candidates and says why. PlanText renders a plan for a log.
 //   - ResolveImage: the runner image pinned to its digest, so that every
 //     candidate runs the same image (ErrImage stops before any GPU).
 //   - Provision: the bounded provision loop. One pod at a time, in plan
@@ -37,9 +40,11 @@
 //     under a ceiling. A create whose pod the listing did not show is
 //     named in Result.UnresolvedPodNames, never in an ID field;
 //     DeleteByName resolves it. Result.Snapshot keeps the accepted pod's
-//     record for the cost report. Missing dependencies and a template
-//     whose pods could never be created are ErrTemplate, and floors below
-//     the template's CUDA proof ErrFloor, before anything is bought.
+//     record for the cost report. Result.Markdown renders the attempts
+//     for a job summary, Result.Text for a log. Missing dependencies and a
+//     template whose pods could never be created are ErrTemplate, and
+//     floors below the template's CUDA proof ErrFloor, before anything is
+//     bought.
 //   - Watch: the watchdog of the accepted pod. A setup deadline runs from
 //     the pod's start until the tests start, a lifetime backstop after;
 //     a moved or closed pull request deletes the pod, then cancels the
@@ -62,14 +67,13 @@
 //
 //	c, err := rest.ClientFromEnv(os.Getenv) // RUNPOD_API_KEY (and RUNPOD_API_URL for a proxy)
 //	cfg, err := runpod.LoadConfigFile("runpod.yml")
-//	offers, err := c.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+//	plan, catalogErr, err := runpod.PlanFromCatalog(ctx, c, cfg)
 //	if err != nil {
-//		offers = nil // the catalog failed: static candidates only
-//	}
-//	if err := runpod.CheckGPUTypes(cfg, offers); err != nil {
 //		return err // a configured type RunPod does not offer
 //	}
-//	plan := runpod.CandidatePlan(cfg, offers)
+//	if catalogErr != nil {
+//		log.Print(catalogErr) // the catalog failed: static candidates only
+//	}
 //	res, err := runpod.Provision(ctx, runpod.Deps{API: c, Registry: registry}, cfg, plan, tmpl)
 //	...
 //	defer runpod.Delete(context.WithoutCancel(ctx), c, res.PodID)

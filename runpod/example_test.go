@@ -116,3 +116,32 @@ func ExampleProvision() {
 	// running on NVIDIA GeForce RTX 4090
 	// <nil> 0 pods left
 }
+
+// PlanFromCatalog reads the live catalog (here the in-process fake's),
+// checks the reviewed tiers against it and plans the candidates, which
+// PlanText renders for a log.
+func ExamplePlanFromCatalog() {
+	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
+	if err != nil {
+		panic(err)
+	}
+	api, err := runpodtest.New().NewClient()
+	if err != nil {
+		panic(err)
+	}
+	plan, catalogErr, err := runpod.PlanFromCatalog(context.Background(), api, cfg)
+	if err != nil {
+		panic(err) // a reviewed GPU type the catalog does not list
+	}
+	if catalogErr != nil {
+		fmt.Println("static candidates only:", catalogErr)
+	}
+	fmt.Print(runpod.PlanText(plan, cfg.MaxProvisionAttempts))
+	// Output:
+	// plan (5 candidates, 6 attempts allowed):
+	//   1. NVIDIA L4                        cost-preferred  $0.43/h
+	//   2. NVIDIA GeForce RTX 4090          cost-preferred  $0.69/h
+	//   3. NVIDIA RTX 6000 Ada Generation   premium         $0.77/h
+	//   4. NVIDIA A100-SXM4-80GB            a100            static
+	//   5. NVIDIA L40S                      premium         static
+}

@@ -2,11 +2,13 @@ package runpod
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
-	"github.com/gpugate/gpugate/runpod/rest"
 	"slices"
 	"strings"
+
+	"github.com/gpugate/gpugate/runpod/rest"
 )
 
 // Candidate is one single-GPU create attempt. Live candidates are priced
@@ -146,6 +148,43 @@ func hasStatic(t Tier, tierOf map[string]int, ineligible map[string]bool, prefix
 // ErrUnknownGPUType is matched by CheckGPUTypes' error: the configuration
 // names a GPU type RunPod does not offer.
 var ErrUnknownGPUType = errors.New("runpod: GPU type not in RunPod's catalog")
+
+// PlanFromCatalog plans what a provisioning may buy, before anything is
+// bought: it reads RunPod's live catalog of single-GPU offers on cfg's
+// cloud at cfg's CUDA floor (a *rest.Client's ListGPUTypes), refuses a
+// configured GPU type the catalog does not list (CheckGPUTypes, err), and
+// orders the candidates (CandidatePlan). The catalog is advisory: when it
+// cannot be read, the plan is the static candidates of the reviewed tiers
+// and catalogErr says why, for the caller to report.
+func PlanFromCatalog(ctx context.Context, catalog interface {
+	ListGPUTypes(context.Context, rest.CatalogQuery) ([]rest.GPUType, error)
+}, cfg Config) (plan []Candidate, catalogErr, err error) {
+	offers, catalogErr := catalog.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	if catalogErr != nil {
+		offers = nil
+	}
+	if err := CheckGPUTypes(cfg, offers); err != nil {
+		return nil, catalogErr, err
+	}
+	return CandidatePlan(cfg, offers), catalogErr, nil
+}
+
+// PlanText renders a plan for a log: how many candidates it has and how
+// many attempts maxAttempts allows, then one line per candidate with its
+// GPU type, its tier, and its live price per hour, or "static" for a
+// candidate priced only once its pod reports its cost.
+func PlanText(plan []Candidate, maxAttempts int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan (%d candidates, %d attempts allowed):\n", len(plan), maxAttempts)
+	for i, c := range plan {
+		price := "static"
+		if c.Live {
+			price = fmt.Sprintf("$%.2f/h", c.Price)
+		}
+		fmt.Fprintf(&b, "  %d. %-32s %-15s %s\n", i+1, c.GPUTypeID, c.Tier, price)
+	}
+	return b.String()
+}
 
 // CheckGPUTypes validates the reviewed tiers' GPU type IDs against the
 // catalog, before anything is bought ("validates configured GPU IDs

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/runpod/rest"
 )
@@ -752,6 +753,28 @@ func (r Result) Markdown() string {
 	if ids := r.RetainedPods(); len(ids) > 0 {
 		fmt.Fprintf(&b, "\n**Kept for debugging (keep_failed_pods), still billing:** `%s`. Delete each when done; the reaper spares them only while this run's retention record exists.\n", strings.Join(ids, "`, `"))
 	}
+	return b.String()
+}
+
+// Text renders the attempts and the outcome for a log, one line each:
+// every attempt with its runner, GPU, price, outcome, seconds, estimated
+// cost and the first line of its reason; the accepted pod, if any; and
+// what the rejected candidates cost.
+func (r Result) Text() string {
+	var b strings.Builder
+	b.WriteString("attempts:\n")
+	for _, a := range r.Attempts {
+		price := "-"
+		if a.HourlyPrice > 0 {
+			price = fmt.Sprintf("$%.2f/h", a.HourlyPrice)
+		}
+		fmt.Fprintf(&b, "  %d. %-20s %-32s %-8s %-13s %5.1fs  est. $%.6f  %s\n", a.N, a.Name, a.Candidate.GPUTypeID, price, a.Outcome, a.Seconds, a.EstimatedCost, cli.FirstLine(a.Reason, 90))
+	}
+	if r.PodID != "" {
+		fmt.Fprintf(&b, "accepted: pod %s on %s (tier %s) at $%.2f/h after %.1f s and %d attempts; runner label %s\n",
+			r.PodID, r.GPUTypeID, r.Tier, r.HourlyPrice, r.StartupSeconds, len(r.Attempts), r.Label)
+	}
+	fmt.Fprintf(&b, "rejected candidates cost an estimated USD %.6f\n", r.RejectedCost)
 	return b.String()
 }
 
