@@ -11,6 +11,12 @@
 //     step that runs its tests, also inside a called workflow.
 //   - Retention (runpod.Retention): a run's unexpired artifact names, where
 //     the debug-retention records are.
+//   - Repo makes every adapter for one repository on one client, the
+//     runner registry the organization's or the repository's own.
+//
+// ProvisionOutputs are what a provisioning step hands the jobs after it
+// through GitHub Actions: the accepted pod and its runner label, and the
+// whole result for cleanup.
 //
 // Each adapter takes a *github.Client, such as the one ghclient.New
 // builds; its errors wrap go-github's (a *github.ErrorResponse, a

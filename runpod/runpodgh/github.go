@@ -263,3 +263,40 @@ func (g *Progress) JobProgress(ctx context.Context) (runpod.JobProgress, error) 
 	}
 	return runpod.JobProgress{}, nil
 }
+
+// Repo is one repository on one GitHub client: it makes the adapters of
+// the paid lifecycle for that repository, so that a run's adapters all
+// read the same repository.
+type Repo struct {
+	Client      *github.Client
+	Owner, Name string
+}
+
+// Registry is the runner registry the pods register with: the
+// organization org's (in its default runner group), or with org empty the
+// repository's own.
+func (r Repo) Registry(org string) *Registry {
+	if org != "" {
+		return &Registry{Client: r.Client, Owner: org}
+	}
+	return &Registry{Client: r.Client, Owner: r.Owner, Repo: r.Name}
+}
+
+// PR is the state of the repository's pull request number.
+func (r Repo) PR(number int) *PR {
+	return &PR{Client: r.Client, Owner: r.Owner, Repo: r.Name, Number: number}
+}
+
+// Runs are the repository's workflow runs.
+func (r Repo) Runs() *Runs { return &Runs{Client: r.Client, Owner: r.Owner, Repo: r.Name} }
+
+// Retention is the repository's debug-retention records.
+func (r Repo) Retention() *Retention {
+	return &Retention{Client: r.Client, Owner: r.Owner, Repo: r.Name}
+}
+
+// Progress follows the job named job of one attempt of the run runID,
+// and its step testStep (Progress).
+func (r Repo) Progress(runID int64, attempt int, job, testStep string) *Progress {
+	return &Progress{Client: r.Client, Owner: r.Owner, Repo: r.Name, RunID: runID, Attempt: int64(attempt), Job: job, TestStep: testStep}
+}

@@ -231,3 +231,29 @@ func TestGitHubProgress_FindsTheJobInsideACalledWorkflow(t *testing.T) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)
 	}
 }
+
+// One repository's adapters read that repository; the runner registry is
+// the organization's when one is named, else the repository's own.
+func TestRepo_EveryAdapterReadsTheOneRepository(t *testing.T) {
+	c := github.NewClient(nil)
+	r := runpodgh.Repo{Client: c, Owner: "o", Name: "r"}
+	if got, want := *r.Registry(""), (runpodgh.Registry{Client: c, Owner: "o", Repo: "r"}); got != want {
+		t.Errorf("repository runners: %+v", got)
+	}
+	if got, want := *r.Registry("acme"), (runpodgh.Registry{Client: c, Owner: "acme"}); got != want {
+		t.Errorf("organization runners: %+v", got)
+	}
+	if got, want := *r.PR(5), (runpodgh.PR{Client: c, Owner: "o", Repo: "r", Number: 5}); got != want {
+		t.Errorf("PR: %+v", got)
+	}
+	if got, want := *r.Runs(), (runpodgh.Runs{Client: c, Owner: "o", Repo: "r"}); got != want {
+		t.Errorf("runs: %+v", got)
+	}
+	if got, want := *r.Retention(), (runpodgh.Retention{Client: c, Owner: "o", Repo: "r"}); got != want {
+		t.Errorf("retention: %+v", got)
+	}
+	want := runpodgh.Progress{Client: c, Owner: "o", Repo: "r", RunID: 42, Attempt: 2, Job: "Run GPU tests", TestStep: "Run CUDA tests from archive"}
+	if got := *r.Progress(42, 2, "Run GPU tests", "Run CUDA tests from archive"); got != want {
+		t.Errorf("progress: %+v", got)
+	}
+}
