@@ -21,10 +21,13 @@
 //     reports (the pod before its deletion, the provisioning attempts, the
 //     GPU job's progress) into a PodRecord, the rejected attempts that
 //     were paid for and the stage Marks, so every report is built the
-//     same way.
+//     same way. RecordBeforeDelete reads the pod's record before its
+//     deletion and, when that fails, falls back to the record provisioning
+//     saved at startup, else to an unknown start.
 //   - Report is the versioned JSON artifact and Markdown summary, written
 //     after deletion and bounded (WriteBounded), with rejected provisioning
-//     attempts apart and storage out of scope.
+//     attempts apart and storage out of scope; Report.Outputs are a
+//     cleanup step's outputs.
 //   - Collect saves run evidence (metadata, logs, small cost artifacts)
 //     resumably; Summarize reads it offline into JSON, Markdown and an SVG
 //     chart that sets rejected candidates and re-tested refs apart from

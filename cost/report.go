@@ -10,6 +10,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -124,6 +125,19 @@ func (r Report) RejectedCost() float64 {
 		t += a.EstimatedCost
 	}
 	return t
+}
+
+// Outputs are the step outputs of a cleanup that wrote this report, in
+// order: deleted ("true" after the confirmed deletion of the report's pod,
+// "none" for a run that accepted no pod), cost (USD, six decimals) and
+// cost_known. A run that accepted no pod paid nothing for one: its cost
+// is zero and known, not unknown.
+func (r Report) Outputs() [][2]string {
+	deleted, known := "true", r.Window.CostKnown()
+	if r.PodID == "" {
+		deleted, known = "none", true
+	}
+	return [][2]string{{"deleted", deleted}, {"cost", strconv.FormatFloat(r.Window.Cost, 'f', 6, 64)}, {"cost_known", strconv.FormatBool(known)}}
 }
 
 // WriteJSON writes the report.

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"context"
 	"time"
 
 	"github.com/gpugate/gpugate/runpod"
@@ -16,6 +17,24 @@ func PodRecordOf(p *rest.Pod) PodRecord {
 		rec.GPUTypeID = p.GPU.ID
 	}
 	return rec
+}
+
+// RecordBeforeDelete is the billing record of the pod podID for its cost
+// report, read before the pod's deletion as one bounded GET
+// (runpod.RecordBeforeDelete). When that read fails, the record
+// provisioning saved at startup stands in (snapshot, when it is this
+// pod's: saved is true); without one the pod's start is unknown, so its
+// cost is reported unknown, never zero. readErr is the failed read, for
+// the caller to warn about: a failed read never stops the deletion.
+func RecordBeforeDelete(ctx context.Context, api runpod.PodAPI, podID string, snapshot *rest.Pod) (rec PodRecord, saved bool, readErr error) {
+	pod, err := runpod.RecordBeforeDelete(ctx, api, podID)
+	switch {
+	case err == nil:
+		return PodRecordOf(pod), false, nil
+	case snapshot != nil && snapshot.ID == podID:
+		return PodRecordOf(snapshot), true, err
+	}
+	return PodRecord{APIVersion: 2, ID: podID}, false, err
 }
 
 // RejectedAttempts lists the provisioning attempts that created a pod and
