@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -224,6 +225,26 @@ func ParseRepo(repo string) (owner, name string, ok bool) {
 		return "", "", false
 	}
 	return owner, name, true
+}
+
+// Logger is a command's event log for -v (verbose): text records on w
+// when verbose, and none otherwise.
+func Logger(verbose bool, w io.Writer) *slog.Logger {
+	if verbose {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Writers are where a command with -json (jsonOut) writes: its text
+// output goes to stdout, or nowhere with -json, which prints its document
+// there instead; its narration of what it does goes to stdout, or to
+// stderr with -json, so that stdout carries only the document.
+func Writers(jsonOut bool, stdout, stderr io.Writer) (text, narration io.Writer) {
+	if jsonOut {
+		return io.Discard, stderr
+	}
+	return stdout, stdout
 }
 
 // FirstLine is s's first line, cut to at most n characters (runes, so a

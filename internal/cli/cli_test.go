@@ -233,3 +233,29 @@ func TestList(t *testing.T) {
 		}
 	}
 }
+
+// -v logs events as text on the writer given; without it nothing is
+// logged.
+func TestLogger_TextWithVerboseElseNothing(t *testing.T) {
+	var b bytes.Buffer
+	cli.Logger(false, &b).Info("quiet")
+	if b.Len() != 0 {
+		t.Errorf("logged without -v: %q", b.String())
+	}
+	cli.Logger(true, &b).Info("loud", "pod", "p1")
+	if !strings.Contains(b.String(), "msg=loud pod=p1") {
+		t.Errorf("with -v: %q", b.String())
+	}
+}
+
+// With -json stdout carries only the document: the text goes nowhere and
+// the narration to stderr.
+func TestWriters_WithJSONNoTextAndNarrationOnStderr(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if text, narration := cli.Writers(false, &stdout, &stderr); text != io.Writer(&stdout) || narration != io.Writer(&stdout) {
+		t.Error("without -json both go to stdout")
+	}
+	if text, narration := cli.Writers(true, &stdout, &stderr); text != io.Discard || narration != io.Writer(&stderr) {
+		t.Error("with -json the text goes nowhere and the narration to stderr")
+	}
+}

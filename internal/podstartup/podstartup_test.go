@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/smoke"
 	"github.com/gpugate/gpugate/smoke/tiers"
@@ -140,3 +141,71 @@ func TestApply_RefusesAVRAMFloorBelowTheProofs(t *testing.T) {
 
 // seedPods is the floors of runpod.ExampleConfig.
 var seedPods = runpod.Config{MinCUDAVersion: "12.6", MinVRAMGB: 20}
+
+// A real run's command line names exactly one CUDA proof: neither, or
+// both, is a refused command line (exit 2), said in one line on the flag
+// set's output.
+func TestRefuse_ExactlyOneProofElseTheCommandLineIsRefused(t *testing.T) {
+	for name, tc := range map[string]struct {
+		o    Options
+		want string // "" for no refusal
+	}{
+		"-proof":      {Options{Proof: "p"}, ""},
+		"-proof-path": {Options{ProofPath: "/p"}, ""},
+		"neither":     {Options{}, "needs the CUDA proof"},
+		"both":        {Options{Proof: "p", ProofPath: "/p"}, "alternatives"},
+	} {
+		var out bytes.Buffer
+		flags := flag.NewFlagSet("provision", flag.ContinueOnError)
+		flags.SetOutput(&out)
+		err := tc.o.Refuse(flags)
+		if tc.want == "" {
+			if err != nil || out.Len() != 0 {
+				t.Errorf("%s: %v, %q; want no refusal", name, err, out.String())
+			}
+			continue
+		}
+		if !errors.Is(err, cli.ErrUsage) || cli.Status(err) != 2 || !strings.Contains(out.String(), tc.want) || strings.Count(out.String(), "\n") != 1 {
+			t.Errorf("%s: %v, %q; want a refusal naming %q in one line", name, err, out.String(), tc.want)
+		}
+	}
+}
+
+// The pod flags default to the workflow run the command runs in, and the
+// template every candidate is created from carries them: the image, the
+// ownership tags (a missing attempt is the first), the name prefix, the
+// debug retention, the disk and the startup; -config names the reviewed
+// configuration, the bundled example without it.
+func TestPods_TheFlagsAreTheTemplateEveryCandidateIsCreatedFrom(t *testing.T) {
+	env := map[string]string{"GITHUB_REPOSITORY": "o/r", "GITHUB_WORKFLOW_REF": "o/r/.github/workflows/gpu.yml@refs/heads/main", "GITHUB_RUN_ID": "42", "RUNNER_TEMP": "/rt"}
+	var p Pods
+	flags := flag.NewFlagSet("provision", flag.ContinueOnError)
+	p.Register(flags, func(k string) string { return env[k] })
+	if err := flags.Parse([]string{"-keep-failed-pods", "-prefix", "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	want := Pods{Image: "ghcr.io/actions/actions-runner:latest", Prefix: "mine", Repo: "o/r", Workflow: env["GITHUB_WORKFLOW_REF"], RunID: 42, RunAttempt: 1, KeepFailed: true, RetentionFile: "/rt/runpod-debug-retained.json"}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Fatalf("flags (-want +got):\n%s", diff)
+	}
+	p.RunAttempt = 0
+	cfg, tmpl, _, err := p.Load(Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if example, _ := runpod.LoadConfig(runpod.ExampleConfig); !cmp.Equal(cfg, example) {
+		t.Errorf("without -config the configuration is the bundled example: %+v", cfg)
+	}
+	owner := runpod.Ownership{Repository: "o/r", Workflow: env["GITHUB_WORKFLOW_REF"], RunID: 42, RunAttempt: 1}
+	if tmpl.Image != want.Image || tmpl.Owner != owner || tmpl.RunnerPrefix != "mine" || !tmpl.KeepFailed || tmpl.Disk != 40 || tmpl.Args.Reveal() == "" {
+		t.Errorf("template %+v", tmpl)
+	}
+	p.Config = filepath.Join(t.TempDir(), "missing.yml")
+	if _, _, _, err := p.Load(Options{}, false); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing -config: %v", err)
+	}
+	p.Config = ""
+	if _, _, _, err := p.Load(Options{}, true); !errors.Is(err, ErrNoProof) {
+		t.Errorf("real pods without a proof: %v", err)
+	}
+}
