@@ -31,9 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/gpugate/gpugate/cost"
@@ -43,8 +41,8 @@ import (
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
 	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpoddemo"
 	"github.com/gpugate/gpugate/runpod/runpodgh"
-	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 func main() {
@@ -115,7 +113,7 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	var api *rest.Client
 	var err error
 	if o.simulate {
-		if api, o.pod, err = simulatedPod(ctx); err != nil {
+		if api, o.pod, err = runpoddemo.AcceptedPod(ctx); err != nil {
 			return err
 		}
 	} else {
@@ -159,20 +157,16 @@ func cleanup(ctx context.Context, o options, getenv func(string) string, gha gha
 	// The billing record is read before deletion, as one bounded GET. When
 	// that fails, the record provisioning saved stands in; without one the
 	// start is unknown, so the cost is reported unknown, never zero.
-	rec := cost.PodRecord{APIVersion: 2, ID: o.pod}
-	pod, readErr := runpod.RecordBeforeDelete(ctx, api, o.pod)
-	if err := readErr; err == nil {
-		rec = cost.PodRecordOf(pod)
-	} else if snap := prov.Snapshot; snap != nil && snap.ID == o.pod {
-		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s); the cost uses the record saved at startup", o.pod, err))
-		rec = cost.PodRecordOf(snap)
-	} else {
-		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s) and provisioning saved no record of it; its cost is reported unknown", o.pod, err))
+	rec, saved, readErr := cost.RecordBeforeDelete(ctx, api, o.pod, prov.Snapshot)
+	if readErr != nil && saved {
+		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s); the cost uses the record saved at startup", o.pod, readErr))
+	} else if readErr != nil {
+		ghaction.Warning(log, fmt.Sprintf("cleanup: reading pod %s before its deletion failed (%s) and provisioning saved no record of it; its cost is reported unknown", o.pod, readErr))
 	}
 	if err := runpod.Delete(ctx, api, o.pod); err != nil {
 		return errors.Join(live, fmt.Errorf("cleanup: %w; the scheduled reaper will retry", err), gha.SetOutputs([2]string{"deleted", "false"}))
 	}
-	if errors.Is(readErr, rest.ErrNotFound) && (prov.Snapshot == nil || prov.Snapshot.ID != o.pod) {
+	if errors.Is(readErr, rest.ErrNotFound) && !saved {
 		// No pod has this ID, and provisioning never saw one with it: a
 		// 404 confirms nothing about a name (a runner label passed as
 		// -pod). Whatever pod carries it as its name goes too.
@@ -220,7 +214,7 @@ func runMarks(ctx context.Context, o options, getenv func(string) string, log io
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	p, err := (&runpodgh.Progress{Client: client, Owner: owner, Repo: repo, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.testStep}).JobProgress(ctx)
+	p, err := runpodgh.Repo{Client: client, Owner: owner, Name: repo}.Progress(o.runID, o.runAttempt, o.job, o.testStep).JobProgress(ctx)
 	if err != nil {
 		return warn(err)
 	}
@@ -245,12 +239,7 @@ func report(ctx context.Context, o options, gha ghaction.Env, log io.Writer, rep
 	if err := gha.AppendSummary(rep.Markdown()); err != nil {
 		return err
 	}
-	deleted, usd, known := "true", rep.Window.Cost, rep.Window.CostKnown()
-	if rep.PodID == "" {
-		deleted, known = "none", true // no accepted pod: its cost is zero, not unknown
-	}
-	return gha.SetOutputs([2]string{"deleted", deleted}, [2]string{"cost", strconv.FormatFloat(usd, 'f', 6, 64)},
-		[2]string{"cost_known", strconv.FormatBool(known)})
+	return gha.SetOutputs(rep.Outputs()...)
 }
 
 func readJSON(path string, v any) error {
@@ -262,27 +251,4 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("cleanup: %s: %w", path, err)
 	}
 	return nil
-}
-
-// simulatedPod provisions one pod on an in-process fake.
-func simulatedPod(ctx context.Context) (*rest.Client, string, error) {
-	fake := runpodtest.New(runpodtest.WithSchedule(20*time.Millisecond, 20*time.Millisecond))
-	api, err := fake.NewClient()
-	if err != nil {
-		return nil, "", err
-	}
-	reg := fake.NewRegistry()
-	reg.SetProofTime(20 * time.Millisecond)
-	cfg, err := runpod.LoadConfig(runpod.ExampleConfig)
-	if err != nil {
-		return nil, "", err
-	}
-	cfg.StartupPoll, cfg.StartupTimeout = 10*time.Millisecond, 5*time.Second
-	plan := runpod.CandidatePlan(cfg, nil)
-	res, err := runpod.Provision(ctx, runpod.Deps{API: api, Registry: reg, Log: slog.New(slog.DiscardHandler)}, cfg, plan,
-		runpod.PodTemplate{Image: "ghcr.io/actions/actions-runner:latest", Owner: runpod.Ownership{Repository: "example/gpu-project", Workflow: "runpod-gpu-test.yml", RunID: 1, RunAttempt: 1}})
-	if err != nil {
-		return nil, "", err
-	}
-	return api, res.PodID, nil
 }

@@ -15,7 +15,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,14 +24,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/runpodenv"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
-	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpoddemo"
 	"github.com/gpugate/gpugate/runpod/runpodgh"
-	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 func main() {
@@ -91,35 +89,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func reap(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) error {
 	var deps runpod.ReapDeps
-	var fake *runpodtest.Server
+	var demo *runpoddemo.Reaping
 	if o.sim {
 		var err error
-		o.repo, o.workflow = "example/gpu-project", ".github/workflows/runpod-gpu-test.yml"
-		if deps, fake, err = simulation(ctx, o); err != nil {
+		o.repo, o.workflow = runpoddemo.Repository, runpoddemo.Workflow
+		if demo, err = runpoddemo.NewReaping(ctx); err != nil {
 			return err
 		}
+		deps = demo.Deps
 	} else {
-		owner, name, repoErr := cli.SplitRepo("reap", o.repo)
-		if getenv("RUNPOD_API_KEY") == "" {
-			return errors.New("reap: RUNPOD_API_KEY is not set (or use -simulate)")
+		owner, name, settings := cli.SplitRepo("reap", o.repo)
+		if settings != nil {
+			settings = fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
 		}
-		if err := ghclient.RequireCredentials(getenv); err != nil {
-			return fmt.Errorf("reap: run lookups need GitHub: %w", err)
-		}
-		switch {
-		case repoErr != nil:
-			return fmt.Errorf("reap: -repo %q: want owner/name", o.repo)
-		}
-		api, err := rest.ClientFromEnv(getenv)
+		api, gh, err := runpodenv.Clients(ctx, getenv, "reap", "run lookups need GitHub", settings)
 		if err != nil {
 			return err
 		}
-		gh, err := ghclient.New(ctx, getenv)
-		if err != nil {
-			return fmt.Errorf("reap: %w", err)
-		}
-		deps = runpod.ReapDeps{API: api, Runs: &runpodgh.Runs{Client: gh, Owner: owner, Repo: name},
-			Retention: &runpodgh.Retention{Client: gh, Owner: owner, Repo: name}}
+		repo := runpodgh.Repo{Client: gh, Owner: owner, Name: name}
+		deps = runpod.ReapDeps{API: api, Runs: repo.Runs(), Retention: repo.Retention()}
 	}
 	pol := runpod.ReapPolicy{Repository: o.repo, Workflow: o.workflow, CompletedGrace: o.grace, Lifetime: o.lifetime, Execute: o.execute, CancelRuns: o.cancel}
 	now := time.Now()
@@ -155,8 +143,8 @@ func reap(ctx context.Context, o options, getenv func(string) string, stdout, st
 	if err := ghaction.FromEnv(getenv).AppendSummary(markdown(doc)); err != nil {
 		return err
 	}
-	if fake != nil && !o.json {
-		fmt.Fprintf(stdout, "pods still running in the simulation: %d\n", len(fake.Running()))
+	if demo != nil && !o.json {
+		fmt.Fprintf(stdout, "pods still running in the simulation: %d\n", demo.Running())
 	}
 	return sweepErr
 }
@@ -204,87 +192,4 @@ func markdown(doc Document) string {
 		fmt.Fprintf(&b, "\n**The sweep failed in part:** %s\n", ghaction.MarkdownCell(doc.Error))
 	}
 	return b.String()
-}
-
-// simulation builds a fake account: a foreign notebook, an active run's
-// pod, a superseded attempt, a completed run's pod, a retained debug pod,
-// and a pod stuck before start for three hours. Pods are created now and
-// their timestamps shifted into the past, so ages are realistic.
-func simulation(ctx context.Context, o options) (runpod.ReapDeps, *runpodtest.Server, error) {
-	srv := runpodtest.New(runpodtest.WithSchedule(0, 0))
-	srv.SetBehavior("NVIDIA RTX A4000", runpodtest.Behavior{ProvisionFor: 100 * time.Hour})
-	c, err := srv.NewClient()
-	if err != nil {
-		return runpod.ReapDeps{}, nil, err
-	}
-	runs := runpodtest.NewRuns()
-	owner := func(run int64, attempt int) runpod.Ownership {
-		return runpod.Ownership{Repository: o.repo, Workflow: o.workflow, RunID: run, RunAttempt: attempt}
-	}
-	create := func(name, gpu string, env map[string]string) (string, error) {
-		p, err := c.CreatePod(ctx, rest.CreatePodRequest{Name: name, Image: "ghcr.io/actions/actions-runner:latest", Env: env, GPU: rest.GPURequest{ID: gpu, Count: 1}})
-		if err != nil {
-			return "", err
-		}
-		return p.ID, nil
-	}
-	now := time.Now()
-	pods := []struct {
-		name string
-		o    *runpod.Ownership
-		gpu  string
-		run  *runpod.RunInfo
-		age  time.Duration
-	}{
-		{"alice-notebook", nil, "NVIDIA L4", nil, 5 * time.Hour},
-		{"", ptr(owner(101, 1)), "NVIDIA L4", &runpod.RunInfo{ID: 101, Status: "in_progress", Attempt: 1, Event: "workflow_run"}, 30 * time.Minute},
-		{"", ptr(owner(102, 1)), "NVIDIA L40S", &runpod.RunInfo{ID: 102, Status: "in_progress", Attempt: 2, Event: "workflow_run"}, time.Hour},
-		{"", ptr(owner(103, 1)), "NVIDIA A100-SXM4-80GB", &runpod.RunInfo{ID: 103, Status: "completed", Attempt: 1, Event: "workflow_run", CompletedAt: now.Add(-20 * time.Minute)}, time.Hour},
-		{"", ptr(owner(104, 1)), "NVIDIA GeForce RTX 4090", &runpod.RunInfo{ID: 104, Status: "completed", Attempt: 1, Event: "workflow_dispatch", CompletedAt: now.Add(-time.Hour)}, 2 * time.Hour},
-		{"", ptr(owner(105, 1)), "NVIDIA RTX A4000", &runpod.RunInfo{ID: 105, Status: "in_progress", Attempt: 1, Event: "workflow_run"}, 3 * time.Hour},
-	}
-	ages := map[string]time.Duration{}
-	for _, p := range pods {
-		env := map[string]string{}
-		name := p.name
-		if p.o != nil {
-			env = p.o.Tags()
-			name = p.o.Prefix() + "-c1"
-		}
-		id, err := create(name, p.gpu, env)
-		if err != nil {
-			return runpod.ReapDeps{}, nil, err
-		}
-		ages[id] = p.age
-		if p.run != nil {
-			info := *p.run
-			info.Repository, info.Workflow = o.repo, o.workflow
-			runs.Set(info)
-			if info.Event == "workflow_dispatch" {
-				runs.Retain(info.ID, runpod.RetentionRecord{RunID: info.ID, Attempt: 1, PodIDs: []string{id}}.Name())
-			}
-		}
-	}
-	return runpod.ReapDeps{API: agedAPI{c, ages}, Runs: runs, Retention: runs}, srv, nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// agedAPI shifts each pod's timestamps into the past by its age.
-type agedAPI struct {
-	*rest.Client
-	ages map[string]time.Duration
-}
-
-func (a agedAPI) ListPods(ctx context.Context) ([]rest.Pod, error) {
-	pods, err := a.Client.ListPods(ctx)
-	for i := range pods {
-		by := a.ages[pods[i].ID]
-		pods[i].CreatedAt = pods[i].CreatedAt.Add(-by)
-		if pods[i].StartedAt != nil {
-			t := pods[i].StartedAt.Add(-by)
-			pods[i].StartedAt = &t
-		}
-	}
-	return pods, err
 }

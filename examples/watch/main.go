@@ -20,19 +20,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"time"
 
-	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/ghaction"
+	"github.com/gpugate/gpugate/internal/runpodenv"
 	"github.com/gpugate/gpugate/internal/stepsignal"
 	"github.com/gpugate/gpugate/runpod"
-	"github.com/gpugate/gpugate/runpod/rest"
+	"github.com/gpugate/gpugate/runpod/runpoddemo"
 	"github.com/gpugate/gpugate/runpod/runpodgh"
-	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
 func main() {
@@ -102,75 +100,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 func watch(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer) (runpod.WatchResult, error) {
 	opts := runpod.WatchOptions{SetupDeadline: o.setup, Lifetime: o.lifetime, Poll: o.poll, GitHubPoll: o.githubPoll, StartGrace: runpod.DefaultWatchOptions().StartGrace}
-	log := slog.New(slog.DiscardHandler)
-	if o.verbose {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	}
+	log := cli.Logger(o.verbose, stderr)
 	if o.simulate {
-		narration := stdout
-		if o.json {
-			narration = stderr // -json writes only JSON to stdout
-		}
-		return simulate(ctx, opts, log, narration)
+		_, narration := cli.Writers(o.json, stdout, stderr) // -json writes only JSON to stdout
+		return runpoddemo.Watch(ctx, opts, log, narration)
 	}
-	owner, name, repoErr := cli.SplitRepo("watch", o.repo)
-	if getenv("RUNPOD_API_KEY") == "" {
-		return runpod.WatchResult{}, errors.New("watch: RUNPOD_API_KEY is not set (or use -simulate)")
+	owner, name, settings := cli.SplitRepo("watch", o.repo)
+	if o.pod == "" || o.runID == 0 || settings != nil {
+		settings = errors.New("watch: -pod, -run-id and -repo owner/name are required")
 	}
-	if err := ghclient.RequireCredentials(getenv); err != nil {
-		return runpod.WatchResult{}, fmt.Errorf("watch: job progress needs GitHub: %w", err)
-	}
-	switch {
-	case o.pod == "" || o.runID == 0 || repoErr != nil:
-		return runpod.WatchResult{}, errors.New("watch: -pod, -run-id and -repo owner/name are required")
-	}
-	api, err := rest.ClientFromEnv(getenv)
+	api, gh, err := runpodenv.Clients(ctx, getenv, "watch", "job progress needs GitHub", settings)
 	if err != nil {
 		return runpod.WatchResult{}, err
 	}
-	gh, err := ghclient.New(ctx, getenv)
-	if err != nil {
-		return runpod.WatchResult{}, fmt.Errorf("watch: %w", err)
-	}
-	deps := runpod.WatchDeps{
-		API:      api,
-		Progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.attempt), Job: o.job, TestStep: o.step},
-		Runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name},
-		RunID:    o.runID,
-		Head:     o.head,
-		Log:      log,
-	}
+	repo := runpodgh.Repo{Client: gh, Owner: owner, Name: name}
+	deps := runpod.WatchDeps{API: api, Progress: repo.Progress(o.runID, o.attempt, o.job, o.step), Runs: repo.Runs(), RunID: o.runID, Head: o.head, Log: log}
 	if o.pr != 0 {
-		deps.PR = &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr}
+		deps.PR = repo.PR(o.pr)
 	}
 	return runpod.Watch(ctx, deps, o.pod, opts)
-}
-
-// simulate accepts a fake pod, lets its tests start, then moves the pull
-// request's head: the watchdog deletes the pod first and cancels the run.
-func simulate(ctx context.Context, opts runpod.WatchOptions, log *slog.Logger, stdout io.Writer) (runpod.WatchResult, error) {
-	const scale = 100
-	opts.SetupDeadline, opts.Lifetime, opts.Poll, opts.GitHubPoll, opts.StartGrace = opts.SetupDeadline/scale, opts.Lifetime/scale, opts.Poll/scale, opts.GitHubPoll/scale, opts.StartGrace/scale
-	srv := runpodtest.New(runpodtest.WithSchedule(10*time.Millisecond, 10*time.Millisecond))
-	c, err := srv.NewClient()
-	if err != nil {
-		return runpod.WatchResult{}, err
-	}
-	pod, err := c.CreatePod(ctx, rest.CreatePodRequest{Name: "gpugate-1-1-c1", Image: "ghcr.io/actions/actions-runner:latest", GPU: rest.GPURequest{ID: "NVIDIA L4", Count: 1}})
-	if err != nil {
-		return runpod.WatchResult{}, err
-	}
-	time.Sleep(30 * time.Millisecond)
-	prog := &runpodtest.Progress{}
-	pr := runpodtest.NewPR("aaaa")
-	runs := runpodtest.NewRuns()
-	time.AfterFunc(1500*time.Millisecond, func() { prog.Set(runpod.JobProgress{TestsStarted: true}) })
-	time.AfterFunc(3*time.Second, func() { pr.Set(runpod.PR{Open: true, HeadSHA: "bbbb"}, nil) })
-	fmt.Fprintf(stdout, "watching %s: tests start after 150 s (scaled), the PR head moves after 300 s\n", pod.ID)
-	res, err := runpod.Watch(ctx, runpod.WatchDeps{API: c, Progress: prog, PR: pr, Head: "aaaa", Runs: runs, RunID: 1, Log: log}, pod.ID, opts)
-	fmt.Fprintf(stdout, "pods left running: %d; runs cancelled: %v\n", len(srv.Running()), runs.Canceled())
-	if errors.Is(err, runpod.ErrObsolete) {
-		err = nil // the scenario's expected ending
-	}
-	return res, err
 }
