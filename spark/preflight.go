@@ -155,13 +155,20 @@ func Preflight(ctx context.Context, c PreflightChecks, r PreflightRequest) error
 
 // NvidiaSMIApps lists compute processes with
 // nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader.
-type NvidiaSMIApps struct{}
+type NvidiaSMIApps struct {
+	// Path is the nvidia-smi to run (default: nvidia-smi on PATH).
+	Path string
+}
 
 // ComputeApps runs nvidia-smi.
-func (NvidiaSMIApps) ComputeApps(ctx context.Context) ([]string, error) {
+func (n NvidiaSMIApps) ComputeApps(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader").Output()
+	path := n.Path
+	if path == "" {
+		path = "nvidia-smi"
+	}
+	out, err := exec.CommandContext(ctx, path, "--query-compute-apps=pid,process_name", "--format=csv,noheader").Output()
 	if err != nil {
 		return nil, fmt.Errorf("nvidia-smi: %w", err)
 	}

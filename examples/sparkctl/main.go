@@ -55,11 +55,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +72,7 @@ import (
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/agent"
+	"github.com/gpugate/gpugate/spark/fleet"
 	"github.com/gpugate/gpugate/spark/sparkmcp"
 )
 
@@ -97,6 +101,9 @@ type settings struct {
 	duration                     time.Duration
 	pf                           agent.PreflightOptions
 	minFreeGB                    int
+	workRoot, runner, smi        string
+	every                        time.Duration
+	svc                          fleet.ShellService
 }
 
 // define registers the named flag of settings on fs.
@@ -122,6 +129,18 @@ func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) str
 		fs.StringVar(&s.pf.Interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
 	case "service-released-cmd":
 		fs.StringVar(&s.pf.ServiceReleased, name, getenv("SPARK_SERVICE_RELEASED_CMD"), "with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
+	case "work-root":
+		fs.StringVar(&s.workRoot, name, "/var/lib/spark/work", "agent: each lease's work directory is created in it and removed when the lease ends")
+	case "runner":
+		fs.StringVar(&s.runner, name, "/opt/actions-runner/run.sh", "agent: the Actions runner's run.sh, started with the lease's one-job config")
+	case "every":
+		fs.DurationVar(&s.every, name, 10*time.Second, "agent: heartbeat and poll cadence")
+	case "nvidia-smi":
+		fs.StringVar(&s.smi, name, "nvidia-smi", "agent: the nvidia-smi that counts the GPU's processes")
+	case "service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd":
+		dst := map[string]*string{"service-drain-cmd": &s.svc.DrainCmd, "service-stop-cmd": &s.svc.StopCmd, "service-verify-cmd": &s.svc.VerifyReleasedCmd,
+			"service-start-cmd": &s.svc.StartCmd, "service-healthy-cmd": &s.svc.HealthyCmd}[name]
+		fs.StringVar(dst, name, "", "agent on the resident service's host: the service's "+strings.TrimSuffix(strings.TrimPrefix(name, "service-"), "-cmd")+" command (all five, or none)")
 	default:
 		panic("sparkctl: no flag -" + name)
 	}
@@ -157,6 +176,9 @@ var verbs = []verb{
 	{"heartbeat", []string{"host"}, nil},
 	{"preflight", []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}, []string{"ID"}},
 	{"mcp", []string{"owner"}, nil},
+	{"agent", []string{"host", "work-root", "runner", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
+		"service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd"}, nil},
+	{"receipt", nil, []string{"ID", "FILE"}},
 }
 
 func (v verb) usage() string {
@@ -249,7 +271,7 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 	// calls, so a controller that stopped answering fails it (closed) in
 	// a minute, not at the client's long-poll limit.
 	switch cmd {
-	case "wait", "mcp":
+	case "wait", "mcp", "agent":
 	case "preflight":
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, preflightTimeout)
@@ -330,6 +352,18 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		// stdout carries the protocol; anything else goes to stderr.
 		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + or(s.owner, "unknown")})
 		return server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
+	case "agent":
+		return s.agent(ctx, fs, cl, getenv, stderr)
+	case "receipt":
+		data, err := os.ReadFile(args[1])
+		if err != nil {
+			return cli.Refuse(fs, "FILE: %v", err)
+		}
+		digest, err := cl.UploadReceipt(ctx, args[0], data)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "evidence receipt of %s recorded: %s\n", args[0], digest)
 	case "hosts":
 		hosts, err := cl.Hosts(ctx)
 		if err != nil {
@@ -370,4 +404,27 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// agent runs the host agent (package spark/agent) until ctx ends.
+func (s *settings) agent(ctx context.Context, fs *flag.FlagSet, cl *spark.APIClient, getenv func(string) string, stderr io.Writer) error {
+	host := or(s.host, getenv("SPARK_HOST"))
+	if host == "" {
+		return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this agent runs on")
+	}
+	cfg := agent.Config{Client: cl, Host: host, GPU: spark.NvidiaSMIApps{Path: s.smi}, WorkRoot: s.workRoot, RunnerCmd: s.runner,
+		MinFree: uint64(max(s.minFreeGB, 0)) << 30, Interconnect: s.pf.Interconnect, ServiceReleased: s.pf.ServiceReleased, Every: s.every,
+		Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	switch cmds := []string{s.svc.DrainCmd, s.svc.StopCmd, s.svc.VerifyReleasedCmd, s.svc.StartCmd, s.svc.HealthyCmd}; {
+	case !slices.Contains(cmds, ""):
+		svc := s.svc
+		cfg.Service = &svc
+	case slices.ContainsFunc(cmds, func(c string) bool { return c != "" }):
+		return cli.Refuse(fs, "the resident service needs all five -service-*-cmd commands (drain, stop, verify, start, healthy), or none on a host without it")
+	}
+	err := agent.Run(ctx, cfg)
+	if errors.Is(err, agent.ErrConfig) {
+		return cli.Refuse(fs, "%v", err)
+	}
+	return err
 }

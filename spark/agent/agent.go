@@ -1,5 +1,11 @@
 // Package agent is the host side of a spark fleet: what a managed host
-// runs against the controller's API. Heartbeat reports the host's
+// runs against the controller's API. Run is the host agent (sparkctl
+// agent): it heartbeats, takes the runner config of a lease granted on its
+// host over the API, runs the preflight, starts the official Actions
+// runner for exactly that job as its child, and after the lease ends
+// stops what is left of the job, removes its work directory, counts the
+// GPU's processes and acknowledges the cleanup; on the resident service's
+// host it runs the steps the controller orders. Heartbeat reports the host's
 // liveness with its GPU's compute-process count, and sends nothing when
 // that count is unknown (an unknown host goes offline, never idle);
 // Preflight is the leased host's check before a job starts: the lease is

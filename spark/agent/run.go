@@ -1,0 +1,318 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+)
+
+// Config is one host's agent: sparkctl agent is its flags.
+type Config struct {
+	// Client calls the controller with this host's own credential.
+	Client *spark.APIClient
+	Host   string
+	// GPU counts the host's compute processes (default nvidia-smi); Disk
+	// its free space (default statfs).
+	GPU  spark.GPUProcesses
+	Disk spark.DiskSpace
+	// WorkRoot holds each lease's work directory, WorkRoot/<lease>,
+	// created for its job and removed when the lease ends.
+	WorkRoot string
+	// RunnerCmd starts the official Actions runner (its run.sh) for one
+	// job; the lease's one-job config reaches it as the runner's
+	// --jitconfig input through ACTIONS_RUNNER_INPUT_JITCONFIG, so it never
+	// shows in the host's process list. RunnerEnv is added to the
+	// runner's environment.
+	RunnerCmd string
+	RunnerEnv []string
+	// The preflight's settings: free bytes the job needs, a pair's link
+	// check and the service-released check (shell commands).
+	MinFree                       uint64
+	Interconnect, ServiceReleased string
+	// Service, on the resident service's host, runs the steps the
+	// controller orders (drain, stop, verify released, start, healthy)
+	// with the host's own commands.
+	Service spark.ResidentService
+	// Every is the heartbeat and poll cadence (default 10 s).
+	Every time.Duration
+	// JobGrace is how long, after the runner exited, the lease may stay
+	// active before the agent releases it itself (GitHub's report of the
+	// job's end normally releases it first; default 2 min).
+	JobGrace time.Duration
+	Log      *slog.Logger
+	// OnEvent, when set, is told each step the agent takes (its Kind):
+	// heartbeat, runner-started, runner-exited, preflight-failed,
+	// released, cleaned, order.
+	OnEvent func(Event)
+}
+
+// Event is one step of the agent.
+type Event struct {
+	Kind  string
+	Lease string
+	Err   error
+}
+
+// ErrConfig marks a Config the agent cannot run with.
+var ErrConfig = errors.New("agent: invalid configuration")
+
+// credentialEnv are the variables a job never inherits from the agent.
+var credentialEnv = []string{"SPARK_TOKEN", "SPARK_TOKEN_FILE", "GITHUB_TOKEN", "GH_TOKEN", "RUNPOD_API_KEY", "GITHUB_APP_PRIVATE_KEY_FILE"}
+
+// job is the runner the agent started for one lease.
+type job struct {
+	lease   string
+	token   int64
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the runner exited
+	exited  time.Time
+	release bool // the agent released the lease itself
+}
+
+// Run is the host agent until ctx ends: every Every it heartbeats with
+// the GPU's process count (none sent when it cannot be counted), takes
+// the runner config of a lease granted here (once, over the API, held in
+// memory only), runs the preflight and starts the runner for exactly that
+// job, releases a lease whose runner exited without GitHub reporting the
+// job's end, and after a lease ends stops what is left of its job, removes
+// its work directory, counts the GPU's processes and acknowledges the
+// cleanup. On the service host it runs the controller's orders. Only a
+// Config it cannot run with is an error.
+func Run(ctx context.Context, cfg Config) error {
+	switch {
+	case cfg.Client == nil || cfg.Host == "":
+		return fmt.Errorf("%w: the controller's client and this host's name are required", ErrConfig)
+	case cfg.WorkRoot == "" || !filepath.IsAbs(cfg.WorkRoot):
+		return fmt.Errorf("%w: the work root %q must be an absolute directory", ErrConfig, cfg.WorkRoot)
+	case cfg.RunnerCmd == "":
+		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
+	}
+	if cfg.GPU == nil {
+		cfg.GPU = spark.NvidiaSMIApps{}
+	}
+	if cfg.Disk == nil {
+		cfg.Disk = spark.StatfsDisk{}
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = 10 * time.Second
+	}
+	if cfg.JobGrace <= 0 {
+		cfg.JobGrace = 2 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &runner{cfg: cfg}
+	var wg sync.WaitGroup
+	if cfg.Service != nil {
+		wg.Go(func() { a.orders(ctx) })
+	}
+	t := time.NewTicker(cfg.Every)
+	defer t.Stop()
+	for {
+		a.round(ctx)
+		select {
+		case <-ctx.Done():
+			a.stopJob()
+			wg.Wait()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+type runner struct {
+	cfg Config
+	job *job
+}
+
+func (a *runner) event(kind, lease string, err error) {
+	switch {
+	case err != nil:
+		a.cfg.Log.Warn("agent."+kind, "host", a.cfg.Host, "lease", lease, "error", err)
+	case kind == "heartbeat":
+		a.cfg.Log.Debug("agent."+kind, "host", a.cfg.Host)
+	default:
+		a.cfg.Log.Info("agent."+kind, "host", a.cfg.Host, "lease", lease)
+	}
+	if a.cfg.OnEvent != nil {
+		a.cfg.OnEvent(Event{Kind: kind, Lease: lease, Err: err})
+	}
+}
+
+// round is one heartbeat and one look at what the controller wants here.
+func (a *runner) round(ctx context.Context) {
+	cl, host := a.cfg.Client, a.cfg.Host
+	_, err := Heartbeat(ctx, cl, host, a.cfg.GPU)
+	a.event("heartbeat", "", err)
+	st, err := cl.HostState(ctx, host)
+	if err != nil {
+		a.event("state", "", err)
+		return
+	}
+	if j := a.job; j != nil && j.done != nil {
+		select {
+		case <-j.done:
+			if j.exited.IsZero() {
+				j.exited = time.Now()
+				a.event("runner-exited", j.lease, nil)
+			}
+		default:
+		}
+	}
+	switch {
+	case st.Mode == spark.Leased && st.Lease != "" && (a.job == nil || a.job.lease != st.Lease):
+		a.start(ctx, st.Lease)
+	case st.Mode == spark.Leased && a.job != nil && a.job.lease == st.Lease && !a.job.exited.IsZero() && !a.job.release &&
+		time.Since(a.job.exited) >= a.cfg.JobGrace:
+		// The job ended on this host but nothing released its lease:
+		// say so, so the host is not held idle until the lease expires.
+		a.job.release = true
+		a.event("released", st.Lease, cl.Release(ctx, st.Lease, a.job.token))
+	case st.Mode == spark.Cleaning && st.Ended != "":
+		a.cleanup(ctx, st.Ended)
+	}
+}
+
+// start takes lease's runner config, runs the preflight and starts the
+// runner. A lease without a config here (a development lease, a pair's
+// second host, a config not minted yet) starts nothing; a failed
+// preflight starts nothing and releases the lease.
+func (a *runner) start(ctx context.Context, lease string) {
+	cl := a.cfg.Client
+	a.job = &job{lease: lease}
+	asg, err := cl.TakeRunner(ctx, a.cfg.Host)
+	if errors.Is(err, spark.ErrNotFound) || (err == nil && asg.Lease != lease) {
+		a.job = nil // nothing to run here (yet): look again next round
+		return
+	}
+	if err != nil {
+		a.event("runner-config", lease, err)
+		a.job = nil
+		return
+	}
+	a.job.token = asg.Token
+	dir := filepath.Join(a.cfg.WorkRoot, lease)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		a.event("preflight-failed", lease, err)
+		a.job.release = true
+		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+		return
+	}
+	pf := PreflightOptions{Host: a.cfg.Host, WorkDir: dir, MinFree: a.cfg.MinFree, Interconnect: a.cfg.Interconnect,
+		ServiceReleased: a.cfg.ServiceReleased, GPU: a.cfg.GPU, Disk: a.cfg.Disk}
+	if err := Preflight(ctx, cl, lease, pf); err != nil {
+		a.event("preflight-failed", lease, err)
+		a.job.release = true
+		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+		return
+	}
+	cmd := exec.Command(a.cfg.RunnerCmd)
+	cmd.Dir = dir
+	newGroup(cmd) // its whole process group is stopped at cleanup
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(credentialEnv, name) && name != "ACTIONS_RUNNER_INPUT_JITCONFIG" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, a.cfg.RunnerEnv...)
+	cmd.Env = append(cmd.Env, "SPARK_HOST="+a.cfg.Host, "SPARK_LEASE="+lease, "SPARK_WORK_DIR="+dir,
+		"ACTIONS_RUNNER_INPUT_JITCONFIG="+asg.JITConfig.Reveal())
+	if err := cmd.Start(); err != nil {
+		a.event("runner-started", lease, err)
+		a.job.release = true
+		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+		return
+	}
+	done := make(chan struct{})
+	a.job.cmd, a.job.done = cmd, done
+	go func() { cmd.Wait(); close(done) }()
+	a.event("runner-started", lease, nil)
+}
+
+// stopJob stops what is left of the current job's runner: its whole
+// process group, then waits for it.
+func (a *runner) stopJob() {
+	j := a.job
+	if j == nil || j.cmd == nil {
+		return
+	}
+	select {
+	case <-j.done:
+	default:
+		killGroup(j.cmd)
+		<-j.done
+	}
+}
+
+// cleanup is the host's cleanup after lease ended: no process of its job
+// remains, its work directory is gone, and the GPU's processes are
+// counted for the acknowledgement. When they cannot be counted nothing is
+// acknowledged: the host stays out of service and the next round tries
+// again.
+func (a *runner) cleanup(ctx context.Context, lease string) {
+	if a.job != nil && a.job.lease == lease {
+		a.stopJob()
+	}
+	if err := os.RemoveAll(filepath.Join(a.cfg.WorkRoot, lease)); err != nil {
+		a.event("cleaned", lease, err)
+		return
+	}
+	apps, err := a.cfg.GPU.ComputeApps(ctx)
+	if err != nil {
+		a.event("cleaned", lease, fmt.Errorf("agent: the GPU's processes cannot be counted, so the cleanup is not acknowledged: %w", err))
+		return
+	}
+	if err := a.cfg.Client.AckCleanup(ctx, a.cfg.Host, lease, len(apps)); err != nil {
+		a.event("cleaned", lease, err)
+		return
+	}
+	if a.job != nil && a.job.lease == lease {
+		a.job = nil
+	}
+	a.event("cleaned", lease, nil)
+}
+
+// orders runs the resident service's steps the controller orders, until
+// ctx ends.
+func (a *runner) orders(ctx context.Context) {
+	cl, s := a.cfg.Client, a.cfg.Service
+	steps := map[string]func(context.Context) error{"drain": s.Drain, "stop": s.Stop, "verify_released": s.VerifyReleased, "start": s.Start, "healthy": s.Healthy}
+	for ctx.Err() == nil {
+		o, ok, err := cl.NextOrder(ctx, a.cfg.Host, 30*time.Second)
+		if err != nil || !ok {
+			if err != nil && ctx.Err() == nil {
+				a.event("order", "", err)
+				t := time.NewTimer(a.cfg.Every) // the controller is unreachable: try again later
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			continue
+		}
+		step, known := steps[o.Step]
+		failure := ""
+		if !known {
+			failure = fmt.Sprintf("this agent runs no step %q", o.Step)
+		} else if err := step(ctx); err != nil {
+			failure = err.Error()
+		}
+		if err := cl.ReportOrder(ctx, a.cfg.Host, o.ID, failure); err != nil {
+			a.event("order", o.Step, err)
+			continue
+		}
+		a.event("order", o.Step, nil)
+	}
+}
