@@ -260,14 +260,13 @@ func locallyValidated(oc Outcome, step func(int, string, string, ...any), n int,
 // plan reads the catalog (or falls back to the static tiers) and prints
 // the candidate plan.
 func (d Deps) plan(ctx context.Context, step func(int, string, string, ...any)) ([]runpod.Candidate, error) {
-	offers, err := d.API.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: d.Config.Cloud, Count: 1, MinCUDAVersion: d.Config.MinCUDAVersion})
-	if err != nil {
-		step(4, "plan", "catalog unavailable, using the static tiers: %v", err)
+	plan, catalogErr, err := runpod.PlanFromCatalog(ctx, d.API, d.Config)
+	if catalogErr != nil {
+		step(4, "plan", "catalog unavailable, using the static tiers: %v", catalogErr)
 	}
-	if err := runpod.CheckGPUTypes(d.Config, offers); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	plan := runpod.CandidatePlan(d.Config, offers)
 	if d.AfterCatalog != nil {
 		d.AfterCatalog()
 	}

@@ -77,16 +77,11 @@ func realFlow(ctx context.Context, o options, getenv func(string) string, out io
 	if err != nil {
 		return nil, err
 	}
-	reg := &runpodgh.Registry{Client: gh, Owner: o.org}
-	if o.org == "" {
-		reg.Owner, reg.Repo = owner, name
-	}
+	gr := runpodgh.Repo{Client: gh, Owner: owner, Name: name}
 	repo := &gate.GitHub{Client: gh, Owner: owner, Repo: name}
 	w := gateflow.Deps{
-		Policy: policy, Repo: repo, Checks: repo, API: api, Registry: reg,
-		Progress: &runpodgh.Progress{Client: gh, Owner: owner, Repo: name, RunID: o.runID, Attempt: int64(o.runAttempt), Job: o.job, TestStep: o.step},
-		PR:       &runpodgh.PR{Client: gh, Owner: owner, Repo: name, Number: o.pr},
-		Runs:     &runpodgh.Runs{Client: gh, Owner: owner, Repo: name}, RunID: o.runID,
+		Policy: policy, Repo: repo, Checks: repo, API: api, Registry: gr.Registry(o.org),
+		Progress: gr.Progress(o.runID, o.runAttempt, o.job, o.step), PR: gr.PR(o.pr), Runs: gr.Runs(), RunID: o.runID,
 		Config: cfg, Image: image, Startup: startup, Watch: runpod.DefaultWatchOptions(),
 		Owner: o.ownership(getenv),
 		Log:   slog.New(slog.NewTextHandler(os.Stderr, nil)),

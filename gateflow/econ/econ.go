@@ -374,11 +374,10 @@ func oneRun(ctx context.Context, o Options, cfg runpod.Config, m FailureModel, g
 	if w.outage {
 		fake.AddFault(runpodtest.Fault{Method: "POST", Path: "/v2/pods", Status: 503, Times: 1000})
 	}
-	offers, err := api.ListGPUTypes(ctx, rest.CatalogQuery{Cloud: cfg.Cloud, Count: 1, MinCUDAVersion: cfg.MinCUDAVersion})
+	plan, _, err := runpod.PlanFromCatalog(ctx, api, cfg) // an unreadable catalog plans the static tiers
 	if err != nil {
-		offers = nil
+		return false, err
 	}
-	plan := runpod.CandidatePlan(cfg, offers)
 	if p.Cheapest {
 		plan = slices.Clone(plan)
 		slices.SortStableFunc(plan, func(a, b runpod.Candidate) int {
