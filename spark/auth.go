@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,31 @@ func LoadTokenFile(path string) (*TokenFile, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// MinTokenLength is the shortest API token a controller accepts.
+const MinTokenLength = 16
+
+// OperatorToken is the operator's API token and the file holding it: the
+// token in path, or, with no path, a fresh random one written (mode 0600)
+// to dir/api-token. The token is never printed; one shorter than
+// MinTokenLength is ErrInvalid.
+func OperatorToken(path, dir string) (token, file string, err error) {
+	if path == "" {
+		token, path = NewToken(), filepath.Join(dir, "api-token")
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			return "", "", fmt.Errorf("spark: operator token: %w", err)
+		}
+		return token, path, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("spark: operator token: %w", err)
+	}
+	if token = strings.TrimSpace(string(data)); len(token) < MinTokenLength {
+		return "", "", fmt.Errorf("%w: the API token in %s is shorter than %d characters", ErrInvalid, path, MinTokenLength)
+	}
+	return token, path, nil
 }
 
 // AddToken makes a fresh API token for one holder (role and name),

@@ -142,3 +142,24 @@ func TestTokenFile_HoldsOnlyHashesAndRotatesWithoutRestart(t *testing.T) {
 		t.Errorf("a plain token in the file: %v, want ErrInvalid that does not repeat it", err)
 	}
 }
+
+// The operator's token: a fresh one is written readable only by its
+// owner; a file with a token shorter than MinTokenLength is refused.
+func TestOperatorToken_AFreshOneIsPrivateAndAShortOneIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	tok, file, err := spark.OperatorToken("", dir)
+	if err != nil || len(tok) < spark.MinTokenLength {
+		t.Fatalf("%q %v", tok, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v", file, fi.Mode(), err)
+	}
+	if again, _, err := spark.OperatorToken(file, dir); err != nil || again != tok {
+		t.Errorf("reading it back: %q %v", again, err)
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("tooshort\n"), 0o600)
+	if _, _, err := spark.OperatorToken(short, dir); !errors.Is(err, spark.ErrInvalid) {
+		t.Errorf("a short token: %v, want ErrInvalid", err)
+	}
+}

@@ -163,7 +163,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		}
 		*dbPath, *initDB = filepath.Join(dir, "spark.db"), true
 	}
-	token, file, err := loadToken(*tokenFile, filepath.Dir(*dbPath))
+	token, file, err := spark.OperatorToken(*tokenFile, filepath.Dir(*dbPath))
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
@@ -199,10 +199,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	}
 	if d.Controller, err = spark.New(store, f.Options); err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
-		return 1
-	}
-	if len(token) < 16 {
-		fmt.Fprintf(stderr, "sparkd: the API token in %s is shorter than 16 characters\n", file)
 		return 1
 	}
 	creds := spark.Credentials(spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
@@ -91,24 +87,4 @@ func mintToken(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "sparkd token: a %s token for %s, added to %s; it is shown once, here:\n", *role, *name, *file)
 	fmt.Fprintln(stdout, tok)
 	return 0
-}
-
-// loadToken reads the token file, or creates one (0600) with a fresh
-// random token. The token itself is never printed.
-func loadToken(path, dir string) (string, string, error) {
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return "", "", err
-		}
-		return strings.TrimSpace(string(data)), path, nil
-	}
-	var b [24]byte
-	rand.Read(b[:])
-	token := hex.EncodeToString(b[:])
-	path = filepath.Join(dir, "api-token")
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", "", err
-	}
-	return token, path, nil
 }
