@@ -1,0 +1,42 @@
+// Package dstack runs a spark fleet's granted leases on dstack: a Go
+// client of the dstack server's HTTP API and Backend, the controller's
+// execution engine for one fleet (the fleet file's engine: dstack, beside
+// the JIT runner path).
+//
+// The controller stays the admission authority; dstack never admits on
+// its own:
+//
+//   - Every managed host is enrolled in one dstack SSH fleet, and
+//     VerifyEnrollment checks it: each host is an instance of that fleet
+//     reporting idle or busy (reachable); missing, pending, provisioning,
+//     terminating, terminated or unreachable is ErrNotEnrolled, naming
+//     the host.
+//   - Start runs a granted lease: a CI lease as a dstack task, a pair as
+//     one two-node task (which needs a fleet with placement: cluster); a
+//     development lease as a dev environment the developer attaches to
+//     (dstack attach RUN). The run is pinned to exactly the leased hosts:
+//     its configuration names the fleet (fleets), the leased hosts'
+//     instances by hostname (instances: [{hostname: ...}], dstack's
+//     instance targeting, under which dstack places the run only on
+//     matching instances and fails the job rather than use another) and
+//     creation_policy: reuse (never provision). A multi-node job takes
+//     its instance whole, so a pair's two nodes land on the two hosts.
+//   - A run's name derives from its lease ID (Backend.RunName), and Start
+//     first looks the run up: a lease whose run exists, finished or not,
+//     is never submitted again, across retries, lost answers and
+//     controller restarts.
+//   - Stop stops a lease's run (its release); a run already gone is
+//     success. Sweep stops every run of the backend whose lease is no
+//     longer active, so a release stops its run even when the controller
+//     restarted in between.
+//
+// Every call is POST /api/project/{project}/<resource>/<verb> (runs/list:
+// POST /api/runs/list) with a JSON body and Authorization: Bearer TOKEN.
+// The token is a secret.Secret: never printed, logged or put in an error;
+// dstack's error detail is scrubbed of it. The client never follows a
+// redirect and bounds each request (DefaultTimeout). Answers decode
+// leniently (dstack adds fields) but a missing required field is
+// ErrMalformed. testdata/SOURCES.md records the dstack commit whose
+// routers and models these shapes follow; spark/dstack/dstacktest is an
+// in-process fake of that API with fault injection.
+package dstack
