@@ -13,7 +13,7 @@ import (
 	"github.com/gpugate/gpugate/internal/textlimit"
 )
 
-// ErrDirty: the checkout has changes HEAD does not hold, so a lane run
+// ErrDirty means the checkout has changes HEAD does not hold, so a lane run
 // there would not test HEAD.
 var ErrDirty = errors.New("gate: the checkout has uncommitted changes")
 

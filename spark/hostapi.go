@@ -134,7 +134,7 @@ func NewAgentService(host string) *AgentService {
 
 var _ ResidentService = (*AgentService)(nil)
 
-// ErrServiceStep: the agent reported that a step of the resident service
+// ErrServiceStep means the agent reported that a step of the resident service
 // failed.
 var ErrServiceStep = errors.New("spark: the host agent's resident-service step failed")
 

@@ -13,7 +13,8 @@ import (
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
-// The demonstration compresses time, never money. Its fake provider and
+// TimeScale is how much faster than real time the demonstration runs: it
+// compresses time, never money. Its fake provider and
 // GPU job run TimeScale times faster than the schedule below; what it
 // prints (each attempt's paid seconds, the accepted pod's paid window and
 // its stages, and their dollars) is restated from that schedule at real

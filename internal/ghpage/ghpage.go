@@ -17,7 +17,7 @@ const PerPage = 100
 // MaxPages bounds every listing: 100 pages of 100.
 const MaxPages = 100
 
-// ErrTooManyPages: the listing goes on past MaxPages.
+// ErrTooManyPages means the listing goes on past MaxPages.
 var ErrTooManyPages = fmt.Errorf("the listing has more than %d pages", MaxPages)
 
 // All calls fetch for each page (0, the first, then GitHub's next page)

@@ -19,10 +19,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// ErrEmpty: the input holds no YAML document.
+// ErrEmpty means the input holds no YAML document.
 var ErrEmpty = errors.New("the file is empty")
 
-// ErrSecondDocument: the input holds more than one YAML document.
+// ErrSecondDocument means the input holds more than one YAML document.
 var ErrSecondDocument = errors.New("a configuration file holds one YAML document; remove the extra '---' document")
 
 // DocumentError is a second document, with the line it starts on.
