@@ -149,6 +149,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 			need = append(need, "jit-dir")
 		}
 	}
+	if *whSecretFile != "" && f.Dstack != nil {
+		fmt.Fprintf(stderr, "sparkd: engine: dstack runs development and API-requested leases; pull-request lanes report through the host agents' runners (engine: runner) (%s)\n", *fleetFile)
+		return 2
+	}
 	if *whSecretFile != "" {
 		if err := cli.Require(fs, need...); err != nil {
 			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and how the hosts collect them
@@ -176,6 +180,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	defer store.Close()
 	d := &fleet.Daemon{HostNames: f.GitHub.HostNames, StateDir: filepath.Dir(*dbPath), JITDir: *jitDir, Runners: spark.NewRunnerConfigs(),
 		Schedules: f.Schedules, Every: *every, Log: log}
+	if f.Dstack != nil {
+		if d.Engine, err = f.Dstack.Backend(); err != nil {
+			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
+			return 2
+		}
+		d.Suites = f.Dstack.Suites
+	}
 	f.Options.Log = log
 	if f.AlertCommand != "" {
 		alerts := &fleet.Alerter{Command: f.AlertCommand, Log: log}

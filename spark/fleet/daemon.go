@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/dstack"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
@@ -46,6 +47,13 @@ type Daemon struct {
 	Runners   *spark.RunnerConfigs
 	JITDir    string
 	Schedules []Schedule
+	// Engine, when set, runs granted work as dstack runs (a CI lease a
+	// task on exactly its hosts, a development lease a dev environment)
+	// and stops each run once its lease ends; Suites are the commands each
+	// suite runs. The controller stays the admission authority: dstack
+	// only runs what it granted.
+	Engine *dstack.Backend
+	Suites map[string][]string
 	// Every is the admission cadence (default 2 s).
 	Every time.Duration
 	// BeforeRound, when set, runs at the start of each round (a simulated
@@ -74,6 +82,11 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		every = 2 * time.Second
 	}
 	c := d.Controller
+	if d.Engine != nil {
+		if err := d.verifyEnrollment(ctx); err != nil {
+			return err
+		}
+	}
 	h := http.NewServeMux()
 	h.Handle("/", d.API)
 	h.Handle("/dashboard.json", c.DashboardHandler(d.HostNames))
@@ -128,6 +141,9 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		if d.GitHub != nil {
 			githubRound(ctx, d.GitHub, c, d.JITDir, missed, runners, log)
+		}
+		if d.Engine != nil {
+			d.engineRound(ctx, log)
 		}
 		if d.Runners != nil {
 			for _, id := range d.Runners.Sweep(ctx, c) {
@@ -278,5 +294,71 @@ func sweepJIT(ctx context.Context, dir string, c *spark.Controller, log *slog.Lo
 			continue
 		}
 		log.Warn("sparkd.jit_revoked", "runner", runner, "request", id, "why", "the lease is no longer active and its runner never started")
+	}
+}
+
+// engineAnnotation records a lease's dstack run.
+const engineAnnotation = "dstack.run"
+
+// verifyEnrollment refuses to serve while a managed host is not an idle
+// or busy instance of the dstack fleet.
+func (d *Daemon) verifyEnrollment(ctx context.Context) error {
+	hosts, err := d.Controller.Hosts(ctx)
+	if err != nil {
+		return err
+	}
+	var managed []string
+	for _, h := range hosts {
+		if h.Managed {
+			managed = append(managed, h.Name)
+		}
+	}
+	if err := d.Engine.VerifyEnrollment(ctx, managed); err != nil {
+		return fmt.Errorf("fleet: engine dstack: %w", err)
+	}
+	return nil
+}
+
+// engineRound is one round's dstack work, bounded like the GitHub round:
+// each active lease without a run gets one (Start never runs a lease
+// twice), and every run whose lease ended is stopped.
+func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
+	defer cancel()
+	c := d.Controller
+	if _, live, err := c.Snapshot(ctx); err != nil {
+		log.Error("sparkd.engine", "error", err)
+	} else {
+		for _, r := range live {
+			if r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart {
+				continue
+			}
+			name, err := d.Engine.Start(ctx, dstack.WorkFor(r, d.Suites[r.Suite]))
+			if err != nil {
+				log.Error("sparkd.engine_start", "request", r.ID, "error", err)
+				continue
+			}
+			if err := c.Annotate(ctx, r.ID, engineAnnotation, name); err != nil {
+				log.Error("sparkd.engine_start", "request", r.ID, "error", err)
+				continue
+			}
+			log.Info("sparkd.engine_started", "request", r.ID, "run", name)
+		}
+	}
+	stopped, err := d.Engine.Sweep(ctx, func(id string) (bool, error) {
+		st, err := c.Status(ctx, id)
+		switch {
+		case errors.Is(err, spark.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return st.Request.State == spark.Active, nil
+	})
+	for _, name := range stopped {
+		log.Info("sparkd.engine_stopped", "run", name, "why", "its lease ended")
+	}
+	if err != nil {
+		log.Error("sparkd.engine_sweep", "error", err)
 	}
 }

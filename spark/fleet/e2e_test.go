@@ -124,16 +124,28 @@ type host struct {
 	procs  string // the file the fake nvidia-smi prints
 	seen   string // FIFO the fake runner writes its JIT config into
 	gate   string // FIFO the fake runner waits on: the job ends when it is written
+	past   []agent.Event
 }
 
-// wait returns the agent's next event of kind for lease (any lease: "").
+// wait returns the agent's next event of kind for lease (any lease: ""),
+// keeping the events it reads past for a later wait.
 func (h *host) wait(t *testing.T, ctx context.Context, kind, lease string) agent.Event {
 	t.Helper()
+	match := func(e agent.Event) bool { return e.Kind == kind && (lease == "" || e.Lease == lease) }
+	for i, e := range h.past {
+		if match(e) {
+			h.past = append(h.past[:i], h.past[i+1:]...)
+			return e
+		}
+	}
 	for {
 		select {
 		case e := <-h.events:
-			if e.Kind == kind && (lease == "" || e.Lease == lease) {
+			if match(e) {
 				return e
+			}
+			if e.Kind != "heartbeat" {
+				h.past = append(h.past, e)
 			}
 		case <-ctx.Done():
 			t.Fatalf("%s: no %s event for %q: %v", h.name, kind, lease, ctx.Err())
@@ -316,6 +328,9 @@ lend_min_priority: 90
 				started, ran = e, h
 			case "preflight-failed", "runner-config":
 				t.Fatalf("%s: %s: %v", h.name, e.Kind, e.Err)
+			case "heartbeat":
+			default:
+				h.past = append(h.past, e)
 			}
 		}
 		if started.Err != nil {
@@ -420,9 +435,20 @@ lend_min_priority: 90
 	}
 }
 
-// heartbeats waits for n more successful heartbeats of h's agent.
+// heartbeats waits for n more successful heartbeats of h's agent, after
+// those already buffered.
 func heartbeats(t *testing.T, ctx context.Context, h *host, n int) {
 	t.Helper()
+	for drained := false; !drained; {
+		select {
+		case e := <-h.events:
+			if e.Kind != "heartbeat" {
+				h.past = append(h.past, e)
+			}
+		default:
+			drained = true
+		}
+	}
 	for range n {
 		if e := h.wait(t, ctx, "heartbeat", ""); e.Err != nil {
 			t.Fatalf("%s: heartbeat: %v", h.name, e.Err)

@@ -11,12 +11,14 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	"github.com/gpugate/gpugate/internal/shell"
 	"github.com/gpugate/gpugate/internal/strictyaml"
 	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/dstack"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
 
@@ -59,6 +62,42 @@ type fileYAML struct {
 	// MongoURI, when set, mirrors the sanitized state and the history into
 	// MongoDB (docs/fleet.md). It may hold a password: it is never logged.
 	MongoURI string `yaml:"mongo_uri"`
+	// Engine is what runs granted work on the hosts: runner (the one-job
+	// Actions runner the host agent starts, the default) or dstack.
+	Engine string          `yaml:"engine"`
+	Dstack *DstackSettings `yaml:"dstack"`
+}
+
+// DstackSettings are engine: dstack's: the dstack server, project and SSH
+// fleet holding the managed hosts, and the commands each suite runs.
+type DstackSettings struct {
+	URL       string              `yaml:"url"`
+	Project   string              `yaml:"project"`
+	Fleet     string              `yaml:"fleet"`
+	TokenFile string              `yaml:"token_file"` // read at start, never logged
+	Hosts     map[string]string   `yaml:"hosts"`      // controller host -> dstack hostname (default: the same)
+	RunPrefix string              `yaml:"run_prefix"`
+	Image     string              `yaml:"image"`
+	IDE       string              `yaml:"ide"` // a development lease's dev environment: vscode, cursor, windsurf, zed or none
+	Suites    map[string][]string `yaml:"suites"`
+}
+
+// Backend builds the dstack backend of these settings, reading the
+// token file; getting the commands of a suite is Suites.
+func (d *DstackSettings) Backend() (*dstack.Backend, error) {
+	data, err := os.ReadFile(d.TokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dstack.token_file: %w", ErrInvalid, err)
+	}
+	c, err := dstack.NewClient(d.URL, strings.TrimSpace(string(data)), d.Project, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dstack: %w", ErrInvalid, err)
+	}
+	b, err := dstack.NewBackend(c, dstack.Config{Fleet: d.Fleet, Hosts: d.Hosts, RunPrefix: d.RunPrefix, Image: d.Image, IDE: d.IDE})
+	if err != nil {
+		return nil, fmt.Errorf("%w: dstack: %w", ErrInvalid, err)
+	}
+	return b, nil
 }
 
 // githubSettings override the default GitHub integration (labels, commands,
@@ -87,6 +126,9 @@ type File struct {
 	// MongoURI, when set, is where the state is mirrored
 	// (mongomirror.Start). It may hold a password: never log it.
 	MongoURI string
+	// Dstack, with engine: dstack, is where granted work runs (nil: the
+	// host agents' runners).
+	Dstack *DstackSettings
 }
 
 // ShellService drives the resident service with the fleet file's shell
@@ -126,7 +168,27 @@ func Load(data []byte) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	return File{Options: opts, GitHub: gh, Schedules: scheds, AlertCommand: strings.TrimSpace(f.AlertCommand), MongoURI: strings.TrimSpace(f.MongoURI)}, nil
+	switch {
+	case f.Engine != "" && f.Engine != "runner" && f.Engine != "dstack":
+		return File{}, fmt.Errorf("%w: engine %q: runner (the host agents' one-job runners) or dstack", ErrInvalid, f.Engine)
+	case f.Engine == "dstack" && f.Dstack == nil:
+		return File{}, fmt.Errorf("%w: engine: dstack needs its dstack: block (url, project, fleet, token_file, suites)", ErrInvalid)
+	case f.Engine != "dstack" && f.Dstack != nil:
+		return File{}, fmt.Errorf("%w: a dstack: block is given but engine is %q: set engine: dstack or remove it", ErrInvalid, cmp.Or(f.Engine, "runner"))
+	case f.Dstack != nil:
+		for _, k := range []struct{ key, v string }{{"url", f.Dstack.URL}, {"project", f.Dstack.Project}, {"fleet", f.Dstack.Fleet}, {"token_file", f.Dstack.TokenFile}} {
+			if strings.TrimSpace(k.v) == "" {
+				return File{}, fmt.Errorf("%w: dstack.%s is required with engine: dstack", ErrInvalid, k.key)
+			}
+		}
+		for _, suite := range []string{"smoke", "performance"} {
+			if len(f.Dstack.Suites[suite]) == 0 {
+				return File{}, fmt.Errorf("%w: dstack.suites.%s: list the commands a %s lease runs", ErrInvalid, suite, suite)
+			}
+		}
+	}
+	return File{Options: opts, GitHub: gh, Schedules: scheds, AlertCommand: strings.TrimSpace(f.AlertCommand), MongoURI: strings.TrimSpace(f.MongoURI),
+		Dstack: f.Dstack}, nil
 }
 
 // Alerter runs the fleet file's alert command for each alert, in the
