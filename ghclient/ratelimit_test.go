@@ -118,3 +118,48 @@ func TestGitHubClient_HonoursRateLimits(t *testing.T) {
 		t.Errorf("under the token: %T, want the rate-limit transport", auth.Base)
 	}
 }
+
+// A successful answer that spends the limit (Remaining 0 until the
+// reset) does not make the next call fail without being sent, as
+// go-github alone would: the call waits for the reset when that fits its
+// deadline, and is sent for GitHub to refuse visibly when it does not.
+func TestRateLimits_ALimitASuccessSpentIsWaitedOutNotRefusedUnsent(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	spent := map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Limit": "5000", "X-RateLimit-Reset": strconv.FormatInt(now.Add(3*time.Second).Unix(), 10)}
+	for name, tc := range map[string]struct {
+		deadline time.Duration
+		wantWait []time.Duration
+	}{
+		"the reset within the deadline": {30 * time.Second, []time.Duration{3 * time.Second}},
+		"the reset past the deadline":   {time.Second, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			gh := &limitedGitHub{headers: spent, status: 200}
+			var waited []time.Duration
+			l := rateLimits{next: gh, now: func() time.Time { return now }, spent: &spentLimits{},
+				wait: func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }}
+			c := github.NewClient(&http.Client{Transport: l})
+			ctx, cancel := context.WithDeadline(context.Background(), now.Add(tc.deadline))
+			defer cancel()
+			for i := range 2 {
+				if _, _, err := c.Issues.CreateComment(ctx, "o", "r", 1, &github.IssueComment{Body: github.String("evidence")}); err != nil {
+					t.Fatalf("call %d: %v", i+1, err)
+				}
+			}
+			if len(gh.bodies) != 2 {
+				t.Errorf("%d requests reached GitHub, want both", len(gh.bodies))
+			}
+			if d := cmp.Diff(tc.wantWait, waited); d != "" {
+				t.Errorf("waits (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// A library user's own client gets the same waits.
+func TestRateLimited_AUsersOwnClientWaitsToo(t *testing.T) {
+	hc := RateLimited(&http.Client{Timeout: time.Minute})
+	if _, ok := hc.Transport.(rateLimits); !ok || hc.Timeout != time.Minute {
+		t.Errorf("transport %T, timeout %s", hc.Transport, hc.Timeout)
+	}
+}
