@@ -164,7 +164,7 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	}
 	tmpl := d.Startup
 	tmpl.Image, tmpl.Owner, tmpl.Disk = d.Image, d.Owner, 40
-	res, perr := runpod.Provision(ctx, runpod.Deps{API: d.API, Registry: d.Registry, PR: d.PR, Head: a.HeadSHA, Log: d.Log}, d.Config, plan, tmpl)
+	res, perr := runpod.Provision(ctx, runpod.Deps{API: d.API, Registry: d.Registry, PR: d.PR, Head: a.HeadSHA, LocalLabel: d.LocalLabel, Log: d.Log}, d.Config, plan, tmpl)
 	if d.RealTime != nil {
 		d.RealTime.Restate(&res)
 	}

@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/runpod/rest"
@@ -52,6 +54,7 @@ type PRState interface {
 type PR struct {
 	Open    bool
 	HeadSHA string
+	Labels  []string
 }
 
 // Ownership identifies the workflow run that owns a pod. Its tags go on
@@ -137,10 +140,15 @@ type PodTemplate struct {
 type Deps struct {
 	API      PodAPI
 	Registry RunnerRegistry
-	PR       PRState                                                   // nil: a manual validation, never obsolete
-	Head     string                                                    // the authorized PR head SHA the work is for
-	Log      *slog.Logger                                              // nil discards
-	Delete   func(ctx context.Context, api PodAPI, podID string) error // nil: Delete
+	PR       PRState // nil: a manual validation, never obsolete
+	// LocalLabel marks a pull request validated on a maintainer's GPU
+	// (default gate.DefaultLocalLabel): read again before every create,
+	// since it can be added after authorization, it stops provisioning
+	// before anything more is bought.
+	LocalLabel string
+	Head       string                                                    // the authorized PR head SHA the work is for
+	Log        *slog.Logger                                              // nil discards
+	Delete     func(ctx context.Context, api PodAPI, podID string) error // nil: Delete
 
 	// KeyRefusal and ForbiddenGPU tell a 403 that refuses the API key
 	// (provisioning stops) from one about a GPU type or its pool (only
@@ -390,6 +398,8 @@ func (p *provisioner) obsolete(ctx context.Context) (bool, string) {
 		return true, "the pull request was closed"
 	case p.deps.Head != "" && pr.HeadSHA != p.deps.Head:
 		return true, fmt.Sprintf("the pull request head moved from %s to %s", textlimit.ShortSHA(p.deps.Head), textlimit.ShortSHA(pr.HeadSHA))
+	case slices.Contains(pr.Labels, cmp.Or(p.deps.LocalLabel, gate.DefaultLocalLabel)):
+		return true, fmt.Sprintf("the pull request carries %q: it was validated on a maintainer's GPU", cmp.Or(p.deps.LocalLabel, gate.DefaultLocalLabel))
 	}
 	return false, ""
 }

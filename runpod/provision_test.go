@@ -722,3 +722,33 @@ func TestProvision_KeepFailedRetainsOnlyGenuineStartupFailuresAndRecordsThem(t *
 		}
 	})
 }
+
+// The local-validation label can be added after authorization: read
+// again with the pull request before every create and while a pod
+// starts, it stops provisioning (ErrObsolete) before anything more is
+// bought, and the starting pod is deleted; a library caller of Provision
+// gets the rule, not only the commands.
+func TestProvision_ALabelAddedAfterAuthorizationBuysNothingMore(t *testing.T) {
+	t.Run("before the first create", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t)
+			w.pr.Set(runpod.PR{Open: true, HeadSHA: head, Labels: []string{"gpu-validated-locally"}}, nil)
+			_, err := w.provision(context.Background(), w.catalog(t))
+			if !errors.Is(err, runpod.ErrObsolete) || len(w.srv.Ledger()) != 0 {
+				t.Errorf("err = %v, %d pods; want ErrObsolete before any create", err, len(w.srv.Ledger()))
+			}
+		})
+	})
+	t.Run("while the pod starts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t)
+			time.AfterFunc(30*time.Second, func() {
+				w.pr.Set(runpod.PR{Open: true, HeadSHA: head, Labels: []string{"ready", "gpu-validated-locally"}}, nil)
+			})
+			res, err := w.provision(context.Background(), w.catalog(t))
+			if !errors.Is(err, runpod.ErrObsolete) || res.PodID != "" || len(w.srv.Running()) != 0 {
+				t.Errorf("err = %v, accepted %q, running %v; want ErrObsolete and the pod deleted", err, res.PodID, w.srv.Running())
+			}
+		})
+	})
+}

@@ -153,7 +153,7 @@ func provision(ctx context.Context, o options, getenv func(string) string, stdou
 		fmt.Fprintf(text, "CUDA proof in the create request: %v\n", st.Payload)
 	}
 	fmt.Fprint(text, runpod.PlanText(plan, cfg.MaxProvisionAttempts))
-	deps := runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: o.head, Log: cli.Logger(o.verbose, stderr)}
+	deps := runpod.Deps{API: w.api, Registry: w.registry, PR: w.pr, Head: o.head, LocalLabel: o.localLabel, Log: cli.Logger(o.verbose, stderr)}
 	res, perr := runpod.Provision(ctx, deps, cfg, plan, tmpl)
 	if err := report(o, tmpl.Owner, res, getenv, stdout, narration); err != nil {
 		return err

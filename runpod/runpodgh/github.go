@@ -141,7 +141,11 @@ func (g *PR) Current(ctx context.Context) (runpod.PR, error) {
 	if err != nil {
 		return runpod.PR{}, fmt.Errorf("runpodgh: read PR #%d: %w", g.Number, err)
 	}
-	return runpod.PR{Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA()}, nil
+	var labels []string
+	for _, l := range pr.Labels {
+		labels = append(labels, l.GetName())
+	}
+	return runpod.PR{Open: pr.GetState() == "open", HeadSHA: pr.GetHead().GetSHA(), Labels: labels}, nil
 }
 
 // Runs is the go-github adapter of runpod.Runs: a repository's workflow
