@@ -30,7 +30,7 @@ type HostConfig struct {
 // DefaultOptions.
 type Options struct {
 	Hosts         []HostConfig
-	PreferredHost string        // one-host requests prefer it (Spark 2 in the seed)
+	PreferredHost string        // one-host requests prefer it (spark-2 in the default fleet)
 	Priorities    map[Class]int // default DefaultPriorities
 	// Durations is the lease length per class (default DefaultDurations):
 	// what a request gets when it names none, and the most it may ask for.
