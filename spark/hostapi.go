@@ -21,7 +21,7 @@ import (
 // The host agent's side of the API (sparkctl agent), every route for the
 // named host's own credential only:
 //
-//	POST /v1/hosts/{host}/runner            the granted lease's one-job runner config, once
+//	POST /v1/hosts/{host}/runner            the granted lease's one-job runner config
 //	POST /v1/hosts/{host}/cleaned           {"lease": ID, "gpu_processes": N}: the cleanup acknowledgement
 //	GET  /v1/hosts/{host}/order             the resident service's next step to run (204: none)
 //	POST /v1/hosts/{host}/order/{id}        {"error": ""}: how the step ended
@@ -46,9 +46,12 @@ func WithAgentService(s *AgentService) HandlerOption {
 }
 
 // RunnerConfigs holds the one-job runner configs minted for granted
-// leases in memory, never on disk, until the leased host's agent takes
-// each one (once) or the lease ends (Sweep). A config is a credential: it
-// prints redacted.
+// leases in memory, never on disk, for the leased host's agent to take,
+// until the lease ends (Sweep). Only that host's credential can take it;
+// it can take it again while the lease is active, so an answer lost on
+// the way or an agent restarted mid-job does not strand the lease without
+// its runner (GitHub accepts a one-job config once). A config is a
+// credential: it prints redacted.
 type RunnerConfigs struct {
 	mu sync.Mutex
 	m  map[string]RunnerAssignment // by lease
@@ -74,12 +77,11 @@ func (v *RunnerConfigs) Put(lease, runner string, cfg secret.Secret) {
 	v.m[lease] = RunnerAssignment{Lease: lease, Runner: runner, JITConfig: cfg}
 }
 
-// take removes and returns lease's config.
+// take returns lease's config.
 func (v *RunnerConfigs) take(lease string) (RunnerAssignment, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a, ok := v.m[lease]
-	delete(v.m, lease)
 	return a, ok
 }
 
@@ -288,7 +290,7 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 		}
 		a, ok := o.runners.take(st.Lease)
 		if !ok {
-			fail(w, fmt.Errorf("%w: lease %s has no runner config (not minted yet, or already taken)", ErrNotFound, st.Lease))
+			fail(w, fmt.Errorf("%w: lease %s has no runner config (not minted yet, or a lease without a runner)", ErrNotFound, st.Lease))
 			return
 		}
 		a.Token, a.Topology = lease.Request.Token, lease.Request.Topology

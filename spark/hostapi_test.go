@@ -55,8 +55,9 @@ func agentFleet(t *testing.T, serve bool) (c *spark.Controller, vault *spark.Run
 	return c, vault, svc, client("ops-token-0123456789"), h1, client("host-2-token-0123456")
 }
 
-// A lease's runner config is handed to the leased host's agent once, over
-// the API, and to no other host; after the lease ends the host takes no
+// A lease's runner config is handed to the leased host's agent over the
+// API, again if its answer was lost, to no other host, and is gone once
+// the lease ends; after the lease ends the host takes no
 // work until its agent acknowledges the cleanup, and an acknowledgement
 // with GPU processes left keeps it out of service.
 func TestHostAgent_TheRunnerConfigOnceThenNoWorkUntilTheCleanupAck(t *testing.T) {
@@ -79,11 +80,14 @@ func TestHostAgent_TheRunnerConfigOnceThenNoWorkUntilTheCleanupAck(t *testing.T)
 	if err != nil || a.Lease != id || a.JITConfig.Reveal() != "ENCODED-JIT-CONFIG" || a.Token == 0 || a.Runner != "spark-"+id {
 		t.Fatalf("%+v %v", a, err)
 	}
-	if _, err := h2.TakeRunner(ctx, "spark-2"); !errors.Is(err, spark.ErrNotFound) {
-		t.Errorf("the config was handed over twice: %v", err)
+	if again, err := h2.TakeRunner(ctx, "spark-2"); err != nil || again.JITConfig != a.JITConfig {
+		t.Errorf("a lost answer cannot be taken again: %+v %v", again, err)
 	}
 	if err := h2.Release(ctx, id, a.Token); err != nil {
 		t.Fatal(err)
+	}
+	if dropped := vault.Sweep(ctx, c); len(dropped) != 1 || dropped[0] != id {
+		t.Errorf("swept %v, want the ended lease's config", dropped)
 	}
 	st2, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
 	if err != nil {
