@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/textlimit"
+	"github.com/gpugate/gpugate/internal/wait"
 )
 
 // DefaultLocalLabel marks a pull request validated on a maintainer's GPU.
@@ -191,7 +192,7 @@ func WaitLocal(ctx context.Context, checks Checks, head, checkName string, timeo
 				}
 			}
 		}
-		if err := wait(ctx, poll); err != nil {
+		if err := wait.For(ctx, poll); err != nil {
 			return Gate{}, fmt.Errorf("gate: no local gate %s within %s: %w", want, timeout, err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/wait"
 )
 
 // Run is a workflow run.
@@ -86,12 +88,12 @@ func Recover(ctx context.Context, wf Workflows, req RecoverRequest) (RecoverResu
 			}
 			break
 		}
-		if err := wait(fctx, poll); err != nil {
+		if err := wait.For(fctx, poll); err != nil {
 			return res, fmt.Errorf("gate: the dispatched run did not appear within %s: %w", find, err)
 		}
 	}
 	for res.Run.Status != "completed" {
-		if err := wait(ctx, poll); err != nil {
+		if err := wait.For(ctx, poll); err != nil {
 			return res, fmt.Errorf("gate: following run %d: %w", res.Run.ID, err)
 		}
 		r, err := wf.Run(ctx, res.Run.ID)
@@ -108,14 +110,3 @@ func Recover(ctx context.Context, wf Workflows, req RecoverRequest) (RecoverResu
 
 // ErrRecoveryFailed is matched when the recovered run did not succeed.
 var ErrRecoveryFailed = errors.New("gate: recovery run failed")
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gpugate/gpugate/internal/wait"
 )
 
 // MaxRateLimitWait is the longest a GitHub call waits out a rate limit
@@ -72,18 +74,7 @@ func newRateLimits(next http.RoundTripper) rateLimits {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return rateLimits{next: next, now: time.Now, wait: sleepCtx, spent: &spentLimits{}}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return rateLimits{next: next, now: time.Now, wait: wait.For, spent: &spentLimits{}}
 }
 
 func (l rateLimits) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpugate/gpugate/gate"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/internal/textlimit"
+	"github.com/gpugate/gpugate/internal/wait"
 	"github.com/gpugate/gpugate/runpod/rest"
 )
 
@@ -643,8 +644,8 @@ func (p *provisioner) watch(ctx context.Context, a Attempt, start time.Time) (At
 		if ctx.Err() != nil {
 			return p.reject(ctx, a, start, OutcomeCanceled, "the caller stopped provisioning: "+ctx.Err().Error())
 		}
-		wait := min(p.cfg.StartupPoll, time.Until(deadline))
-		if wait <= 0 || sleep(wctx, wait) != nil {
+		pause := min(p.cfg.StartupPoll, time.Until(deadline))
+		if pause <= 0 || wait.For(wctx, pause) != nil {
 			if ctx.Err() != nil {
 				return p.reject(ctx, a, start, OutcomeCanceled, "the caller stopped provisioning: "+ctx.Err().Error())
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/textlimit"
+	"github.com/gpugate/gpugate/internal/wait"
 	"github.com/gpugate/gpugate/runpod/rest"
 )
 
@@ -195,7 +196,7 @@ func (w *watcher) run(ctx context.Context) (WatchResult, error) {
 				return w.kill(ctx, WatchLifetime, fmt.Sprintf("the pod outlived the %s lifetime backstop", w.opts.Lifetime))
 			}
 		}
-		if err := sleep(ctx, w.opts.Poll); err != nil {
+		if err := wait.For(ctx, w.opts.Poll); err != nil {
 			return w.res, fmt.Errorf("runpod: watch stopped: %w", err)
 		}
 	}
@@ -266,19 +267,4 @@ func (w *watcher) kill(ctx context.Context, outcome WatchOutcome, reason string)
 		return w.res, fmt.Errorf("%w: %s; pod %s deleted", ErrObsolete, reason, w.podID)
 	}
 	return w.res, fmt.Errorf("%w %s: %s", ErrWatchdog, w.podID, reason)
-}
-
-// sleep waits d, or until ctx ends (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/gpugate/gpugate/internal/wait"
 )
 
 // RetryPolicy is how a call retries transient failures (408, 429, 5xx,
@@ -100,7 +102,7 @@ func (p RetryPolicy) Run(ctx context.Context, cool func() time.Duration, attempt
 				if left := time.Until(deadline); d > left {
 					return fmt.Errorf("%w: the shared cooldown lasts %s more but %s is left", ErrDeadline, d.Round(time.Millisecond), left.Round(time.Millisecond))
 				}
-				if err := sleep(ctx, d); err != nil {
+				if err := wait.For(ctx, d); err != nil {
 					return fmt.Errorf("runpod: %w during the shared cooldown", err)
 				}
 			}
@@ -116,27 +118,13 @@ func (p RetryPolicy) Run(ctx context.Context, cool func() time.Duration, attempt
 		case n >= p.MaxAttempts:
 			return fmt.Errorf("runpod: gave up after %d attempts: %w", n, err)
 		}
-		wait := max(b.NextBackOff(), retryAfterOf(err))
-		if left := time.Until(deadline); wait > left {
-			return fmt.Errorf("%w: attempt %d needs a %s pause but %s is left: %w", ErrDeadline, n, wait.Round(time.Millisecond), left.Round(time.Millisecond), err)
+		pause := max(b.NextBackOff(), retryAfterOf(err))
+		if left := time.Until(deadline); pause > left {
+			return fmt.Errorf("%w: attempt %d needs a %s pause but %s is left: %w", ErrDeadline, n, pause.Round(time.Millisecond), left.Round(time.Millisecond), err)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := wait.For(ctx, pause); err != nil {
 			return fmt.Errorf("runpod: %w while backing off after: %w", err, ErrDeadline)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -175,5 +163,5 @@ func (c *cooldown) wait(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return fmt.Errorf("%w: the shared cooldown lasts %s more, past this call's deadline", ErrDeadline, d.Round(time.Millisecond))
 	}
-	return sleep(ctx, d)
+	return wait.For(ctx, d)
 }

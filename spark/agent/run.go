@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpugate/gpugate/internal/wait"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -293,12 +294,7 @@ func (a *runner) orders(ctx context.Context) {
 		if err != nil || !ok {
 			if err != nil && ctx.Err() == nil {
 				a.event("order", "", err)
-				t := time.NewTimer(a.cfg.Every) // the controller is unreachable: try again later
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
+				_ = wait.For(ctx, a.cfg.Every) // the controller is unreachable: try again later
 			}
 			continue
 		}
