@@ -22,29 +22,13 @@ import (
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
-// setup returns a fake and a client wired to it in process.
+// setup and podRequest are runpodtest's.
 func setup(t *testing.T, opts ...rest.Option) (*runpodtest.Server, *rest.Client) {
 	t.Helper()
-	srv := runpodtest.New()
-	c, err := srv.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv, c
+	return runpodtest.Setup(t, opts...)
 }
 
-func podRequest(name, gpu string) rest.CreatePodRequest {
-	return rest.CreatePodRequest{
-		Name:      name,
-		Image:     "ghcr.io/actions/actions-runner:latest@sha256:0123",
-		Env:       map[string]string{"GPUGATE_REPOSITORY": "o/r"},
-		SecretEnv: map[string]rest.Secret{"RUNNER_JIT_CONFIG": "JITSECRET-abcdef"},
-		Args:      "bash -c 'STARTUPSECRET-123456'",
-		Disk:      40,
-		Cloud:     "SECURE",
-		GPU:       rest.GPURequest{ID: gpu, Count: 1, MinCUDAVersion: "12.6"},
-	}
-}
+func podRequest(name, gpu string) rest.CreatePodRequest { return runpodtest.SecretPodRequest(name, gpu) }
 
 // The capacity text is configuration: another provider wording makes a 400
 // a capacity miss (move on without paying) only under its own pattern.
