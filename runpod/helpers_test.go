@@ -13,4 +13,6 @@ func setup(t *testing.T, opts ...rest.Option) (*runpodtest.Server, *rest.Client)
 	return runpodtest.Setup(t, opts...)
 }
 
-func podRequest(name, gpu string) rest.CreatePodRequest { return runpodtest.SecretPodRequest(name, gpu) }
+func podRequest(name, gpu string) rest.CreatePodRequest {
+	return runpodtest.SecretPodRequest(name, gpu)
+}

@@ -28,7 +28,9 @@ func setup(t *testing.T, opts ...rest.Option) (*runpodtest.Server, *rest.Client)
 	return runpodtest.Setup(t, opts...)
 }
 
-func podRequest(name, gpu string) rest.CreatePodRequest { return runpodtest.SecretPodRequest(name, gpu) }
+func podRequest(name, gpu string) rest.CreatePodRequest {
+	return runpodtest.SecretPodRequest(name, gpu)
+}
 
 // The capacity text is configuration: another provider wording makes a 400
 // a capacity miss (move on without paying) only under its own pattern.
