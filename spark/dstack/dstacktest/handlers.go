@@ -463,19 +463,27 @@ func (c *check) configuration(conf map[string]any, loc []any) string {
 	return typ
 }
 
-func (s *Server) getFleet(w http.ResponseWriter, p *project, v any) {
+// nameOrID reads a get request's body: the resource's name (under
+// nameKey) or its id. A body that does not validate is answered here
+// (ok false), as FastAPI answers it.
+func nameOrID(w http.ResponseWriter, v any, nameKey string) (name, id string, byName, byID, ok bool) {
 	c := &check{}
 	loc := []any{"body"}
-	m := c.object(v, loc)
-	var name, id string
-	var byName, byID bool
-	if m != nil {
-		c.fields(m, loc, []string{"name", "id"}, nil)
-		name, byName = c.str(m, "name", loc)
+	if m := c.object(v, loc); m != nil {
+		c.fields(m, loc, []string{nameKey, "id"}, nil)
+		name, byName = c.str(m, nameKey, loc)
 		id, byID = c.uuid(m, "id", loc)
 	}
 	if len(c.errs) > 0 {
 		invalid(w, c.errs...)
+		return "", "", false, false, false
+	}
+	return name, id, byName, byID, true
+}
+
+func (s *Server) getFleet(w http.ResponseWriter, p *project, v any) {
+	name, id, byName, byID, ok := nameOrID(w, v, "name")
+	if !ok {
 		return
 	}
 	if !byName && !byID {
@@ -492,18 +500,8 @@ func (s *Server) getFleet(w http.ResponseWriter, p *project, v any) {
 }
 
 func (s *Server) getRun(w http.ResponseWriter, p *project, v any) {
-	c := &check{}
-	loc := []any{"body"}
-	m := c.object(v, loc)
-	var name, id string
-	var byName, byID bool
-	if m != nil {
-		c.fields(m, loc, []string{"run_name", "id"}, nil)
-		name, byName = c.str(m, "run_name", loc)
-		id, byID = c.uuid(m, "id", loc)
-	}
-	if len(c.errs) > 0 {
-		invalid(w, c.errs...)
+	name, id, byName, byID, ok := nameOrID(w, v, "run_name")
+	if !ok {
 		return
 	}
 	var found *run
