@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ type Daemon struct {
 	// only runs what it granted.
 	Engine *dstack.Backend
 	Suites map[string][]string
+	// refused are the leases the engine refused to run (ErrInvalidLease):
+	// said once, never submitted again.
+	refused map[string]bool
 	// Every is the admission cadence (default 2 s).
 	Every time.Duration
 	// BeforeRound, when set, runs at the start of each round (a simulated
@@ -329,11 +333,26 @@ func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
 	if _, live, err := c.Snapshot(ctx); err != nil {
 		log.Error("sparkd.engine", "error", err)
 	} else {
+		for id := range d.refused { // forget the refusals of leases that ended
+			if !slices.ContainsFunc(live, func(r spark.Request) bool { return r.ID == id }) {
+				delete(d.refused, id)
+			}
+		}
 		for _, r := range live {
-			if r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart {
+			if r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart || d.refused[r.ID] {
 				continue
 			}
 			name, err := d.Engine.Start(ctx, dstack.WorkFor(r, d.Suites[r.Suite]))
+			if errors.Is(err, dstack.ErrInvalidLease) {
+				// It will not become runnable: say so once, as an alert,
+				// and leave the lease to whoever holds it.
+				if d.refused == nil {
+					d.refused = map[string]bool{}
+				}
+				d.refused[r.ID] = true
+				log.Error("sparkd.engine_refused", "request", r.ID, "error", err, "why", "dstack runs nothing for this lease; its holder releases it")
+				continue
+			}
 			if err != nil {
 				log.Error("sparkd.engine_start", "request", r.ID, "error", err)
 				continue

@@ -99,3 +99,28 @@ func TestWebhook_ContentTypeParametersAreAccepted(t *testing.T) {
 		}
 	}
 }
+
+// The check links the job that ran the suite: every real workflow_job
+// payload keeps its job's html_url through the fields the integration
+// decodes, and go-github reads it from there.
+func TestWorkflowJob_TheRealPayloadsJobLinkSurvivesDecoding(t *testing.T) {
+	for i, raw := range realPayloads(t, "workflow_job") {
+		var want struct {
+			WorkflowJob struct {
+				HTMLURL string `json:"html_url"`
+			} `json:"workflow_job"`
+		}
+		json.Unmarshal(raw, &want)
+		kept, err := actedOn("workflow_job", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e github.WorkflowJobEvent
+		if err := json.Unmarshal(kept, &e); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.GetWorkflowJob().GetHTMLURL(); want.WorkflowJob.HTMLURL == "" || got != want.WorkflowJob.HTMLURL {
+			t.Errorf("example %d: the job's link %q, want %q", i, got, want.WorkflowJob.HTMLURL)
+		}
+	}
+}
