@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -330,39 +331,49 @@ func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
 	defer cancel()
 	c := d.Controller
-	if _, live, err := c.Snapshot(ctx); err != nil {
+	// The active leases are those the hosts hold: reading them never
+	// reads the queue, however long it is.
+	hosts, err := c.Hosts(ctx)
+	if err != nil {
 		log.Error("sparkd.engine", "error", err)
-	} else {
-		for id := range d.refused { // forget the refusals of leases that ended
-			if !slices.ContainsFunc(live, func(r spark.Request) bool { return r.ID == id }) {
-				delete(d.refused, id)
-			}
+	}
+	active := map[string]bool{}
+	for _, h := range hosts {
+		if h.Lease != "" {
+			active[h.Lease] = true
 		}
-		for _, r := range live {
-			if r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart || d.refused[r.ID] {
-				continue
-			}
-			name, err := d.Engine.Start(ctx, dstack.WorkFor(r, d.Suites[r.Suite]))
-			if errors.Is(err, dstack.ErrInvalidLease) {
-				// It will not become runnable: say so once, as an alert,
-				// and leave the lease to whoever holds it.
-				if d.refused == nil {
-					d.refused = map[string]bool{}
-				}
-				d.refused[r.ID] = true
-				log.Error("sparkd.engine_refused", "request", r.ID, "error", err, "why", "dstack runs nothing for this lease; its holder releases it")
-				continue
-			}
-			if err != nil {
-				log.Error("sparkd.engine_start", "request", r.ID, "error", err)
-				continue
-			}
-			if err := c.Annotate(ctx, r.ID, engineAnnotation, name); err != nil {
-				log.Error("sparkd.engine_start", "request", r.ID, "error", err)
-				continue
-			}
-			log.Info("sparkd.engine_started", "request", r.ID, "run", name)
+	}
+	for id := range d.refused { // forget the refusals of leases that ended
+		if !active[id] {
+			delete(d.refused, id)
 		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(active)) {
+		st, err := c.Status(ctx, id)
+		r := st.Request
+		if err != nil || r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart || d.refused[r.ID] {
+			continue
+		}
+		name, err := d.Engine.Start(ctx, dstack.WorkFor(r, d.Suites[r.Suite]))
+		if errors.Is(err, dstack.ErrInvalidLease) {
+			// It will not become runnable: say so once, as an alert,
+			// and leave the lease to whoever holds it.
+			if d.refused == nil {
+				d.refused = map[string]bool{}
+			}
+			d.refused[r.ID] = true
+			log.Error("sparkd.engine_refused", "request", r.ID, "error", err, "why", "dstack runs nothing for this lease; its holder releases it")
+			continue
+		}
+		if err != nil {
+			log.Error("sparkd.engine_start", "request", r.ID, "error", err)
+			continue
+		}
+		if err := c.Annotate(ctx, r.ID, engineAnnotation, name); err != nil {
+			log.Error("sparkd.engine_start", "request", r.ID, "error", err)
+			continue
+		}
+		log.Info("sparkd.engine_started", "request", r.ID, "run", name)
 	}
 	stopped, err := d.Engine.Sweep(ctx, func(id string) (bool, error) {
 		st, err := c.Status(ctx, id)
