@@ -1,6 +1,7 @@
 package spark
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -115,18 +116,34 @@ func (v *RunnerConfigs) Sweep(ctx context.Context, c *Controller) []string {
 // commands, and reports; the controller waits for the report, as long as
 // its context allows. A pause is not a release: only the agent's verify
 // step, run on the host, says the GPU is free.
+//
+// An order is taken once: a second agent polling for the same host (a
+// duplicate process) gets nothing, so a step never runs twice at once.
+// An order no agent takes within TakeWithin fails with ErrNoAgent, so an
+// agent that is down costs admission that long, not the step's whole
+// timeout.
 type AgentService struct {
-	Host    string
-	mu      sync.Mutex
-	seq     int
-	pending *serviceOrder
-	ready   chan struct{} // closed when an order is posted
+	Host string
+	// TakeWithin is how long an order waits to be taken (default
+	// DefaultTakeWithin). The agent polls without pause, so a live agent
+	// takes an order at once.
+	TakeWithin time.Duration
+	mu         sync.Mutex
+	seq        int
+	pending    *serviceOrder
+	ready      chan struct{} // closed when an order is posted
 }
 
+// DefaultTakeWithin is AgentService.TakeWithin's default: twice the
+// longest poll the agent makes, so a live agent's next poll always comes
+// within it.
+const DefaultTakeWithin = time.Minute
+
 type serviceOrder struct {
-	ID   string `json:"id"`
-	Step string `json:"step"`
-	done chan error
+	ID    string `json:"id"`
+	Step  string `json:"step"`
+	taken bool
+	done  chan error
 }
 
 // NewAgentService orders host's agent.
@@ -140,6 +157,11 @@ var _ ResidentService = (*AgentService)(nil)
 // failed.
 var ErrServiceStep = errors.New("spark: the host agent's resident-service step failed")
 
+// ErrNoAgent means no host agent took a resident-service order in time:
+// the service host's agent is down or not polling. Start it (sparkctl
+// agent with -service commands) on that host.
+var ErrNoAgent = errors.New("spark: no host agent took the resident service's order")
+
 func (s *AgentService) order(ctx context.Context, step string) error {
 	s.mu.Lock()
 	s.seq++
@@ -147,31 +169,50 @@ func (s *AgentService) order(ctx context.Context, step string) error {
 	s.pending = o
 	close(s.ready)
 	s.ready = make(chan struct{})
+	within := cmp.Or(s.TakeWithin, DefaultTakeWithin)
 	s.mu.Unlock()
-	select {
-	case err := <-o.done:
-		return err
-	case <-ctx.Done():
-		s.mu.Lock()
+	untaken := time.NewTimer(within)
+	defer untaken.Stop()
+	drop := func() {
 		if s.pending == o {
 			s.pending = nil
 		}
-		s.mu.Unlock()
-		return fmt.Errorf("spark: %s on %s: the host agent did not report: %w", step, s.Host, ctx.Err())
+	}
+	for {
+		select {
+		case err := <-o.done:
+			return err
+		case <-untaken.C:
+			s.mu.Lock()
+			if !o.taken {
+				drop()
+				s.mu.Unlock()
+				return fmt.Errorf("%w: %s on %s was not taken within %s", ErrNoAgent, step, s.Host, within)
+			}
+			s.mu.Unlock()
+		case <-ctx.Done():
+			s.mu.Lock()
+			drop()
+			s.mu.Unlock()
+			return fmt.Errorf("spark: %s on %s: the host agent did not report: %w", step, s.Host, ctx.Err())
+		}
 	}
 }
 
-// next is the pending order, waiting up to wait for one.
+// next takes the pending order, waiting up to wait for one; an order
+// taken already is not handed out again.
 func (s *AgentService) next(ctx context.Context, wait time.Duration) (*serviceOrder, bool) {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
 		o, ready := s.pending, s.ready
-		s.mu.Unlock()
-		if o != nil {
+		if o != nil && !o.taken {
+			o.taken = true
+			s.mu.Unlock()
 			return o, true
 		}
+		s.mu.Unlock()
 		select {
 		case <-ready:
 		case <-t.C:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gpugate/gpugate/spark"
@@ -182,5 +183,49 @@ func TestReceipt_TheDigestIsStoredWithTheLeaseByItsHostOnly(t *testing.T) {
 	}
 	if got, _ := ops.Status(ctx, st.Request.ID); spark.ReceiptDigest(got.Request) != digest {
 		t.Errorf("stored %q, want %q", spark.ReceiptDigest(got.Request), digest)
+	}
+}
+
+// An order no agent takes fails within the take window, not after the
+// step's whole timeout: a service host whose agent is down holds
+// admission for TakeWithin only.
+func TestAgentService_AnOrderNoAgentTakesFailsWithinTheTakeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := spark.NewAgentService("spark-1")
+		svc.TakeWithin = time.Minute
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		start := time.Now()
+		err := svc.Drain(ctx)
+		if !errors.Is(err, spark.ErrNoAgent) {
+			t.Fatalf("an untaken drain: %v, want ErrNoAgent", err)
+		}
+		if waited := time.Since(start); waited != time.Minute {
+			t.Errorf("the untaken order held the caller %s, want the take window (1m)", waited)
+		}
+	})
+}
+
+// An order is taken by one agent only: a second agent process polling
+// for the same host gets nothing, so a step never runs twice at once; a
+// taken order waits for its report past the take window.
+func TestAgentService_AnOrderIsTakenByOneAgentOnly(t *testing.T) {
+	ctx := context.Background()
+	_, _, svc, _, h1, _ := agentFleet(t, false)
+	svc.TakeWithin = 5 * time.Second
+	done := make(chan error, 1)
+	go func() { done <- svc.Stop(ctx) }()
+	first, ok, err := h1.NextOrder(ctx, "spark-1", 10*time.Second)
+	if err != nil || !ok || first.Step != "stop" {
+		t.Fatalf("%+v %v %v", first, ok, err)
+	}
+	if second, ok, err := h1.NextOrder(ctx, "spark-1", 0); err != nil || ok {
+		t.Fatalf("a second agent took the order being run: %+v %v %v", second, ok, err)
+	}
+	if err := h1.ReportOrder(ctx, "spark-1", first.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("stop: %v", err)
 	}
 }
