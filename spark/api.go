@@ -171,7 +171,7 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 			fail(w, err)
 			return
 		}
-		write(w, http.StatusOK, st)
+		write(w, http.StatusOK, shownTo(credentialOf(r.Context()), st))
 	})
 	mux.HandleFunc("GET /v1/leases/{id}/wait", func(w http.ResponseWriter, r *http.Request) {
 		timeout := 60 * time.Second
@@ -192,14 +192,14 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 				return
 			}
 			if st.Request.State != Queued {
-				write(w, http.StatusOK, st)
+				write(w, http.StatusOK, shownTo(credentialOf(r.Context()), st))
 				return
 			}
 			t := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				write(w, http.StatusOK, st) // still queued: the caller waits again
+				write(w, http.StatusOK, shownTo(credentialOf(r.Context()), st)) // still queued: the caller waits again
 				return
 			case <-t.C:
 			}
@@ -321,6 +321,21 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credKey{}, cred)))
 	}), nil
+}
+
+// shownTo is lease status st as cred may read it: anyone may see a
+// lease's state and place in the queue, but its fencing token, which
+// releases the lease and passes the host's fencing check, only who may
+// act on it: an operator, the agent that owns it, a host it holds.
+func shownTo(cred Credential, st Status) Status {
+	switch {
+	case cred.Role == RoleOperator:
+	case cred.Role == RoleAgent && st.Request.Owner == cred.Name:
+	case cred.Role == RoleHost && slices.Contains(st.Request.Hosts, cred.Name):
+	default:
+		st.Request.Token = 0
+	}
+	return st
 }
 
 // allowed says whether the request's credential may act (release,

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,65 @@ func TestAPI_EachCredentialDoesOnlyWhatItsRoleMay(t *testing.T) {
 	allowed("the operator terminating", ops.Terminate(ctx, dev.Request.ID))
 	if got := f.status(t, dev.Request.ID).Request.State; got != spark.Terminated {
 		t.Errorf("after the operator's terminate the lease is %s", got)
+	}
+}
+
+// Anyone may read a lease's state, but its fencing token (which releases
+// the lease and passes the host's fencing check) only who may act on it:
+// the operator, the agent that owns it and the hosts it holds.
+func TestAPI_OnlyWhoMayActOnALeaseSeesItsFencingToken(t *testing.T) {
+	f := newFleet(t)
+	h, err := spark.NewAuthHandler(f.c, spark.Tokens{
+		"operator-token-0123456": {Role: spark.RoleOperator, Name: "ops"},
+		"spark-1-host-token-012": {Role: spark.RoleHost, Name: "spark-1"},
+		"spark-2-host-token-012": {Role: spark.RoleHost, Name: "spark-2"},
+		"alice-agent-token-0123": {Role: spark.RoleAgent, Name: "alice"},
+		"bob-agent-token-012345": {Role: spark.RoleAgent, Name: "bob"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	as := func(tok string) *spark.APIClient { c, _ := spark.NewAPIClient(srv.URL, tok, srv.Client()); return c }
+	alice := as("alice-agent-token-0123")
+	dev, err := alice.Request(ctx, spark.LeaseRequest{Class: spark.Development})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.beat(t, 0, 0)
+	f.reconcile(t)
+	want := f.status(t, dev.Request.ID).Request
+	if want.State != spark.Active || want.Token == 0 || !slices.Equal(want.Hosts, []string{"spark-2"}) {
+		t.Fatalf("alice's lease: %+v", want)
+	}
+	for _, c := range []struct {
+		who, token string
+		sees       bool
+	}{
+		{"the operator", "operator-token-0123456", true},
+		{"the owner", "alice-agent-token-0123", true},
+		{"the leased host", "spark-2-host-token-012", true},
+		{"another agent", "bob-agent-token-012345", false},
+		{"another host", "spark-1-host-token-012", false},
+	} {
+		cl := as(c.token)
+		st, err := cl.Status(ctx, dev.Request.ID)
+		if err != nil || st.Request.State != spark.Active {
+			t.Fatalf("%s reading the lease: %+v %v", c.who, st.Request, err)
+		}
+		waited, err := cl.Wait(ctx, dev.Request.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, got := range []int64{st.Request.Token, waited.Request.Token} {
+			if seen := got == want.Token; seen != c.sees {
+				t.Errorf("%s sees the fencing token: %v, want %v", c.who, seen, c.sees)
+			}
+			if !c.sees && got != 0 {
+				t.Errorf("%s got token %d", c.who, got)
+			}
+		}
 	}
 }
 
