@@ -47,11 +47,16 @@ type Options struct {
 	// holding each host that frees up until it has both.
 	PairMaxWait      time.Duration
 	HeartbeatTimeout time.Duration // default 90 s
-	Service          ResidentService
-	RestoreAttempts  int           // bounded restore policy (default 5)
-	RestoreBackoff   time.Duration // first retry delay, doubling (default 30 s)
-	EmergencyKey     string        // authorizes Terminate; empty disables it
-	Log              *slog.Logger
+	// CleanupTimeout is how long a host's agent may take to acknowledge
+	// its cleanup after a lease ended (default 15 min): past it the
+	// controller alerts once, and the host stays out until the agent
+	// acknowledges or an operator clears it (ClearCleanup).
+	CleanupTimeout  time.Duration
+	Service         ResidentService
+	RestoreAttempts int           // bounded restore policy (default 5)
+	RestoreBackoff  time.Duration // first retry delay, doubling (default 30 s)
+	EmergencyKey    string        // authorizes Terminate; empty disables it
+	Log             *slog.Logger
 	// OnGrant is called after a grant is committed (e.g. to create a
 	// one-job runner and dispatch the workflow).
 	OnGrant func(Request)
@@ -95,6 +100,9 @@ func (o *Options) defaults() {
 	}
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = 90 * time.Second
+	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 15 * time.Minute
 	}
 	if o.RestoreAttempts == 0 {
 		o.RestoreAttempts = 5
@@ -504,7 +512,7 @@ func (c *Controller) end(tx Tx, r Request, state State, reason string) error {
 		case c.hostConfig(h.Name).Agent:
 			// Its agent cleans the work directory and confirms no process
 			// of the lease remains before the host is schedulable again.
-			h.Mode, h.Ended = Cleaning, r.ID
+			h.Mode, h.Ended, h.CleaningSince, h.CleanupOverdue = Cleaning, r.ID, r.Ended, false
 		case state == Failed, state == Terminated, h.GPUProcesses > 0:
 			h.Mode = ReleaseRequired
 		case h.Service:
@@ -549,7 +557,8 @@ func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProc
 		case h.Mode != Cleaning || h.Ended != lease:
 			return fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
 		}
-		h.Ended, h.GPUProcesses, h.LastHeartbeat = "", gpuProcesses, time.Now()
+		h.Ended, h.CleaningSince, h.CleanupOverdue = "", time.Time{}, false
+		h.GPUProcesses, h.LastHeartbeat = gpuProcesses, time.Now()
 		detail := "the host agent cleaned up after " + lease
 		switch {
 		case gpuProcesses > 0:
@@ -565,6 +574,53 @@ func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProc
 		}
 		return c.event(tx, Event{Kind: "cleanup-acknowledged", Host: host, Request: lease, Detail: detail, Alert: gpuProcesses > 0})
 	})
+}
+
+// ClearCleanup is the operator's way out for a host whose agent never
+// acknowledged its cleanup after lease (the agent is gone, or cannot
+// count the GPU's processes): the host becomes ReleaseRequired, so it
+// still takes no work until a heartbeat shows its GPU clean. The operator
+// has made sure the lease's work directory and processes are gone. A host
+// that is not cleaning up after lease is ErrStaleToken.
+func (c *Controller) ClearCleanup(ctx context.Context, host, lease, by string) error {
+	return c.tx(ctx, func(tx Tx) error {
+		hosts, err := tx.Hosts()
+		if err != nil {
+			return err
+		}
+		h := hostByName(hosts, host)
+		switch {
+		case h.Name == "":
+			return fmt.Errorf("%w: host %s", ErrNotFound, host)
+		case h.Mode != Cleaning || h.Ended != lease:
+			return fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
+		}
+		h.Mode, h.Ended, h.CleaningSince, h.CleanupOverdue = ReleaseRequired, "", time.Time{}, false
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+		return c.event(tx, Event{Kind: "cleanup-cleared", Host: host, Request: lease,
+			Detail: "cleared by " + by + " without the agent's acknowledgement: no work is admitted until a heartbeat shows the GPU clean"})
+	})
+}
+
+// overdueCleanups alerts once for each host cleaning up for longer than
+// Options.CleanupTimeout.
+func (c *Controller) overdueCleanups(tx Tx, hosts []Host, now time.Time) error {
+	for _, h := range hosts {
+		if h.Mode != Cleaning || h.CleanupOverdue || h.CleaningSince.IsZero() || now.Sub(h.CleaningSince) < c.opts.CleanupTimeout {
+			continue
+		}
+		h.CleanupOverdue = true
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+		if err := c.event(tx, Event{Kind: "cleanup-overdue", Host: h.Name, Request: h.Ended, Alert: true,
+			Detail: fmt.Sprintf("no cleanup acknowledgement %s after the lease ended: the host takes no work; check its agent, or clear it once it is clean (sparkctl clear-cleanup)", c.opts.CleanupTimeout)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HostReport is a host agent's heartbeat.

@@ -27,6 +27,10 @@ import (
 //	GET  /v1/hosts/{host}/order             the resident service's next step to run (204: none)
 //	POST /v1/hosts/{host}/order/{id}        {"error": ""}: how the step ended
 //	POST /v1/leases/{id}/receipt            the entry point's evidence receipt (a host of the lease)
+//
+// and the operator's:
+//
+//	POST /v1/hosts/{host}/clear-cleanup     {"lease": ID}: clear a cleanup its agent never acknowledged
 
 // HandlerOption configures NewAuthHandler.
 type HandlerOption func(*handlerOptions)
@@ -363,6 +367,28 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /v1/hosts/{host}/clear-cleanup", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Lease string `json:"lease"`
+		}
+		if !decode(w, r, &body) {
+			return
+		}
+		cred := credentialOf(r.Context())
+		if cred.Role != RoleOperator {
+			fail(w, forbidden(cred, "clear the cleanup of host "+r.PathValue("host")+": that is the operator's"))
+			return
+		}
+		if body.Lease == "" {
+			fail(w, fmt.Errorf("%w: lease is required: the lease whose cleanup is cleared", ErrInvalid))
+			return
+		}
+		if err := c.ClearCleanup(r.Context(), r.PathValue("host"), body.Lease, cred.Name); err != nil {
+			fail(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("GET /v1/hosts/{host}/order", func(w http.ResponseWriter, r *http.Request) {
 		if !self(w, r, "take the resident service's orders") {
 			return
@@ -440,6 +466,12 @@ func (a *APIClient) TakeRunner(ctx context.Context, host string) (RunnerAssignme
 func (a *APIClient) AckCleanup(ctx context.Context, host, lease string, gpuProcesses int) error {
 	return a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/cleaned", nil,
 		map[string]any{"lease": lease, "gpu_processes": gpuProcesses}, nil)
+}
+
+// ClearCleanup clears host's cleanup after lease, which its agent never
+// acknowledged (Controller.ClearCleanup): the operator's credential only.
+func (a *APIClient) ClearCleanup(ctx context.Context, host, lease string) error {
+	return a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/clear-cleanup", nil, map[string]string{"lease": lease}, nil)
 }
 
 // ServiceOrder is a resident-service step the controller ordered.

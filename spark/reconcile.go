@@ -51,6 +51,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if err := c.overdueCleanups(tx, hosts, now); err != nil {
+			return err
+		}
 		for _, h := range hosts {
 			if h.Service && h.Mode == Restoring && c.online(h, now) && h.Lease == "" && !now.Before(h.NextRestore) {
 				jobs = append(jobs, serviceJob{host: h.Name})

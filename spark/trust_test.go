@@ -1,6 +1,8 @@
 package spark_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -112,4 +114,103 @@ func TestPair_AStreamOfSinglesCannotKeepAPairWaitingPastTheBound(t *testing.T) {
 		}
 		t.Fatalf("the pair still waits after 20 rounds of merge-CI singles (%s)", time.Since(start))
 	})
+}
+
+// A host whose agent never acknowledges its cleanup is alerted once,
+// past Options.CleanupTimeout, and stays out of work; only the operator
+// clears it, and even then it takes work only after a heartbeat shows its
+// GPU clean.
+func TestCleanup_AnOverdueCleanupAlertsOnceAndOnlyTheOperatorClearsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var alerts []spark.Event
+		f := newFleet(t, func(o *spark.Options) {
+			for i := range o.Hosts {
+				o.Hosts[i].Agent = true
+			}
+			o.CleanupTimeout = 15 * time.Minute
+			o.OnAlert = func(e spark.Event) { alerts = append(alerts, e) }
+		})
+		ended, err := f.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.reconcile(t)
+		lease := f.status(t, ended.ID).Request
+		if err := f.c.Release(ctx, lease.ID, lease.Token); err != nil {
+			t.Fatal(err)
+		}
+		next, err := f.c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		overdue := func() int {
+			n := 0
+			for _, e := range alerts {
+				if e.Kind == "cleanup-overdue" && e.Host == "spark-2" && e.Request == lease.ID {
+					n++
+				}
+			}
+			return n
+		}
+		faketime.Advance(14 * time.Minute)
+		f.beat(t, 0, 0)
+		f.reconcile(t)
+		if n := overdue(); n != 0 {
+			t.Fatalf("alerted %d time(s) before the cleanup timeout", n)
+		}
+		for range 3 {
+			faketime.Advance(time.Minute)
+			f.beat(t, 0, 0)
+			f.reconcile(t)
+		}
+		if n := overdue(); n != 1 {
+			t.Errorf("an overdue cleanup alerted %d time(s), want once", n)
+		}
+		if st := f.status(t, next.ID).Request; st.State != spark.Queued {
+			t.Fatalf("a host still cleaning up took work: %+v", st)
+		}
+		if err := f.c.ClearCleanup(ctx, "spark-2", "another-lease", "ops"); !errors.Is(err, spark.ErrStaleToken) {
+			t.Errorf("clearing the cleanup of another lease: %v, want ErrStaleToken", err)
+		}
+		if err := f.c.ClearCleanup(ctx, "spark-2", lease.ID, "ops"); err != nil {
+			t.Fatal(err)
+		}
+		f.beat(t, 0, 3)
+		f.reconcile(t)
+		if st := f.status(t, next.ID).Request; st.State != spark.Queued {
+			t.Fatalf("a cleared host whose GPU still runs processes took work: %+v", st)
+		}
+		f.beat(t, 0, 0)
+		f.reconcile(t)
+		if st := f.status(t, next.ID).Request; st.State != spark.Active {
+			t.Errorf("the cleared host, clean now, took no work: %+v", st)
+		}
+	})
+}
+
+// Clearing a cleanup is the operator's: a host's own credential cannot
+// skip its acknowledgement.
+func TestAPI_OnlyTheOperatorClearsACleanup(t *testing.T) {
+	ctx := context.Background()
+	c, _, _, ops, h1, h2 := agentFleet(t, true)
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	st, _ = ops.Status(ctx, st.Request.ID)
+	if err := h2.Release(ctx, st.Request.ID, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	for name, cl := range map[string]*spark.APIClient{"the host itself": h2, "another host": h1} {
+		if err := cl.ClearCleanup(ctx, "spark-2", st.Request.ID); !errors.Is(err, spark.ErrUnauthorized) {
+			t.Errorf("%s cleared the cleanup: %v, want ErrUnauthorized", name, err)
+		}
+	}
+	if err := ops.ClearCleanup(ctx, "spark-2", st.Request.ID); err != nil {
+		t.Fatal(err)
+	}
+	if hs, _ := c.HostState(ctx, "spark-2"); hs.Mode != spark.ReleaseRequired {
+		t.Errorf("after the operator's clear the host is %s, want release-required until a clean heartbeat", hs.Mode)
+	}
 }

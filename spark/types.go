@@ -117,6 +117,8 @@ type Host struct {
 	NextRestore     time.Time `json:"next_restore,omitzero"`
 	Pending         string    `json:"pending,omitempty"` // the request a lending is for
 	Ended           string    `json:"ended,omitempty"`   // Cleaning: the lease whose cleanup the agent acknowledges
+	CleaningSince   time.Time `json:"cleaning_since,omitzero"`
+	CleanupOverdue  bool      `json:"cleanup_overdue,omitempty"` // Cleaning past Options.CleanupTimeout: alerted once
 }
 
 // Event is one observable happening. It never carries addresses, commands,
