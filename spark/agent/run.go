@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,10 @@ type Config struct {
 	// its free space (default statfs).
 	GPU  spark.GPUProcesses
 	Disk spark.DiskSpace
+	// Processes finds what is left of a lease's job after its runner's
+	// process group was stopped (default ProcEnviron on Linux; elsewhere
+	// only the process group is stopped).
+	Processes LeaseProcesses
 	// WorkRoot holds each lease's work directory, WorkRoot/<lease>,
 	// created for its job and removed when the lease ends.
 	WorkRoot string
@@ -103,6 +108,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Disk == nil {
 		cfg.Disk = spark.StatfsDisk{}
+	}
+	if cfg.Processes == nil {
+		cfg.Processes = noProcesses{}
+		if runtime.GOOS == "linux" {
+			cfg.Processes = ProcEnviron{}
+		}
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = 10 * time.Second
@@ -257,13 +268,19 @@ func (a *runner) stopJob() {
 }
 
 // cleanup is the host's cleanup after lease ended: no process of its job
-// remains, its work directory is gone, and the GPU's processes are
-// counted for the acknowledgement. When they cannot be counted nothing is
+// remains (its runner's process group and every process carrying the
+// lease, stopped), its work directory is gone, and the GPU's processes
+// are counted for the acknowledgement. When a process of the lease
+// survives, or the GPU's processes cannot be counted, nothing is
 // acknowledged: the host stays out of service and the next round tries
 // again.
 func (a *runner) cleanup(ctx context.Context, lease string) {
 	if a.job != nil && a.job.lease == lease {
 		a.stopJob()
+	}
+	if err := stopLease(a.cfg.Processes, lease); err != nil {
+		a.event("cleaned", lease, err)
+		return
 	}
 	if err := os.RemoveAll(filepath.Join(a.cfg.WorkRoot, lease)); err != nil {
 		a.event("cleaned", lease, err)
