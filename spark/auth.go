@@ -86,8 +86,11 @@ func (t tokenTable) Lookup(token string) (Credential, bool) {
 //
 // (# starts a comment), which the operator edits to add, rotate or
 // revoke a token: the file is read again when it changes, so no restart
-// is needed. A change that does not parse keeps the last good table and
-// is reported by Err.
+// is needed. A change that does not parse is rejected, reported by Err
+// and to the ReportRejected hook, and takes effect only as a revocation:
+// the tokens whose lines still stand unchanged keep working, a token
+// whose line the edit removed or broke stops working, and no token is
+// added until the file parses.
 type TokenFile struct {
 	path    string
 	mu      sync.Mutex
@@ -95,11 +98,24 @@ type TokenFile struct {
 	size    int64
 	table   tokenTable
 	lastErr error
+	report  func(error)
+}
+
+// TokenFileOption configures LoadTokenFile.
+type TokenFileOption func(*TokenFile)
+
+// ReportRejected calls fn with the reason each time a change of the file
+// is rejected (once per change), for the operator's log or alerts.
+func ReportRejected(fn func(error)) TokenFileOption {
+	return func(f *TokenFile) { f.report = fn }
 }
 
 // LoadTokenFile reads a token file; it must parse.
-func LoadTokenFile(path string) (*TokenFile, error) {
+func LoadTokenFile(path string, opts ...TokenFileOption) (*TokenFile, error) {
 	f := &TokenFile{path: path}
+	for _, o := range opts {
+		o(f)
+	}
 	if err := f.reload(); err != nil {
 		return nil, err
 	}
@@ -162,7 +178,19 @@ func AddToken(path string, role Role, name string) (string, error) {
 
 // ParseTokens parses token-file lines.
 func ParseTokens(data []byte) (map[string]Credential, error) {
+	out, errs := parseTokenLines(data)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return out, nil
+}
+
+// parseTokenLines parses every line it can and returns the errors of
+// those it cannot, in line order.
+func parseTokenLines(data []byte) (map[string]Credential, []error) {
 	out := map[string]Credential{}
+	dups := map[string]bool{}
+	var errs []error
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; sc.Scan(); n++ {
 		line, _, _ := strings.Cut(sc.Text(), "#")
@@ -170,25 +198,49 @@ func ParseTokens(data []byte) (map[string]Credential, error) {
 		if len(fields) == 0 {
 			continue
 		}
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%w: token file line %d: %s", ErrInvalid, n, fmt.Sprintf(format, args...)))
+		}
 		if len(fields) != 3 {
-			return nil, fmt.Errorf("%w: token file line %d: want \"role name sha256:<hex>\"", ErrInvalid, n)
+			bad(`want "role name sha256:<hex>"`)
+			continue
 		}
 		role, name, hash := Role(fields[0]), fields[1], fields[2]
 		if !slices.Contains([]Role{RoleHost, RoleAgent, RoleOperator}, role) {
-			return nil, fmt.Errorf("%w: token file line %d: role %q: want host, agent or operator", ErrInvalid, n, role)
+			bad("role %q: want host, agent or operator", role)
+			continue
 		}
 		raw, err := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
 		if !strings.HasPrefix(hash, "sha256:") || err != nil || len(raw) != sha256.Size {
-			return nil, fmt.Errorf("%w: token file line %d: the third field is a token's hash (sparkd token prints the line to add), never the token", ErrInvalid, n)
+			bad("the third field is a token's hash (sparkd token prints the line to add), never the token")
+			continue
 		}
-		if _, dup := out[hash]; dup {
-			return nil, fmt.Errorf("%w: token file line %d: the same token twice", ErrInvalid, n)
+		if _, dup := out[hash]; dup || dups[hash] {
+			bad("the same token twice")
+			dups[hash] = true
+			delete(out, hash) // which holder is meant is unknown: neither
+			continue
 		}
 		out[hash] = Credential{Role: role, Name: name}
 	}
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: token file: %w", ErrInvalid, err))
+	}
+	return out, errs
 }
 
+func tableOf(entries map[string]Credential) tokenTable {
+	t := tokenTable{}
+	for hash, c := range entries {
+		raw, _ := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
+		t[[sha256.Size]byte(raw)] = c
+	}
+	return t
+}
+
+// reload reads the file again. A file that does not parse keeps, of the
+// last good table, only the entries the new file still holds unchanged:
+// a broken edit revokes, it never grants.
 func (f *TokenFile) reload() error {
 	fi, err := os.Stat(f.path)
 	if err != nil {
@@ -198,17 +250,24 @@ func (f *TokenFile) reload() error {
 	if err != nil {
 		return fmt.Errorf("%w: token file: %w", ErrInvalid, err)
 	}
-	entries, err := ParseTokens(data)
-	if err != nil {
-		return fmt.Errorf("%w (%s)", err, f.path)
+	entries, errs := parseTokenLines(data)
+	f.mtime, f.size = fi.ModTime(), fi.Size()
+	if len(errs) == 0 {
+		f.table = tableOf(entries)
+		return nil
 	}
-	t := tokenTable{}
-	for hash, c := range entries {
-		raw, _ := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))
-		t[[sha256.Size]byte(raw)] = c
+	err = fmt.Errorf("%w (%s); until it parses, only the tokens whose lines stand unchanged work", errs[0], f.path)
+	if f.table == nil {
+		return err
 	}
-	f.table, f.mtime, f.size = t, fi.ModTime(), fi.Size()
-	return nil
+	kept := tokenTable{}
+	for h, c := range tableOf(entries) {
+		if old, ok := f.table[h]; ok && old == c {
+			kept[h] = c
+		}
+	}
+	f.table = kept
+	return err
 }
 
 // Lookup finds the token's holder, reading the file again first when it
@@ -216,10 +275,27 @@ func (f *TokenFile) reload() error {
 func (f *TokenFile) Lookup(token string) (Credential, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fi, err := os.Stat(f.path); err == nil && (!fi.ModTime().Equal(f.mtime) || fi.Size() != f.size) {
-		f.lastErr = f.reload()
+	fi, err := os.Stat(f.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && f.table != nil && len(f.table) > 0:
+		// The file was removed: every token in it is revoked.
+		f.table, f.mtime, f.size = tokenTable{}, time.Time{}, -1
+		f.rejected(fmt.Errorf("%w: token file %s is gone: every token it held is revoked until it is back", ErrInvalid, f.path))
+	case err == nil && (!fi.ModTime().Equal(f.mtime) || fi.Size() != f.size):
+		if err := f.reload(); err != nil {
+			f.rejected(err)
+		} else {
+			f.lastErr = nil
+		}
 	}
 	return f.table.Lookup(token)
+}
+
+func (f *TokenFile) rejected(err error) {
+	f.lastErr = err
+	if f.report != nil {
+		f.report(err)
+	}
 }
 
 // Err is why the last change of the file was not taken (nil when it was).

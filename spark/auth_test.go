@@ -190,9 +190,9 @@ func TestTokenFile_HoldsOnlyHashesAndRotatesWithoutRestart(t *testing.T) {
 	if c, ok := tf.Lookup(newTok); !ok || c.Role != spark.RoleAgent {
 		t.Error("the new token does not work without a restart")
 	}
-	write("agent alice "+newTok+"\n", start.Add(2*time.Second)) // a plain token by mistake
+	write("agent alice "+spark.HashToken(newTok)+"\nagent bob "+newTok+"\n", start.Add(2*time.Second)) // a plain token by mistake
 	if _, ok := tf.Lookup(newTok); !ok {
-		t.Error("a broken edit dropped the last good tokens")
+		t.Error("a broken edit dropped the tokens whose lines still stand")
 	}
 	if !errors.Is(tf.Err(), spark.ErrInvalid) {
 		t.Errorf("Err() = %v, want ErrInvalid for the broken edit", tf.Err())
@@ -200,6 +200,57 @@ func TestTokenFile_HoldsOnlyHashesAndRotatesWithoutRestart(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if _, err := spark.ParseTokens(data); !errors.Is(err, spark.ErrInvalid) || strings.Contains(err.Error(), newTok) {
 		t.Errorf("a plain token in the file: %v, want ErrInvalid that does not repeat it", err)
+	}
+}
+
+// A change of the token file that does not parse is reported once and
+// takes effect only as a revocation: a token whose line the edit removed
+// stops working at once, one whose line stands keeps working, and none is
+// added until the file parses; removing the file revokes every token.
+func TestTokenFile_ABrokenEditRevokesButNeverGrants(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	alice, bob, carol := spark.NewToken(), spark.NewToken(), spark.NewToken()
+	start := time.Now()
+	write := func(content string, at time.Duration) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(path, start.Add(at), start.Add(at))
+	}
+	line := func(name, tok string) string { return "agent " + name + " " + spark.HashToken(tok) + "\n" }
+	write(line("alice", alice)+line("bob", bob), 0)
+	var reported []error
+	tf, err := spark.LoadTokenFile(path, spark.ReportRejected(func(err error) { reported = append(reported, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bob is revoked (his line removed), carol added, and a line broken.
+	write(line("alice", alice)+line("carol", carol)+"agent dave not-a-hash\n", time.Second)
+	works := func(tok string) bool { _, ok := tf.Lookup(tok); return ok }
+	if !works(alice) {
+		t.Error("alice's unchanged line stopped working")
+	}
+	if works(bob) {
+		t.Error("bob's token, whose line the broken edit removed, still works")
+	}
+	if works(carol) {
+		t.Error("carol's token was added by an edit that does not parse")
+	}
+	works(alice)
+	if len(reported) != 1 || !errors.Is(reported[0], spark.ErrInvalid) || !errors.Is(tf.Err(), spark.ErrInvalid) {
+		t.Errorf("reported %v (Err %v), want the rejected change once, as ErrInvalid", reported, tf.Err())
+	}
+	write(line("alice", alice)+line("carol", carol), 2*time.Second)
+	if !works(carol) || tf.Err() != nil {
+		t.Errorf("the fixed file: carol works %v, Err %v", works(carol), tf.Err())
+	}
+	os.Remove(path)
+	if works(alice) || works(carol) {
+		t.Error("a removed token file still grants its tokens")
+	}
+	if len(reported) != 2 {
+		t.Errorf("the removal was reported %d time(s) in all, want once more", len(reported)-1)
 	}
 }
 
@@ -222,4 +273,26 @@ func TestOperatorToken_AFreshOneIsPrivateAndAShortOneIsRefused(t *testing.T) {
 	if _, _, err := spark.OperatorToken(short, dir); !errors.Is(err, spark.ErrInvalid) {
 		t.Errorf("a short token: %v, want ErrInvalid", err)
 	}
+}
+
+// Token-file parsing never panics, every refusal is ErrInvalid, and what
+// it accepts is a known role, a name and a hash.
+func FuzzParseTokens(f *testing.F) {
+	f.Add([]byte("agent alice " + spark.HashToken("a") + "\n# comment\nhost spark-1 " + spark.HashToken("b") + "\n"))
+	f.Add([]byte("operator ops sha256:zz\n"))
+	f.Add([]byte("agent a " + spark.HashToken("x") + "\nagent b " + spark.HashToken("x") + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := spark.ParseTokens(data)
+		if err != nil {
+			if !errors.Is(err, spark.ErrInvalid) {
+				t.Fatalf("a token file error that is not ErrInvalid: %v", err)
+			}
+			return
+		}
+		for hash, c := range got {
+			if !strings.HasPrefix(hash, "sha256:") || c.Name == "" || (c.Role != spark.RoleAgent && c.Role != spark.RoleHost && c.Role != spark.RoleOperator) {
+				t.Fatalf("accepted %q %+v", hash, c)
+			}
+		}
+	})
 }
