@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -357,6 +358,25 @@ func allowed(ctx context.Context, c *Controller, id, act string) error {
 		return nil
 	}
 	return forbidden(cred, act+" lease "+id)
+}
+
+// ClientToken is the API token a client presents: envToken (the
+// SPARK_TOKEN variable) when set, else what file holds (SPARK_TOKEN_FILE,
+// the file sparkd wrote it to). No token, or a file that cannot be read,
+// is ErrInvalid, said before anything is sent: the controller would
+// refuse every call without one.
+func ClientToken(envToken, file string) (string, error) {
+	if envToken == "" && file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%w: -token-file: %w", ErrInvalid, err)
+		}
+		envToken = strings.TrimSpace(string(data))
+	}
+	if envToken == "" {
+		return "", fmt.Errorf("%w: no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to", ErrInvalid)
+	}
+	return envToken, nil
 }
 
 // APIClient is the agent and CLI client of the API.

@@ -53,6 +53,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,9 +64,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -74,7 +73,6 @@ import (
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/agent"
-	"github.com/gpugate/gpugate/spark/fleet"
 	"github.com/gpugate/gpugate/spark/sparkmcp"
 )
 
@@ -106,11 +104,7 @@ type settings struct {
 	addr, tokenFile              string
 	class, topology, host, owner string
 	duration                     time.Duration
-	pf                           agent.PreflightOptions
-	minFreeGB                    int
-	workRoot, runner, smi        string
-	every                        time.Duration
-	svc                          fleet.ShellService
+	side                         agent.Flags // agent and preflight
 }
 
 // define registers the named flag of settings on fs.
@@ -121,35 +115,15 @@ func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) str
 	case "topology":
 		fs.StringVar(&s.topology, name, "single", "single or pair")
 	case "host":
-		fs.StringVar(&s.host, name, "", "request: a specific host; heartbeat, preflight: the host this runs on (default SPARK_HOST)")
+		fs.StringVar(&s.host, name, "", "request: a specific host; heartbeat: the host this runs on (default SPARK_HOST)")
 	case "duration":
 		fs.DurationVar(&s.duration, name, 0, "lease length, e.g. 3h (default and maximum: the class's configured length)")
 	case "owner":
 		fs.StringVar(&s.owner, name, getenv("USER"), "who asks")
-	case "workdir":
-		fs.StringVar(&s.pf.WorkDir, name, ".", "the job's work directory")
-	case "min-free-gb":
-		fs.IntVar(&s.minFreeGB, name, 50, "free space the job needs in -workdir, GiB")
-	case "service-host":
-		fs.BoolVar(&s.pf.ServiceHost, name, getenv("SPARK_SERVICE_HOST") == "true", "run the service-released check here too (it runs on the controller's service host whatever this says; default: SPARK_SERVICE_HOST=true)")
-	case "interconnect-cmd":
-		fs.StringVar(&s.pf.Interconnect, name, getenv("SPARK_INTERCONNECT_CMD"), "pair leases: a shell command that exits 0 when the link to the other host works (default SPARK_INTERCONNECT_CMD)")
-	case "service-released-cmd":
-		fs.StringVar(&s.pf.ServiceReleased, name, getenv("SPARK_SERVICE_RELEASED_CMD"), "with -service-host: a shell command that exits 0 when the service holds nothing on the GPU (default SPARK_SERVICE_RELEASED_CMD)")
-	case "work-root":
-		fs.StringVar(&s.workRoot, name, "/var/lib/spark/work", "agent: each lease's work directory is created in it and removed when the lease ends")
-	case "runner":
-		fs.StringVar(&s.runner, name, "/opt/actions-runner/run.sh", "agent: the Actions runner's run.sh, started with the lease's one-job config")
-	case "every":
-		fs.DurationVar(&s.every, name, 10*time.Second, "agent: heartbeat and poll cadence")
-	case "nvidia-smi":
-		fs.StringVar(&s.smi, name, "nvidia-smi", "agent: the nvidia-smi that counts the GPU's processes")
-	case "service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd":
-		dst := map[string]*string{"service-drain-cmd": &s.svc.DrainCmd, "service-stop-cmd": &s.svc.StopCmd, "service-verify-cmd": &s.svc.VerifyReleasedCmd,
-			"service-start-cmd": &s.svc.StartCmd, "service-healthy-cmd": &s.svc.HealthyCmd}[name]
-		fs.StringVar(dst, name, "", "agent on the resident service's host: the service's "+strings.TrimSuffix(strings.TrimPrefix(name, "service-"), "-cmd")+" command (all five, or none)")
-	default:
-		panic("sparkctl: no flag -" + name)
+	case "agent":
+		s.side.RegisterAgent(fs, getenv)
+	case "preflight":
+		s.side.RegisterPreflight(fs, getenv)
 	}
 }
 
@@ -157,7 +131,7 @@ func (s *settings) define(fs *flag.FlagSet, name string, getenv func(string) str
 func (s *settings) flagSet(name string, getenv func(string) string, stderr io.Writer, flags []string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&s.addr, "addr", or(getenv("SPARK_ADDR"), "http://127.0.0.1:8765"), "sparkd address (default SPARK_ADDR)")
+	fs.StringVar(&s.addr, "addr", cmp.Or(getenv("SPARK_ADDR"), "http://127.0.0.1:8765"), "sparkd address (default SPARK_ADDR)")
 	fs.StringVar(&s.tokenFile, "token-file", getenv("SPARK_TOKEN_FILE"), "file holding the API token (default SPARK_TOKEN_FILE; SPARK_TOKEN wins)")
 	for _, f := range flags {
 		s.define(fs, f, getenv)
@@ -165,87 +139,58 @@ func (s *settings) flagSet(name string, getenv func(string) string, stderr io.Wr
 	return fs
 }
 
-// verb is one subcommand: its flags (besides -addr and -token-file) and
-// its positional arguments, exactly that many.
+// verb is one subcommand: its flags (besides -addr and -token-file; agent
+// and preflight stand for the host side's sets) and its positional
+// arguments, exactly that many.
 type verb struct {
-	name  string
-	flags []string
-	args  []string
+	name    string
+	flags   []string
+	args    []string
+	timeout time.Duration // its calls' bound; 0: none (it waits on purpose)
 }
 
 var verbs = []verb{
-	{"request", []string{"class", "topology", "host", "duration", "owner"}, nil},
-	{"wait", nil, []string{"ID"}},
-	{"status", nil, []string{"ID"}},
-	{"release", nil, []string{"ID", "TOKEN"}},
-	{"cancel", nil, []string{"ID"}},
-	{"hosts", nil, nil},
-	{"heartbeat", []string{"host"}, nil},
-	{"preflight", []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}, []string{"ID"}},
-	{"mcp", []string{"owner"}, nil},
-	{"agent", []string{"host", "work-root", "runner", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
-		"service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd"}, nil},
-	{"receipt", nil, []string{"ID", "FILE"}},
-}
-
-func (v verb) usage() string {
-	var parts []string
-	for _, f := range v.flags {
-		parts = append(parts, "[-"+f+" …]")
-	}
-	return strings.Join(append(parts, v.args...), " ")
+	{"request", []string{"class", "topology", "host", "duration", "owner"}, nil, callTimeout},
+	{"wait", nil, []string{"ID"}, 24 * time.Hour},
+	{"status", nil, []string{"ID"}, callTimeout},
+	{"release", nil, []string{"ID", "TOKEN"}, callTimeout},
+	{"cancel", nil, []string{"ID"}, callTimeout},
+	{"hosts", nil, nil, callTimeout},
+	{"heartbeat", []string{"host"}, nil, callTimeout},
+	{"preflight", []string{"preflight"}, []string{"ID"}, preflightTimeout},
+	{"mcp", []string{"owner"}, nil, 0},
+	{"agent", []string{"agent"}, nil, 0},
+	{"receipt", nil, []string{"ID", "FILE"}, callTimeout},
+	{"clear-cleanup", nil, []string{"HOST", "LEASE"}, callTimeout},
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var subs []cli.Subcommand
-	for _, v := range verbs {
-		subs = append(subs, cli.Subcommand{Name: v.name, Usage: v.usage(), Run: func(args []string) error {
-			var s settings
-			fs := s.flagSet("sparkctl "+v.name, getenv, stderr, v.flags)
-			if err := cli.FlagsAndArgs(fs, args); err != nil {
-				return err
-			}
-			if fs.NArg() != len(v.args) {
-				want := "no arguments"
-				if len(v.args) > 0 {
-					want = strings.Join(v.args, " ")
-				}
-				return cli.Refuse(fs, "takes %s, got %q (flags go before the arguments)", want, fs.Args())
-			}
-			return s.do(ctx, fs, fs.Args(), getenv, stdout, stderr)
-		}})
-	}
 	// Flags before the verb (sparkctl -host H heartbeat) are the verb's
-	// too: parsed with every verb's flags, they find the verb, and then go
-	// to it, which refuses one it does not take.
-	var all settings
+	// too: pre holds every verb's flags, to find the verb.
 	pre := flag.NewFlagSet("sparkctl", flag.ContinueOnError)
 	pre.SetOutput(stderr)
-	pre.Usage = func() { cli.Dispatch("sparkctl", stderr, []string{"-h"}, subs...) }
-	all.flagSet("sparkctl", getenv, stderr, nil).VisitAll(func(f *flag.Flag) { pre.Var(f.Value, f.Name, f.Usage) })
-	seen := map[string]bool{}
 	for _, v := range verbs {
-		for _, f := range v.flags {
-			if !seen[f] {
-				seen[f] = true
-				all.define(pre, f, getenv)
+		usage := cli.Usage(new(settings).flagSet("", func(string) string { return "" }, io.Discard, v.flags), []string{"addr", "token-file"}, v.args...)
+		subs = append(subs, cli.Subcommand{Name: v.name, Usage: usage, Run: func(args []string) error {
+			var s settings
+			fs := s.flagSet("sparkctl "+v.name, getenv, stderr, v.flags)
+			if err := cli.Args(fs, args, v.args...); err != nil {
+				return err
 			}
-		}
+			return s.do(ctx, v, fs, fs.Args(), getenv, stdout, stderr)
+		}})
+		new(settings).flagSet("", getenv, io.Discard, v.flags).VisitAll(func(f *flag.Flag) {
+			if pre.Lookup(f.Name) == nil {
+				pre.Var(f.Value, f.Name, f.Usage)
+			}
+		})
 	}
-	if err := cli.FlagsAndArgs(pre, args); err != nil {
-		return cli.Status(err)
+	pre.Usage = func() { cli.Dispatch("sparkctl", stderr, []string{"-h"}, subs...) }
+	args, err := cli.Hoist(pre, args)
+	if err == nil {
+		err = cli.Dispatch("sparkctl", stderr, args, subs...)
 	}
-	rest := pre.Args()
-	before := args[:len(args)-len(rest)]
-	if n := len(before); n > 0 && before[n-1] == "--" {
-		before = before[:n-1]
-	}
-	if len(rest) > 0 {
-		args = append(append([]string{rest[0]}, before...), rest[1:]...)
-	} else {
-		args = nil
-	}
-	err := cli.Dispatch("sparkctl", stderr, args, subs...)
 	if code := cli.Status(err); code != 1 {
 		return code
 	}
@@ -254,42 +199,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // do runs verb fs.Name() with its arguments.
-func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := strings.TrimPrefix(fs.Name(), "sparkctl ")
-	token := getenv("SPARK_TOKEN")
-	if token == "" && s.tokenFile != "" {
-		data, err := os.ReadFile(s.tokenFile)
-		if err != nil {
-			return cli.Refuse(fs, "-token-file: %v", err)
-		}
-		token = strings.TrimSpace(string(data))
-	}
-	if token == "" {
-		// Every command calls the controller's API, which refuses a
-		// request without its token: say so before anything is sent
-		// (an MCP server would otherwise start and fail every tool).
-		return cli.Refuse(fs, "no API token: set SPARK_TOKEN, or SPARK_TOKEN_FILE (-token-file) to the file sparkd wrote it to")
+func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	token, err := spark.ClientToken(getenv("SPARK_TOKEN"), s.tokenFile)
+	if err != nil {
+		return cli.Refuse(fs, "%v", err)
 	}
 	cl, err := spark.NewAPIClient(s.addr, token, httpClient)
 	if err != nil {
 		return cli.Refuse(fs, "-addr: %v", err)
 	}
-	// Only wait and mcp wait on purpose. Any other command bounds its
-	// calls, so a controller that stopped answering fails it (closed) in
-	// a minute, not at the client's long-poll limit.
-	switch cmd {
-	case "wait", "mcp", "agent":
-	case "preflight":
+	// Only wait, mcp and agent wait on purpose. Any other command bounds
+	// its calls, so a controller that stopped answering fails it (closed)
+	// in a minute, not at the client's long-poll limit.
+	if v.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, preflightTimeout)
-		defer cancel()
-	default:
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, callTimeout)
+		ctx, cancel = context.WithTimeout(ctx, v.timeout)
 		defer cancel()
 	}
-	print := func(v any) { out, _ := json.MarshalIndent(v, "", "  "); fmt.Fprintln(stdout, string(out)) }
-	switch cmd {
+	print := func(x any) { out, _ := json.MarshalIndent(x, "", "  "); fmt.Fprintln(stdout, string(out)) }
+	switch v.name {
 	case "request":
 		if s.duration < 0 {
 			return cli.Refuse(fs, "-duration %s: want a positive lease length (or none for the class's)", s.duration)
@@ -301,9 +229,7 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		}
 		print(statusOutput(st))
 	case "wait":
-		wctx, cancel := context.WithTimeout(ctx, 24*time.Hour)
-		defer cancel()
-		st, err := cl.Wait(wctx, args[0])
+		st, err := cl.Wait(ctx, args[0])
 		if err != nil {
 			return err
 		}
@@ -319,34 +245,24 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		if perr != nil {
 			return cli.Refuse(fs, "TOKEN %q must be the lease's numeric fencing token", args[1])
 		}
-		// Which hosts it held, for the cleanup acknowledgement after it.
-		st, serr := cl.Status(ctx, args[0])
-		if err := cl.Release(ctx, args[0], tok); err != nil {
+		_, ack, err := sparkmcp.Release(ctx, cl, args[0], tok)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "released %s", args[0])
-		if hosts, herr := cl.Hosts(ctx); serr == nil && herr == nil {
-			_, ack := sparkmcp.Acknowledge(st.Request.Hosts, hosts)
-			fmt.Fprintf(stdout, ": %s", ack)
-		}
-		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "released %s%s\n", args[0], map[bool]string{true: ": " + ack}[ack != ""])
 	case "cancel":
 		return cl.Cancel(ctx, args[0])
 	case "preflight":
-		// The host is what this runner's machine says it is, never taken
-		// from the lease: a job on another host must not pass as the
-		// lease's.
-		pf := s.pf
-		pf.MinFree = uint64(max(s.minFreeGB, 0)) << 30
-		if pf.Host = or(s.host, getenv("SPARK_HOST")); pf.Host == "" {
-			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this job runs on, which the lease must hold (set it in the runner's environment, as for heartbeat)")
+		pf, err := s.side.Preflight()
+		if err != nil {
+			return cli.Refuse(fs, "%v", err)
 		}
 		if err := agent.Preflight(ctx, cl, args[0], pf); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "preflight passed for lease %s\n", args[0])
 	case "heartbeat":
-		h := or(s.host, getenv("SPARK_HOST"))
+		h := cmp.Or(s.host, getenv("SPARK_HOST"))
 		if h == "" {
 			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this runs on")
 		}
@@ -357,10 +273,22 @@ func (s *settings) do(ctx context.Context, fs *flag.FlagSet, args []string, gete
 		fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
 	case "mcp":
 		// stdout carries the protocol; anything else goes to stderr.
-		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + or(s.owner, "unknown")})
+		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + cmp.Or(s.owner, "unknown")})
 		return server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
 	case "agent":
-		return s.agent(ctx, fs, cl, getenv, stderr)
+		cfg, err := s.side.Config(cl, slog.New(slog.NewTextHandler(stderr, nil)))
+		if err == nil {
+			err = agent.Run(ctx, cfg)
+		}
+		if errors.Is(err, agent.ErrConfig) {
+			return cli.Refuse(fs, "%v", err)
+		}
+		return err
+	case "clear-cleanup":
+		if err := cl.ClearCleanup(ctx, args[0], args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "cleanup of %s after %s cleared: it takes work once a heartbeat shows its GPU clean\n", args[0], args[1])
 	case "receipt":
 		data, err := os.ReadFile(args[1])
 		if err != nil {
@@ -405,33 +333,3 @@ func statusOutput(st spark.Status) statusJSON {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// agent runs the host agent (package spark/agent) until ctx ends.
-func (s *settings) agent(ctx context.Context, fs *flag.FlagSet, cl *spark.APIClient, getenv func(string) string, stderr io.Writer) error {
-	host := or(s.host, getenv("SPARK_HOST"))
-	if host == "" {
-		return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this agent runs on")
-	}
-	cfg := agent.Config{Client: cl, Host: host, GPU: spark.NvidiaSMIApps{Path: s.smi}, WorkRoot: s.workRoot, RunnerCmd: s.runner,
-		MinFree: uint64(max(s.minFreeGB, 0)) << 30, Interconnect: s.pf.Interconnect, ServiceReleased: s.pf.ServiceReleased, Every: s.every,
-		Log: slog.New(slog.NewTextHandler(stderr, nil))}
-	switch cmds := []string{s.svc.DrainCmd, s.svc.StopCmd, s.svc.VerifyReleasedCmd, s.svc.StartCmd, s.svc.HealthyCmd}; {
-	case !slices.Contains(cmds, ""):
-		svc := s.svc
-		cfg.Service = &svc
-	case slices.ContainsFunc(cmds, func(c string) bool { return c != "" }):
-		return cli.Refuse(fs, "the resident service needs all five -service-*-cmd commands (drain, stop, verify, start, healthy), or none on a host without it")
-	}
-	err := agent.Run(ctx, cfg)
-	if errors.Is(err, agent.ErrConfig) {
-		return cli.Refuse(fs, "%v", err)
-	}
-	return err
-}

@@ -372,3 +372,47 @@ func TestACommandFailsClosedWhenTheControllerStopsAnswering(t *testing.T) {
 		})
 	}
 }
+
+// clear-cleanup is the operator's way out for a host whose agent never
+// acknowledged its cleanup: the host is release-required after it, and a
+// host's own credential cannot use it.
+func TestClearCleanup_TheOperatorClearsAHostItsAgentNeverAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	opts := spark.DefaultOptions()
+	opts.Service = &sparktest.Service{}
+	opts.Hosts[1].Agent = true
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := spark.NewAuthHandler(c, spark.Tokens{token: {Role: spark.RoleOperator, Name: "ops"}, spark3Token: {Role: spark.RoleHost, Name: "spark-2"}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	r, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	st, _ := c.Status(ctx, r.ID)
+	if err := c.Release(ctx, r.ID, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	ctl := func(tok string, args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		env := map[string]string{"SPARK_ADDR": srv.URL, "SPARK_TOKEN": tok}
+		code := run(ctx, args, func(k string) string { return env[k] }, &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	if code, out := ctl(spark3Token, "clear-cleanup", "spark-2", r.ID); code != 1 {
+		t.Errorf("the host's own credential: exit %d %s, want 1 (refused by the controller)", code, out)
+	}
+	if code, out := ctl(token, "clear-cleanup", "spark-2"); code != 2 {
+		t.Errorf("without the lease: exit %d %s, want 2", code, out)
+	}
+	if code, out := ctl(token, "clear-cleanup", "spark-2", r.ID); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if hs, _ := c.HostState(ctx, "spark-2"); hs.Mode != spark.ReleaseRequired {
+		t.Errorf("after clear-cleanup the host is %s, want release-required", hs.Mode)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -256,4 +257,53 @@ func FirstLine(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// Hoist moves the flags given before a subcommand's verb after it
+// (command -host H verb ARG → command verb -host H ARG), for Dispatch:
+// pre holds every verb's flags, so it finds the verb, which then parses
+// them as its own and refuses one it does not take. A flag pre does not
+// know is refused (ErrUsage, reported on pre's output).
+func Hoist(pre *flag.FlagSet, args []string) ([]string, error) {
+	if err := FlagsAndArgs(pre, args); err != nil {
+		return nil, err
+	}
+	rest := pre.Args()
+	before := args[:len(args)-len(rest)]
+	if n := len(before); n > 0 && before[n-1] == "--" {
+		before = before[:n-1]
+	}
+	if len(rest) == 0 {
+		return nil, nil
+	}
+	return append(append([]string{rest[0]}, before...), rest[1:]...), nil
+}
+
+// Args parses args into fs for a subcommand that takes exactly the named
+// positional arguments (fs.Args()): FlagsAndArgs, then a refusal naming
+// them when there are more or fewer.
+func Args(fs *flag.FlagSet, args []string, names ...string) error {
+	if err := FlagsAndArgs(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != len(names) {
+		want := "no arguments"
+		if len(names) > 0 {
+			want = strings.Join(names, " ")
+		}
+		return Refuse(fs, "takes %s, got %q (flags go before the arguments)", want, fs.Args())
+	}
+	return nil
+}
+
+// Usage is a Subcommand's Usage line: each of fs's flags but those named
+// in common, then the positional arguments.
+func Usage(fs *flag.FlagSet, common []string, args ...string) string {
+	var parts []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if !slices.Contains(common, f.Name) {
+			parts = append(parts, "[-"+f.Name+" …]")
+		}
+	})
+	return strings.Join(append(parts, args...), " ")
 }

@@ -259,3 +259,62 @@ func TestWriters_WithJSONNoTextAndNarrationOnStderr(t *testing.T) {
 		t.Error("with -json the text goes nowhere and the narration to stderr")
 	}
 }
+
+// Flags before a verb go after it, so the verb parses them as its own;
+// a flag no verb knows is refused; "--" ends the flags.
+func TestHoist_FlagsBeforeTheVerbAreTheVerbs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args, want []string
+		status     int
+	}{
+		"flags before the verb":  {[]string{"-host", "h1", "heartbeat", "x"}, []string{"heartbeat", "-host", "h1", "x"}, 0},
+		"flags after the verb":   {[]string{"heartbeat", "-host", "h1"}, []string{"heartbeat", "-host", "h1"}, 0},
+		"a double dash":          {[]string{"-host", "h1", "--", "heartbeat"}, []string{"heartbeat", "-host", "h1"}, 0},
+		"no verb":                {[]string{"-host", "h1"}, nil, 0},
+		"a flag no verb takes":   {[]string{"-nope", "heartbeat"}, nil, 2},
+		"no arguments at all":    {nil, nil, 0},
+		"a boolean before it":    {[]string{"-v", "status", "r-1"}, []string{"status", "-v", "r-1"}, 0},
+		"the verb's own -h here": {[]string{"status", "-h"}, []string{"status", "-h"}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pre := flag.NewFlagSet("tool", flag.ContinueOnError)
+			pre.SetOutput(io.Discard)
+			pre.String("host", "", "")
+			pre.Bool("v", false, "")
+			got, err := cli.Hoist(pre, tc.args)
+			if cli.Status(err) != tc.status || !slices.Equal(got, tc.want) {
+				t.Errorf("Hoist(%q) = %q, %v; want %q, status %d", tc.args, got, err, tc.want, tc.status)
+			}
+		})
+	}
+}
+
+// A subcommand taking exact positional arguments refuses more or fewer,
+// naming what it takes; its usage line lists its own flags, not the
+// common ones, then the arguments.
+func TestArgs_ExactlyTheNamedArgumentsAndTheirUsage(t *testing.T) {
+	fs := func() *flag.FlagSet {
+		fs := flag.NewFlagSet("tool release", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.String("addr", "", "")
+		fs.Int("wait", 0, "")
+		return fs
+	}
+	for _, tc := range []struct {
+		args   []string
+		status int
+	}{
+		{[]string{"r-1", "7"}, 0},
+		{[]string{"-wait", "3", "r-1", "7"}, 0},
+		{[]string{"r-1"}, 2},
+		{[]string{"r-1", "7", "8"}, 2},
+		{[]string{"-bad", "r-1", "7"}, 2},
+	} {
+		if got := cli.Status(cli.Args(fs(), tc.args, "ID", "TOKEN")); got != tc.status {
+			t.Errorf("Args(%q): status %d, want %d", tc.args, got, tc.status)
+		}
+	}
+	if got, want := cli.Usage(fs(), []string{"addr"}, "ID", "TOKEN"), "[-wait …] ID TOKEN"; got != want {
+		t.Errorf("Usage = %q, want %q", got, want)
+	}
+}

@@ -131,16 +131,9 @@ type File struct {
 	Dstack *DstackSettings
 }
 
-// ShellService drives the resident service with the fleet file's shell
-// commands: each is done when it exits 0. It is the controller's
-// ResidentService for a fleet file's service host.
-type ShellService struct {
-	DrainCmd          string `yaml:"drain"`           // stop taking new work
-	StopCmd           string `yaml:"stop"`            // stop it completely (a pause is not a release)
-	VerifyReleasedCmd string `yaml:"verify_released"` // exit 0 only when it holds no GPU memory or process
-	StartCmd          string `yaml:"start"`
-	HealthyCmd        string `yaml:"healthy"` // the model-ready health check
-}
+// ShellService is the fleet file's service: block, the resident
+// service's five shell commands (spark.ShellService).
+type ShellService = spark.ShellService
 
 // Load parses a fleet file strictly (unknown keys are errors) into the
 // controller's options and the GitHub integration's configuration. The
@@ -187,6 +180,7 @@ func Load(data []byte) (File, error) {
 			}
 		}
 	}
+	gh.Engine = f.Engine // with dstack, no runner is minted: the task runs the lane
 	return File{Options: opts, GitHub: gh, Schedules: scheds, AlertCommand: strings.TrimSpace(f.AlertCommand), MongoURI: strings.TrimSpace(f.MongoURI),
 		Dstack: f.Dstack}, nil
 }
@@ -301,46 +295,4 @@ func (f fileYAML) options() (spark.Options, error) {
 		opts.Service = f.Service
 	}
 	return opts, nil
-}
-
-var _ spark.ResidentService = (*ShellService)(nil)
-
-// run runs one command. Its error names the step and the exit status,
-// with the last line of its output; never the command, which may carry
-// host names or credentials the controller's events must not keep.
-func (s *ShellService) run(ctx context.Context, step, cmd string) error {
-	out, err := shell.Run(ctx, cmd)
-	if err == nil {
-		return nil
-	}
-	last := strings.TrimSpace(string(out))
-	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
-		last = last[i+1:]
-	}
-	if len(last) > 200 {
-		last = last[:200] + "…"
-	}
-	if last != "" {
-		return fmt.Errorf("resident service %s command: %w: %s", step, err, last)
-	}
-	return fmt.Errorf("resident service %s command: %w", step, err)
-}
-
-// Drain runs the drain command.
-func (s *ShellService) Drain(ctx context.Context) error { return s.run(ctx, "drain", s.DrainCmd) }
-
-// Stop runs the stop command.
-func (s *ShellService) Stop(ctx context.Context) error { return s.run(ctx, "stop", s.StopCmd) }
-
-// VerifyReleased runs the verify_released command.
-func (s *ShellService) VerifyReleased(ctx context.Context) error {
-	return s.run(ctx, "verify_released", s.VerifyReleasedCmd)
-}
-
-// Start runs the start command.
-func (s *ShellService) Start(ctx context.Context) error { return s.run(ctx, "start", s.StartCmd) }
-
-// Healthy runs the healthy command.
-func (s *ShellService) Healthy(ctx context.Context) error {
-	return s.run(ctx, "healthy", s.HealthyCmd)
 }

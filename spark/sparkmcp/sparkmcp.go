@@ -144,6 +144,8 @@ func Acknowledge(held []string, hosts []map[string]any) (map[string]string, stri
 			notes = append(notes, name+" still runs processes from this lease: it takes no work until they are cleaned up (stop what you started there)")
 		case spark.Restoring, spark.ServiceRunning:
 			notes = append(notes, name+" goes back to the resident service")
+		case spark.Cleaning:
+			notes = append(notes, name+" is being cleaned up by its host agent: it takes work once the agent acknowledges")
 		default:
 			notes = append(notes, name+" is "+mode)
 		}
@@ -153,6 +155,23 @@ func Acknowledge(held []string, hosts []map[string]any) (map[string]string, stri
 	}
 	slices.Sort(notes)
 	return ack, strings.Join(notes, "; ")
+}
+
+// Release releases lease id with its fencing token and then reads what
+// became of each host it held (Acknowledge): the hosts' modes and a
+// sentence for the person or agent that released it, "" when the hosts
+// could not be read.
+func Release(ctx context.Context, api Leases, id string, token int64) (map[string]string, string, error) {
+	st, serr := api.Status(ctx, id) // which hosts it held, for the acknowledgement
+	if err := api.Release(ctx, id, token); err != nil {
+		return nil, "", err
+	}
+	hosts, err := api.Hosts(ctx)
+	if serr != nil || err != nil {
+		return nil, "", nil
+	}
+	held, ack := Acknowledge(st.Request.Hosts, hosts)
+	return held, ack, nil
 }
 
 // HostsOutput is the answer of spark_hosts.
@@ -260,14 +279,12 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			if err := needID(in.ID); err != nil {
 				return nil, Done{}, err
 			}
-			st, serr := api.Status(ctx, in.ID) // which hosts it held, for the acknowledgement
-			if err := api.Release(ctx, in.ID, in.Token); err != nil {
+			held, ack, err := Release(ctx, api, in.ID, in.Token)
+			if err != nil {
 				return nil, Done{}, explain("release "+in.ID, err)
 			}
-			d := Done{ID: in.ID, Result: "released; do not use its hosts again without a new lease"}
-			if hosts, err := api.Hosts(ctx); serr == nil && err == nil {
-				var ack string
-				d.Hosts, ack = Acknowledge(st.Request.Hosts, hosts)
+			d := Done{ID: in.ID, Result: "released; do not use its hosts again without a new lease", Hosts: held}
+			if ack != "" {
 				d.Result += "; " + ack
 			}
 			return nil, d, nil
