@@ -61,3 +61,17 @@ func ShellLane(dir, lane string, out io.Writer) func(context.Context) error {
 		return nil
 	}
 }
+
+// RunLocalCheckout is RunLocal in the git checkout dir: run.Head is the
+// checkout's HEAD, which must be clean (CleanHead; ErrDirty otherwise, and
+// nothing runs), and the lane is the shell command run.LaneName run there
+// without credentials (ShellLane, its output on out). The evidence so
+// vouches for exactly the commit that ran.
+func RunLocalCheckout(ctx context.Context, repo Repo, comments Commenter, wf Workflows, dir string, run LocalRun, out io.Writer) (LocalRunResult, error) {
+	head, err := CleanHead(ctx, dir)
+	if err != nil {
+		return LocalRunResult{}, err
+	}
+	run.Head, run.Lane = head, ShellLane(dir, run.LaneName, out)
+	return RunLocal(ctx, repo, comments, wf, run)
+}

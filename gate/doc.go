@@ -19,7 +19,9 @@
 //     (ErrNoEvidence; Evidence names it): paid the run's passed tests,
 //     reused the check it reuses, not-required the trusted classifier's
 //     decision for exactly this head, local the relay's verified evidence,
-//     skipped either of the last two.
+//     skipped either of the last two. For a pull request it first reads
+//     the local-validation label again, and publishes nothing on the paid
+//     path while the label is there (ErrLocallyValidated).
 //   - Authorize and Recheck: the actor's role, fork rejection (by repository
 //     ID), an open PR, and immutable head and merge SHAs, rechecked just
 //     before spending. With AuthRequest.ClassifiedHead, a head that moved
@@ -28,15 +30,20 @@
 //     commit by a first-line marker in the dispatcher's comment.
 //   - Recover: re-runs the GPU workflow at the default branch for a PR
 //     number; the workflow derives what to test itself.
+//   - Steps: the lifecycle's GitHub steps for one repository (authorize,
+//     reuse, recheck, publish, the local relay), each bound to its rule,
+//     which gateflow.Run composes and the Action's step commands run one
+//     at a time.
 //
 // GitHub is the go-github adapter for every surface; gatetest has fakes.
 //
 // Usage:
 //
-//	a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: actor, PR: n})
-//	if d := gate.LookupReuse(ctx, gh, a.HeadSHA, a.TestedRef, gate.DefaultCheckName); d.Reuse {
-//		gate.Publish(ctx, gh, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
+//	steps := gate.Steps{Repo: gh, Checks: gh}
+//	a, err := steps.Authorize(ctx, gate.AuthRequest{Actor: actor, PR: n, ClassifiedHead: listedAt})
+//	if d := steps.Reuse(ctx, a); d.Reuse {
+//		steps.Publish(ctx, a.PR, gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: d.From}, time.Now())
 //		return
 //	}
-//	if err := gate.Recheck(ctx, gh, a); err != nil { ... } // then spend
+//	if err := steps.Recheck(ctx, a); err != nil { ... } // then spend
 package gate

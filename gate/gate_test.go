@@ -126,7 +126,7 @@ func TestLookupReuse_AnAPIErrorAnswersRun(t *testing.T) {
 func TestPublish_TitlesAndNotRunListedSeparately(t *testing.T) {
 	c := gatetest.NewChecks()
 	from := c.Add(head, gate.DefaultCheckName, g(0, merge, gate.KindPaid, "completed", "success", t0))
-	got, err := gate.Publish(context.Background(), c, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}, ReusedFrom: &from,
+	got, err := gate.Publish(context.Background(), nil, c, 0, "", gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}, ReusedFrom: &from,
 		Ran: []string{"cuda single-GPU partition"}, NotRun: []string{"two-device registration test"}}, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +214,7 @@ func TestPublish_NotRequiredNeverCompletesACheckOnAnotherHead(t *testing.T) {
 	docsHead, codeHead := strings.Repeat("d", 40), strings.Repeat("c", 40)
 	checks := gatetest.NewChecks()
 	pending := checks.Add(codeHead, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
-	_, err := gate.Publish(context.Background(), checks, gate.Report{HeadSHA: docsHead, ExistingID: pending.ID,
+	_, err := gate.Publish(context.Background(), nil, checks, 0, "", gate.Report{HeadSHA: docsHead, ExistingID: pending.ID,
 		ID:  gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired},
 		GPU: &gate.Classification{GPURequired: false, Reason: "docs only", HeadSHA: docsHead}}, t0)
 	if !errors.Is(err, gate.ErrPublish) {
@@ -226,7 +226,7 @@ func TestPublish_NotRequiredNeverCompletesACheckOnAnotherHead(t *testing.T) {
 		}
 	}
 	mine := checks.Add(docsHead, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
-	if _, err := gate.Publish(context.Background(), checks, gate.Report{HeadSHA: docsHead, ExistingID: mine.ID,
+	if _, err := gate.Publish(context.Background(), nil, checks, 0, "", gate.Report{HeadSHA: docsHead, ExistingID: mine.ID,
 		ID:  gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired},
 		GPU: &gate.Classification{GPURequired: false, Reason: "docs only", HeadSHA: docsHead}}, t0); err != nil {
 		t.Errorf("completing the check on its own head: %v", err)
@@ -276,7 +276,7 @@ func TestPublish_SummaryTruncatedUnderGitHubsLimit(t *testing.T) {
 func TestPublish_CompletesAnInProgressGate(t *testing.T) {
 	c := gatetest.NewChecks()
 	running := c.Add(head, gate.DefaultCheckName, gate.Gate{Status: "in_progress"})
-	got, err := gate.Publish(context.Background(), c, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}, ExistingID: running.ID}, t0)
+	got, err := gate.Publish(context.Background(), nil, c, 0, "", gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}, ExistingID: running.ID}, t0)
 	if err != nil || got.ID != running.ID || got.Conclusion != "failure" || len(c.Published(head)) != 1 {
 		t.Errorf("%+v %v", got, err)
 	}
@@ -565,30 +565,116 @@ func TestRecheck_ALabelAddedAfterAuthorizationStopsTheSpend(t *testing.T) {
 	}
 }
 
-// PublishPaid reads the pull request again: a label added after
-// authorization means nothing is published, so the local relay's gate is
-// never overridden; a local publication and a manual revision are
-// published at once.
+// Publish reads the pull request again: a label added after authorization
+// means nothing is published, so the local relay's gate is never
+// overridden; a manual revision is published at once.
 func TestPublishPaid_ALabelAddedAfterAuthorizationPublishesNothing(t *testing.T) {
 	ctx := context.Background()
 	r := repoWithPR()
 	checks := gatetest.NewChecks()
 	head := r.PRs[7].HeadSHA
 	report := gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: r.PRs[7].MergeSHA, Kind: gate.KindFailed}, Details: "provisioning failed"}
-	if _, err := gate.PublishPaid(ctx, r, checks, 7, "", report, time.Now()); err != nil {
+	if _, err := gate.Publish(ctx, r, checks, 7, "", report, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p := r.PRs[7]
 	p.Labels = append(p.Labels, gate.DefaultLocalLabel)
 	r.PRs[7] = p
-	if _, err := gate.PublishPaid(ctx, r, checks, 7, "", report, time.Now()); !errors.Is(err, gate.ErrLocallyValidated) {
+	if _, err := gate.Publish(ctx, r, checks, 7, "", report, time.Now()); !errors.Is(err, gate.ErrLocallyValidated) {
 		t.Errorf("err = %v, want ErrLocallyValidated", err)
 	}
 	if n := len(checks.Published(head)); n != 1 {
 		t.Errorf("%d publications, want only the one before the label", n)
 	}
 	r.Fail = true // neither re-reads
-	if _, err := gate.PublishPaid(ctx, r, checks, 0, "", report, time.Now()); err != nil {
+	if _, err := gate.Publish(ctx, r, checks, 0, "", report, time.Now()); err != nil {
 		t.Errorf("a manual revision: %v", err)
+	}
+}
+
+// The publish API itself re-reads the local-validation label before a
+// paid-path publication for a pull request: no caller can publish over
+// the local relay's gate by skipping the re-read, whether it calls
+// Publish or the Steps' Publish, names the label or not, and a caller
+// without the repository to re-read it through publishes nothing.
+func TestPublish_APaidPathGateForAPullRequestAlwaysReReadsTheLocalValidationLabel(t *testing.T) {
+	ctx := context.Background()
+	r := repoWithPR()
+	p := r.PRs[7]
+	p.Labels = append(p.Labels, gate.DefaultLocalLabel)
+	r.PRs[7] = p
+	checks := gatetest.NewChecks()
+	from := checks.Add(head, gate.DefaultCheckName, g(0, merge, gate.KindPaid, "completed", "success", t0))
+	for kind, report := range map[gate.Kind]gate.Report{
+		gate.KindPaid:        {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Paid: &gate.PaidEvidence{TestsPassed: true}},
+		gate.KindReused:      {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindReused}, ReusedFrom: &from},
+		gate.KindFailed:      {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}},
+		gate.KindNotRequired: {HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindNotRequired}, GPU: &gate.Classification{HeadSHA: head}},
+	} {
+		t.Run(string(kind), func(t *testing.T) {
+			if _, err := gate.Publish(ctx, r, checks, 7, "", report, t0); !errors.Is(err, gate.ErrLocallyValidated) {
+				t.Errorf("Publish: err = %v, want ErrLocallyValidated", err)
+			}
+			steps := gate.Steps{Repo: r, Checks: checks}
+			if _, err := steps.Publish(ctx, 7, report, t0); !errors.Is(err, gate.ErrLocallyValidated) {
+				t.Errorf("Steps.Publish: err = %v, want ErrLocallyValidated", err)
+			}
+			if _, err := gate.Publish(ctx, nil, checks, 7, "", report, t0); !errors.Is(err, gate.ErrPublish) {
+				t.Errorf("no repository to re-read the label: err = %v, want ErrPublish", err)
+			}
+		})
+	}
+	if n := len(checks.Published(head)); n != 1 {
+		t.Errorf("%d gates on the labelled head, want only the earlier paid one", n)
+	}
+}
+
+// The steps run each rule with their own label and check name: a label
+// configured once stops the recheck and the publication, and the reuse
+// lookup reads the configured check.
+func TestSteps_TheConfiguredLabelAndCheckNameHoldInEveryStep(t *testing.T) {
+	ctx := context.Background()
+	const label, name = "validated-on-my-gpu", "GPU gate"
+	r := repoWithPR()
+	checks := gatetest.NewChecks()
+	checks.Add(head, name, g(0, merge, gate.KindPaid, "completed", "success", t0))
+	steps := gate.Steps{Repo: r, Checks: checks, CheckName: name, LocalLabel: label}
+	a, err := steps.Authorize(ctx, gate.AuthRequest{Actor: "maint", PR: 7})
+	if err != nil || a.LocalValidation || a.LocalLabel != label {
+		t.Fatalf("%+v %v", a, err)
+	}
+	if d := steps.Reuse(ctx, a); !d.Reuse {
+		t.Errorf("reuse of the %q check: %+v", name, d)
+	}
+	p := r.PRs[7]
+	p.Labels = append(p.Labels, label)
+	r.PRs[7] = p
+	if err := steps.Recheck(ctx, gate.Authorization{PR: 7, HeadSHA: head}); !errors.Is(err, gate.ErrLocallyValidated) {
+		t.Errorf("recheck: err = %v, want ErrLocallyValidated", err)
+	}
+	failed := gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}}
+	if _, err := steps.Publish(ctx, 7, failed, t0); !errors.Is(err, gate.ErrLocallyValidated) {
+		t.Errorf("publish: err = %v, want ErrLocallyValidated", err)
+	}
+	if n := len(checks.Published(head)); n != 1 {
+		t.Errorf("%d gates, want only the earlier one", n)
+	}
+}
+
+// The relay publishes the local gate only on verified evidence, on the
+// head the evidence is for, under the configured check.
+func TestSteps_RelayLocalPublishesOnlyOnVerifiedEvidence(t *testing.T) {
+	ctx := context.Background()
+	checks := gatetest.NewChecks()
+	steps := gate.Steps{Repo: localRepo(), Checks: checks, CheckName: "GPU gate"}
+	if _, err := steps.RelayLocal(ctx, gate.LocalRequest{Dispatcher: "dev", PR: 7, SHA: head}, t0); !errors.Is(err, gate.ErrUnauthorized) {
+		t.Errorf("a dispatcher without the role: err = %v, want ErrUnauthorized", err)
+	}
+	got, err := steps.RelayLocal(ctx, gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}, t0)
+	if err != nil || got.ExternalID != gate.EvidenceMarker(head) || got.Conclusion != "success" {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if gates := checks.Published(head); len(gates) != 1 {
+		t.Errorf("published %v, want the one local gate", gates)
 	}
 }

@@ -61,14 +61,14 @@ func TestGitHub_CreateAndUpdateGate(t *testing.T) {
 	})
 	gh, _ := setup(t, mux)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	if _, err := gate.Publish(context.Background(), gh, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Paid: &gate.PaidEvidence{TestsPassed: true}, DetailsURL: "https://x/run/1"}, now); err != nil {
+	if _, err := gate.Publish(context.Background(), nil, gh, 0, "", gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindPaid}, Paid: &gate.PaidEvidence{TestsPassed: true}, DetailsURL: "https://x/run/1"}, now); err != nil {
 		t.Fatal(err)
 	}
 	if created["name"] != "CI GPU gate" || created["head_sha"] != head || created["external_id"] != "runpod-gpu-gate:v1:"+merge+":paid" ||
 		created["conclusion"] != "success" || created["completed_at"] != "2026-11-29T12:00:00Z" || created["output"].(map[string]any)["title"] != "passed" {
 		t.Errorf("create body %v", created)
 	}
-	if _, err := gate.Publish(context.Background(), gh, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}, ExistingID: 5}, now); err != nil {
+	if _, err := gate.Publish(context.Background(), nil, gh, 0, "", gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}, ExistingID: 5}, now); err != nil {
 		t.Fatal(err)
 	}
 	if updated["conclusion"] != "failure" || updated["status"] != "completed" {

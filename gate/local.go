@@ -132,25 +132,6 @@ func localLabel(label string) string {
 	return label
 }
 
-// PublishPaid publishes a paid-path report (any kind but KindLocal) for
-// pull request pr after reading it again: while it carries the
-// local-validation label, nothing is published and the error is
-// ErrLocallyValidated, since the label may have been added after
-// authorization and the local relay's gate must not be overridden. pr 0
-// (a manual revision) publishes at once.
-func PublishPaid(ctx context.Context, repo Repo, checks Checks, pr int, label string, r Report, now time.Time) (Gate, error) {
-	if pr != 0 && r.ID.Kind != KindLocal {
-		skip, err := PaidPathSkipped(ctx, repo, pr, label)
-		if err != nil {
-			return Gate{}, err
-		}
-		if skip {
-			return Gate{}, fmt.Errorf("%w: #%d carries %q: its local validation stands, so the paid path publishes nothing", ErrLocallyValidated, pr, localLabel(label))
-		}
-	}
-	return Publish(ctx, checks, r, now)
-}
-
 // PaidPathSkipped re-reads the pull request just before a paid step
 // (buying a pod, publishing the gate) and reports whether it now carries
 // the local-validation label: the label may have been added after

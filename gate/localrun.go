@@ -38,6 +38,7 @@ type LocalRun struct {
 
 // LocalRunResult is what RunLocal did.
 type LocalRunResult struct {
+	Head    string        // the commit the lane ran at
 	Comment string        // the evidence comment it posted
 	Ref     string        // the branch the relay was dispatched on
 	Took    time.Duration // how long the lane ran
@@ -96,5 +97,5 @@ func RunLocal(ctx context.Context, repo Repo, comments Commenter, wf Workflows, 
 	if err := wf.Dispatch(ctx, workflow, ref, map[string]any{"pr": strconv.Itoa(run.PR), "sha": run.Head}); err != nil {
 		return LocalRunResult{Comment: body}, fmt.Errorf("%w; the evidence is posted: dispatch %s on %s by hand with pr=%d sha=%s", err, workflow, ref, run.PR, run.Head)
 	}
-	return LocalRunResult{Comment: body, Ref: ref, Took: took}, nil
+	return LocalRunResult{Head: run.Head, Comment: body, Ref: ref, Took: took}, nil
 }

@@ -204,9 +204,36 @@ func Truncate(s string, max int) string {
 	return textlimit.Cut(s, max, "\n\n… (truncated: GitHub limits a check summary to 65,535 characters)\n")
 }
 
-// Publish creates the gate check run on the authorized head, or completes
-// the in-progress one named by ExistingID.
-func Publish(ctx context.Context, checks Checks, r Report, now time.Time) (Gate, error) {
+// Publish creates the gate check run on the report's head, or completes
+// the in-progress one named by ExistingID, for pull request pr (0: a
+// manual revision, which has no pull request). A paid-path publication
+// (any kind but KindLocal) for a pull request first reads the pull request
+// again through repo: while it carries the local-validation label (label;
+// DefaultLocalLabel when empty), nothing is published and the error is
+// ErrLocallyValidated, since the label may have been added after
+// authorization and the local relay's gate must never be overridden. An
+// unreadable pull request, or no repo to read it through, publishes
+// nothing either. A local gate carries the relay's evidence, which
+// VerifyLocalEvidence already verified on the labelled pull request.
+func Publish(ctx context.Context, repo Repo, checks Checks, pr int, label string, r Report, now time.Time) (Gate, error) {
+	if pr != 0 && r.ID.Kind != KindLocal {
+		if repo == nil {
+			return Gate{}, fmt.Errorf("%w: a gate for PR #%d needs the repository to re-read its local-validation label: pass the Repo", ErrPublish, pr)
+		}
+		skip, err := PaidPathSkipped(ctx, repo, pr, label)
+		if err != nil {
+			return Gate{}, err
+		}
+		if skip {
+			return Gate{}, fmt.Errorf("%w: #%d carries %q: its local validation stands, so the paid path publishes nothing", ErrLocallyValidated, pr, localLabel(label))
+		}
+	}
+	return publish(ctx, checks, r, now)
+}
+
+// publish creates or completes the gate check run, without reading the
+// pull request: only Publish, after its label re-read, calls it.
+func publish(ctx context.Context, checks Checks, r Report, now time.Time) (Gate, error) {
 	p, err := Build(r, now)
 	if err != nil {
 		return Gate{}, err

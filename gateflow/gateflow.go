@@ -111,8 +111,12 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	}
 	oc := Outcome{PR: pr, Class: dec.Class, GPURequired: dec.GPU}
 	step(1, "classify", "%s; GPU gate required: %v (%s)", dec.Class, dec.GPU, dec.Reason)
-	// Authorized for the head the files were listed at, or not at all.
-	a, err := gate.Authorize(ctx, d.Repo, gate.AuthRequest{Actor: actor, PR: pr, ClassifiedHead: dec.HeadSHA, LocalLabel: d.LocalLabel})
+	// The GitHub steps, each with its rule (gate.Steps): authorized for
+	// the head the files were listed at or not at all, never paid twice
+	// for one tested merge ref, rechecked just before spending, and the
+	// label read again before every publication.
+	steps := d.Steps()
+	a, err := steps.Authorize(ctx, gate.AuthRequest{Actor: actor, PR: pr, ClassifiedHead: dec.HeadSHA})
 	if err != nil {
 		return oc, err
 	}
@@ -120,9 +124,7 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	if a.LocalValidation {
 		return locallyValidated(oc, step, 3, fmt.Errorf("%w: #%d", gate.ErrLocallyValidated, pr))
 	}
-	publish := func(r gate.Report) (gate.Gate, error) {
-		return gate.PublishPaid(ctx, d.Repo, d.Checks, pr, d.LocalLabel, r, time.Now())
-	}
+	publish := func(r gate.Report) (gate.Gate, error) { return steps.Publish(ctx, a.PR, r, time.Now()) }
 	if !dec.GPU {
 		g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindNotRequired},
 			GPU: &gate.Classification{GPURequired: false, Reason: dec.Reason, HeadSHA: dec.HeadSHA}})
@@ -136,7 +138,7 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 		oc.Gate = gate.KindNotRequired
 		return oc, nil
 	}
-	reuse := gate.LookupReuse(ctx, d.Checks, a.HeadSHA, a.TestedRef, gate.DefaultCheckName)
+	reuse := steps.Reuse(ctx, a)
 	step(3, "reuse", "%s", reuse.Reason)
 	if reuse.Reuse {
 		g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindReused}, ReusedFrom: reuse.From})
@@ -157,7 +159,7 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	step(5, "image", "%s", d.Image)
 	// Just before spending: still open, at the authorized head, and not
 	// labelled for local validation since.
-	if err := gate.Recheck(ctx, d.Repo, a); errors.Is(err, gate.ErrLocallyValidated) {
+	if err := steps.Recheck(ctx, a); errors.Is(err, gate.ErrLocallyValidated) {
 		return locallyValidated(oc, step, 6, err)
 	} else if err != nil {
 		return oc, err
@@ -247,6 +249,13 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 		return oc, fmt.Errorf("%w: %s", ErrGateFailed, wres.Reason)
 	}
 	return oc, nil
+}
+
+// Steps are the gate's GitHub steps over d's repository and checks, with
+// d's local-validation label: the same steps, and so the same rules, that
+// the Action's authorize, reuse and publish steps run.
+func (d Deps) Steps() gate.Steps {
+	return gate.Steps{Repo: d.Repo, Checks: d.Checks, LocalLabel: d.LocalLabel}
 }
 
 // locallyValidated ends a run whose pull request carries the

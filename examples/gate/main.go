@@ -13,6 +13,10 @@
 // GITHUB_API_URL, prints its outputs as name=value lines (with -json, as
 // one JSON object), writes them to $GITHUB_OUTPUT, and fails with an
 // ::error:: annotation.
+//
+// The steps are package gate's Steps, the ones gateflow.Run composes: the
+// same rules hold whether one process runs the whole gate or the Action
+// runs one step per process.
 package main
 
 import (
@@ -22,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,9 +42,9 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var subs []cli.Subcommand
-	for _, name := range []string{"reuse", "authorize", "publish", "local-run", "local-relay", "recover"} {
-		subs = append(subs, cli.Subcommand{Name: name, Usage: usages[name], Run: func(args []string) error {
-			return subcommand(ctx, name, args, getenv, stdout, stderr)
+	for _, v := range verbs {
+		subs = append(subs, cli.Subcommand{Name: v.name, Usage: v.usage, Run: func(args []string) error {
+			return v.run(ctx, args, getenv, stdout, stderr)
 		}})
 	}
 	// A subcommand reports its own failure (an ::error:: annotation in
@@ -49,26 +52,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return cli.Status(cli.Dispatch("gate", stderr, args, subs...))
 }
 
-var usages = map[string]string{
-	"reuse":       "-head SHA -tested-ref SHA",
-	"authorize":   "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]",
-	"publish":     "-head SHA -tested-ref SHA -kind KIND [evidence flags]",
-	"local-run":   "-pr N -lane CMD [-dir DIR] [-workflow FILE]",
-	"local-relay": "-dispatcher LOGIN -pr N -sha SHA",
-	"recover":     "-pr N [-workflow FILE] [-wait]",
+// verb is one subcommand: its usage line, whether it takes -local-label,
+// and a constructor that registers its own flags and returns its work.
+type verb struct {
+	name, usage string
+	labelled    bool
+	flags       func(fs *flag.FlagSet) command
 }
 
-// subcommand runs one: its flags and the shared ones (-repo, -check-name,
+// command is a subcommand's work: the flags it cannot do without, a
+// command line it refuses otherwise, and the step it runs.
+type command struct {
+	need   []string
+	refuse func() error // nil, or why the command line cannot run
+	exec   func(ctx context.Context, s gate.Steps, gh *gate.GitHub) ([][2]string, error)
+}
+
+// run runs one verb: its flags and the shared ones (-repo, -check-name,
 // -json), the flags it cannot do without, then the work. A work failure
 // is reported here (an ::error:: annotation in Actions).
-func subcommand(ctx context.Context, name string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gate "+name, flag.ContinueOnError)
+func (v verb) run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gate "+v.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name (default GITHUB_REPOSITORY)")
-	check := fs.String("check-name", gate.DefaultCheckName, "the required check's name")
+	steps := gate.Steps{CheckName: gate.DefaultCheckName, LocalLabel: gate.DefaultLocalLabel}
+	fs.StringVar(&steps.CheckName, "check-name", steps.CheckName, "the required check's name")
+	if v.labelled {
+		fs.StringVar(&steps.LocalLabel, "local-label", steps.LocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it and publishes nothing over its local gate")
+	}
 	gha, log := ghaction.FromEnv(getenv), stdout // annotations go to the log, -json or not
 	ghaction.JSONFlag(fs, &stdout, &gha)
-	cmd := commands[name](fs)
+	cmd := v.flags(fs)
 	if err := cli.Flags(fs, args); err != nil {
 		return err
 	}
@@ -89,7 +103,9 @@ func subcommand(ctx context.Context, name string, args []string, getenv func(str
 		if err != nil {
 			return nil, fmt.Errorf("gate: %w", err)
 		}
-		return cmd.exec(ctx, &gate.GitHub{Client: client, Owner: owner, Repo: repoName}, *check)
+		gh := &gate.GitHub{Client: client, Owner: owner, Repo: repoName}
+		steps.Repo, steps.Checks = gh, gh
+		return cmd.exec(ctx, steps, gh)
 	}()
 	for _, kv := range outputs {
 		fmt.Fprintf(stdout, "%s=%s\n", kv[0], kv[1])
@@ -103,98 +119,65 @@ func subcommand(ctx context.Context, name string, args []string, getenv func(str
 	return err
 }
 
-// command is one subcommand's flags (registered by its constructor), the
-// ones it cannot do without, a command line it refuses otherwise, and its
-// work.
-type command struct {
-	need   []string
-	refuse func() error // nil, or why the command line cannot run
-	exec   func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error)
-}
-
-var commands = map[string]func(fs *flag.FlagSet) command{
-	"reuse": func(fs *flag.FlagSet) command {
+var verbs = []verb{
+	{"reuse", "-head SHA -tested-ref SHA", false, func(fs *flag.FlagSet) command {
 		head := fs.String("head", "", "the authorized PR head SHA (required)")
 		ref := fs.String("tested-ref", "", "the tested merge SHA (required)")
-		return command{need: []string{"head", "tested-ref"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
-			d := gate.LookupReuse(ctx, gh, *head, *ref, check)
-			out := [][2]string{{"reuse", strconv.FormatBool(d.Reuse)}, {"reason", d.Reason}}
-			if d.From != nil {
-				out = append(out, [2]string{"from_id", strconv.FormatInt(d.From.ID, 10)}, [2]string{"from_url", d.From.URL})
-			}
-			return out, nil // fails open: any error already answered "run"
+		return command{need: []string{"head", "tested-ref"}, exec: func(ctx context.Context, s gate.Steps, _ *gate.GitHub) ([][2]string, error) {
+			// Fails open: any error already answered "run".
+			return s.Reuse(ctx, gate.Authorization{HeadSHA: *head, TestedRef: *ref}).Outputs(), nil
 		}}
-	},
-	"authorize": func(fs *flag.FlagSet) command {
+	}},
+	{"authorize", "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]", true, func(fs *flag.FlagSet) command {
 		actor := fs.String("actor", "", "the user asking (GITHUB_ACTOR; required)")
 		pr := fs.Int("pr", 0, "pull request number")
 		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
 		role := fs.String("min-role", "maintain", "maintain or admin")
-		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it")
 		classified := fs.String("classified-head", "", "the head the classifier listed the changed files at (classify's head_sha); a head that moved since is refused")
 		refuse := func() error {
 			if (*pr != 0) == (*ref != "") {
 				return errors.New("give -pr N or -ref REF: one of them, not both")
 			}
-			return oneOf("-min-role", *role, "maintain", "admin")
+			if *role != "maintain" && *role != "admin" {
+				return fmt.Errorf("-min-role %q: want maintain, admin", *role)
+			}
+			return nil
 		}
-		return command{need: []string{"actor"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
-			a, err := gate.Authorize(ctx, gh, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, LocalLabel: *label, ClassifiedHead: *classified})
+		return command{need: []string{"actor"}, refuse: refuse, exec: func(ctx context.Context, s gate.Steps, _ *gate.GitHub) ([][2]string, error) {
+			a, err := s.Authorize(ctx, gate.AuthRequest{Actor: *actor, PR: *pr, Ref: *ref, MinRole: *role, ClassifiedHead: *classified})
 			if err != nil {
 				return nil, err
 			}
-			return [][2]string{{"head_sha", a.HeadSHA}, {"tested_ref", a.TestedRef}, {"pr", strconv.Itoa(a.PR)}, {"role", a.Role},
-				{"local_gpu_validation", strconv.FormatBool(a.LocalValidation)}}, nil
+			return a.Outputs(), nil
 		}}
-	},
-	"publish": func(fs *flag.FlagSet) command {
-		head := fs.String("head", "", "the authorized PR head SHA (required)")
-		ref := fs.String("tested-ref", "", "the tested merge SHA (required)")
-		kind := fs.String("kind", "", "paid, reused, failed, not-required or skipped (required)")
-		fromID := fs.Int64("reused-from-id", 0, "with -kind reused: the check reused")
-		fromURL := fs.String("reused-from-url", "", "with -kind reused: its link")
-		gpu := fs.String("gpu-required", "", "with -kind not-required: the classifier's gpu output (must be false)")
-		reason := fs.String("reason", "", "with -kind not-required: the classifier's reason")
-		classified := fs.String("classified-head", "", "with -gpu-required: the head the classifier listed the files at (classify's head_sha); not-required is published only on that head")
-		testsPassed := fs.String("tests-passed", "", "with -kind paid: the GPU test job's result (must be true)")
-		ran := fs.String("ran", "", "comma-separated list of what ran")
-		notRun := fs.String("not-run", "", "comma-separated list of what did NOT run")
+	}},
+	{"publish", "-head SHA -tested-ref SHA -kind KIND [evidence flags]", true, func(fs *flag.FlagSet) command {
+		var in gate.PublishInputs
+		fs.StringVar(&in.HeadSHA, "head", "", "the authorized PR head SHA (required)")
+		fs.StringVar(&in.TestedRef, "tested-ref", "", "the tested merge SHA (required)")
+		fs.StringVar(&in.Kind, "kind", "", "paid, reused, failed, not-required or skipped (required)")
+		fs.Int64Var(&in.ReusedFromID, "reused-from-id", 0, "with -kind reused: the check reused")
+		fs.StringVar(&in.ReusedFromURL, "reused-from-url", "", "with -kind reused: its link")
+		fs.StringVar(&in.GPURequired, "gpu-required", "", "with -kind not-required: the classifier's gpu output (must be false)")
+		fs.StringVar(&in.Reason, "reason", "", "with -kind not-required: the classifier's reason")
+		fs.StringVar(&in.ClassifiedHead, "classified-head", "", "with -gpu-required: the head the classifier listed the files at (classify's head_sha); not-required is published only on that head")
+		fs.StringVar(&in.TestsPassed, "tests-passed", "", "with -kind paid: the GPU test job's result (must be true)")
+		fs.StringVar(&in.Ran, "ran", "", "comma-separated list of what ran")
+		fs.StringVar(&in.NotRun, "not-run", "", "comma-separated list of what did NOT run")
 		details := fs.String("details-file", "", "Markdown file appended to the summary")
 		existing := fs.Int64("existing-id", 0, "complete this in-progress check instead of creating one")
 		url := fs.String("details-url", "", "link to the run")
 		pr := fs.Int("pr", 0, "the pull request: re-read first, and nothing is published while it carries -local-label")
-		label := fs.String("local-label", gate.DefaultLocalLabel, "the label of a PR validated on a maintainer's GPU")
-		refuse := func() error {
-			kinds := []string{string(gate.KindPaid), string(gate.KindReused), string(gate.KindFailed), string(gate.KindNotRequired), string(gate.KindLocal), string(gate.KindSkipped)}
-			for _, c := range []struct{ flag, v string }{{"-tests-passed", *testsPassed}, {"-gpu-required", *gpu}} {
-				if c.v != "" {
-					if err := oneOf(c.flag, c.v, "true", "false"); err != nil {
-						return err
-					}
-				}
+		var r gate.Report
+		refuse := func() (err error) {
+			r, err = in.Report()
+			if ie := (*gate.InputError)(nil); errors.As(err, &ie) {
+				return fmt.Errorf("-%s %q: want %s", ie.Input, ie.Value, strings.Join(ie.Want, ", "))
 			}
-			return oneOf("-kind", *kind, kinds...)
+			return err
 		}
-		return command{need: []string{"head", "tested-ref", "kind"}, refuse: refuse, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
-			r := gate.Report{HeadSHA: *head, CheckName: check, ID: gate.ExternalID{Ref: *ref, Kind: gate.Kind(*kind)},
-				Ran: split(*ran), NotRun: split(*notRun), ExistingID: *existing, DetailsURL: *url}
-			if *fromID != 0 {
-				r.ReusedFrom = &gate.Gate{ID: *fromID, URL: *fromURL}
-			}
-			if *gpu != "" {
-				req, err := strconv.ParseBool(*gpu)
-				if err != nil {
-					return nil, fmt.Errorf("gate: -gpu-required %q: want true or false", *gpu)
-				}
-				r.GPU = &gate.Classification{GPURequired: req, Reason: *reason, HeadSHA: *classified}
-			}
-			if *testsPassed != "" {
-				passed, err := strconv.ParseBool(*testsPassed)
-				if err != nil {
-					return nil, fmt.Errorf("gate: -tests-passed %q: want true or false", *testsPassed)
-				}
-				r.Paid = &gate.PaidEvidence{TestsPassed: passed}
-			}
+		return command{need: []string{"head", "tested-ref", "kind"}, refuse: refuse, exec: func(ctx context.Context, s gate.Steps, _ *gate.GitHub) ([][2]string, error) {
+			r.ExistingID, r.DetailsURL = *existing, *url
 			if *details != "" {
 				data, err := os.ReadFile(*details)
 				if err != nil {
@@ -202,87 +185,48 @@ var commands = map[string]func(fs *flag.FlagSet) command{
 				}
 				r.Details = string(data)
 			}
-			// The label may have been added after authorization; the local
-			// relay's gate must not be overridden.
-			g, err := gate.PublishPaid(ctx, gh, gh, *pr, *label, r, time.Now())
+			g, err := s.Publish(ctx, *pr, r, time.Now()) // re-reads the label first
 			if errors.Is(err, gate.ErrLocallyValidated) {
-				return [][2]string{{"published", "false"}, {"reason", fmt.Sprintf("#%d carries %q: its local validation stands, so the paid path publishes nothing", *pr, *label)}}, nil
+				return [][2]string{{"published", "false"}, {"reason", fmt.Sprintf("#%d carries %q: its local validation stands, so the paid path publishes nothing", *pr, s.LocalLabel)}}, nil
 			}
 			if err != nil {
 				return nil, err
 			}
 			return [][2]string{{"published", "true"}, {"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
 		}}
-	},
-	"local-run": func(fs *flag.FlagSet) command {
+	}},
+	{"local-run", "-pr N -lane CMD [-dir DIR] [-workflow FILE]", true, func(fs *flag.FlagSet) command {
 		pr := fs.Int("pr", 0, "the pull request whose head is checked out (required)")
 		lane := fs.String("lane", "", "the GPU lane's command, run with sh -c in -dir (required)")
 		dir := fs.String("dir", ".", "the checkout: its HEAD must be the PR's head, with no uncommitted change")
 		wf := fs.String("workflow", gate.DefaultRelayWorkflow, "the relay workflow, dispatched on the default branch")
-		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label the PR must carry")
-		return command{need: []string{"pr", "lane"}, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
-			head, err := gate.CleanHead(ctx, *dir)
+		return command{need: []string{"pr", "lane"}, exec: func(ctx context.Context, s gate.Steps, gh *gate.GitHub) ([][2]string, error) {
+			res, err := gate.RunLocalCheckout(ctx, gh, gh, gh, *dir, gate.LocalRun{PR: *pr, LaneName: *lane, Label: s.LocalLabel, Workflow: *wf}, os.Stderr)
 			if err != nil {
 				return nil, err
 			}
-			res, err := gate.RunLocal(ctx, gh, gh, gh, gate.LocalRun{PR: *pr, Head: head, LaneName: *lane, Label: *label, Workflow: *wf,
-				Lane: gate.ShellLane(*dir, *lane, os.Stderr)})
-			if err != nil {
-				return nil, err
-			}
-			return [][2]string{{"sha", head}, {"relay_ref", res.Ref}, {"lane_seconds", strconv.Itoa(int(res.Took.Seconds()))}}, nil
+			return [][2]string{{"sha", res.Head}, {"relay_ref", res.Ref}, {"lane_seconds", strconv.Itoa(int(res.Took.Seconds()))}}, nil
 		}}
-	},
-	"local-relay": func(fs *flag.FlagSet) command {
+	}},
+	{"local-relay", "-dispatcher LOGIN -pr N -sha SHA", true, func(fs *flag.FlagSet) command {
 		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR; required)")
 		pr := fs.Int("pr", 0, "pull request number (required)")
 		sha := fs.String("sha", "", "the head SHA to publish for (required)")
-		label := fs.String("local-label", gate.DefaultLocalLabel, "the local-validation label")
-		return command{need: []string{"dispatcher", "pr", "sha"}, exec: func(ctx context.Context, gh *gate.GitHub, check string) ([][2]string, error) {
-			ev, err := gate.VerifyLocalEvidence(ctx, gh, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha, Label: *label})
-			if err != nil {
-				return nil, err
-			}
-			g, err := gate.Publish(ctx, gh, gate.Report{HeadSHA: *sha, CheckName: check, ID: gate.ExternalID{Ref: *sha, Kind: gate.KindLocal}, Local: &ev,
-				Details: fmt.Sprintf("Validated on a maintainer's GPU; evidence posted on #%d by %s.", *pr, *dispatcher)}, time.Now())
+		return command{need: []string{"dispatcher", "pr", "sha"}, exec: func(ctx context.Context, s gate.Steps, _ *gate.GitHub) ([][2]string, error) {
+			g, err := s.RelayLocal(ctx, gate.LocalRequest{Dispatcher: *dispatcher, PR: *pr, SHA: *sha}, time.Now())
 			if err != nil {
 				return nil, err
 			}
 			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}}, nil
 		}}
-	},
-	"recover": func(fs *flag.FlagSet) command {
+	}},
+	{"recover", "-pr N [-workflow FILE] [-wait]", false, func(fs *flag.FlagSet) command {
 		pr := fs.Int("pr", 0, "pull request number (required)")
 		wf := fs.String("workflow", "runpod-gpu-test.yml", "the GPU workflow file")
 		wait := fs.Bool("wait", false, "follow the dispatched run to completion")
-		return command{need: []string{"pr", "workflow"}, exec: func(ctx context.Context, gh *gate.GitHub, _ string) ([][2]string, error) {
+		return command{need: []string{"pr", "workflow"}, exec: func(ctx context.Context, s gate.Steps, gh *gate.GitHub) ([][2]string, error) {
 			res, err := gate.Recover(ctx, gh, gate.RecoverRequest{Workflow: *wf, PR: *pr, Wait: *wait})
-			if res.Ref == "" {
-				return nil, err // nothing was dispatched: no outputs
-			}
-			out := [][2]string{{"ref", res.Ref}}
-			if res.Run.ID != 0 {
-				out = append(out, [2]string{"run_id", strconv.FormatInt(res.Run.ID, 10)}, [2]string{"conclusion", res.Run.Conclusion}, [2]string{"url", res.Run.URL})
-			}
-			return out, err
+			return res.Outputs(), err // none when nothing was dispatched
 		}}
-	},
-}
-
-func split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// oneOf refuses a flag value outside its closed set.
-func oneOf(flag, v string, choices ...string) error {
-	if slices.Contains(choices, v) {
-		return nil
-	}
-	return fmt.Errorf("%s %q: want %s", flag, v, strings.Join(choices, ", "))
+	}},
 }

@@ -332,7 +332,8 @@ func simulatePolicy(ctx context.Context, o Options, base runpod.Config, m Failur
 			if ok {
 				kind, validated = gate.KindPaid, true
 			}
-			if _, err := gate.Publish(ctx, checks, gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: kind}, Paid: &gate.PaidEvidence{TestsPassed: ok}}, time.Unix(int64(ref), 0)); err != nil {
+			// A simulated head has no pull request whose label to re-read.
+			if _, err := gate.Publish(ctx, nil, checks, 0, "", gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: kind}, Paid: &gate.PaidEvidence{TestsPassed: ok}}, time.Unix(int64(ref), 0)); err != nil {
 				return t, err
 			}
 		}
