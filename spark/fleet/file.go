@@ -48,6 +48,7 @@ type fileYAML struct {
 	PairTest         bool               `yaml:"pair_test"`
 	PairMaxWait      time.Duration      `yaml:"pair_max_wait"`
 	HeartbeatTimeout time.Duration      `yaml:"heartbeat_timeout"`
+	CleanupTimeout   time.Duration      `yaml:"cleanup_timeout"`
 	LendMinPriority  int                `yaml:"lend_min_priority"`
 	RestoreAttempts  int                `yaml:"restore_attempts"`
 	RestoreBackoff   time.Duration      `yaml:"restore_backoff"`
@@ -242,13 +243,13 @@ func (f fileYAML) options() (spark.Options, error) {
 	opts := spark.Options{
 		Hosts: f.Hosts, PreferredHost: f.PreferredHost, PairTest: f.PairTest, HeartbeatTimeout: f.HeartbeatTimeout,
 		LendMinPriority: f.LendMinPriority, RestoreAttempts: f.RestoreAttempts, RestoreBackoff: f.RestoreBackoff,
-		PairMaxWait: f.PairMaxWait,
+		PairMaxWait: f.PairMaxWait, CleanupTimeout: f.CleanupTimeout,
 	}
 	switch {
 	case len(f.Hosts) == 0:
 		return opts, fmt.Errorf("%w: hosts: list at least one host (name, managed, service)", ErrInvalid)
-	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0 || f.PairMaxWait < 0:
-		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts, lend_min_priority and pair_max_wait cannot be negative", ErrInvalid)
+	case f.HeartbeatTimeout < 0 || f.RestoreBackoff < 0 || f.RestoreAttempts < 0 || f.LendMinPriority < 0 || f.PairMaxWait < 0 || f.CleanupTimeout < 0:
+		return opts, fmt.Errorf("%w: heartbeat_timeout, restore_backoff, restore_attempts, lend_min_priority, pair_max_wait and cleanup_timeout cannot be negative", ErrInvalid)
 	}
 	if len(f.Durations) > 0 {
 		known := spark.DefaultDurations()

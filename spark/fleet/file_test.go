@@ -30,7 +30,7 @@ func TestFleetFile_TheExampleIsTheSeedsFleet(t *testing.T) {
 	opts := f.Options
 	want := spark.DefaultOptions()
 	want.PairTest, want.HeartbeatTimeout, want.LendMinPriority, want.RestoreAttempts, want.RestoreBackoff = false, 90*time.Second, 70, 5, 30*time.Second
-	want.Durations, want.PairMaxWait = spark.DefaultDurations(), time.Hour
+	want.Durations, want.PairMaxWait, want.CleanupTimeout = spark.DefaultDurations(), time.Hour, 15*time.Minute
 	if diff := cmp.Diff(want, opts, cmpopts.IgnoreFields(spark.Options{}, "Service")); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
