@@ -44,7 +44,10 @@ type Options struct {
 	LendMinPriority int
 	// PairMaxWait bounds a queued pair's wait (default 1 h): once it has
 	// waited this long, the pair goes ahead of all work but development,
-	// holding each host that frees up until it has both.
+	// holding each host that frees up until it has both. Priority is
+	// non-preemptive, so the pair is granted at most PairMaxWait plus
+	// what remains of the leases running at that moment after it was
+	// queued, whatever one-host work keeps arriving.
 	PairMaxWait      time.Duration
 	HeartbeatTimeout time.Duration // default 90 s
 	// CleanupTimeout is how long a host's agent may take to acknowledge

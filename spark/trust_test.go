@@ -3,6 +3,8 @@ package spark_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -212,5 +214,87 @@ func TestAPI_OnlyTheOperatorClearsACleanup(t *testing.T) {
 	}
 	if hs, _ := c.HostState(ctx, "spark-2"); hs.Mode != spark.ReleaseRequired {
 		t.Errorf("after the operator's clear the host is %s, want release-required until a clean heartbeat", hs.Mode)
+	}
+}
+
+// Under any stream of one-host work of the CI classes (manual PRs, merge
+// CI, benchmarks, background CI), arriving and finishing at random, a
+// queued pair is granted no later than PairMaxWait plus what remained of
+// the leases running when the bound passed: after the bound no new
+// one-host work takes a host the pair needs (priority is non-preemptive,
+// so running work finishes first).
+func TestPair_TheWaitBoundHoldsUnderRandomStreamsOfSingles(t *testing.T) {
+	for seed := range int64(25) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(seed), 7))
+				opts := spark.Options{Hosts: []spark.HostConfig{{Name: "a", Managed: true}, {Name: "b", Managed: true}},
+					PairTest: true, PairMaxWait: time.Hour}
+				c, err := spark.New(sparktest.NewStore(), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				beat := func() {
+					for _, h := range []string{"a", "b"} {
+						c.Heartbeat(ctx, spark.HostReport{Host: h})
+					}
+				}
+				const step = 5 * time.Minute
+				classes := []spark.Class{spark.ManualPR, spark.MergeCI, spark.Benchmark, spark.BackgroundCI}
+				submit := func() {
+					class := classes[rng.IntN(len(classes))]
+					s := spark.SubmitRequest{Class: class, Duration: time.Duration(1+rng.IntN(24)) * step}
+					if class == spark.ManualPR {
+						s.PR = &spark.PRRef{Repo: "o/r", Number: 1 + rng.IntN(1000), SHA: fmt.Sprintf("%040x", rng.Uint64())}
+					}
+					if _, err := c.Submit(ctx, s); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for range rng.IntN(4) { // work queued before the pair
+					submit()
+				}
+				beat()
+				c.Reconcile(ctx)
+				pair, err := c.Submit(ctx, spark.SubmitRequest{Class: spark.Benchmark, Topology: spark.Pair})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				var deadline time.Time // set when the bound passes
+				for {
+					for range 1 + rng.IntN(3) {
+						submit()
+					}
+					beat()
+					if err := c.Reconcile(ctx); err != nil {
+						t.Fatal(err)
+					}
+					st, _ := c.Status(ctx, pair.ID)
+					if st.Request.State == spark.Active {
+						return
+					}
+					_, live, _ := c.Snapshot(ctx)
+					if deadline.IsZero() && time.Since(start) >= opts.PairMaxWait {
+						deadline = time.Now()
+						for _, r := range live {
+							if r.State == spark.Active && r.Expires.After(deadline) {
+								deadline = r.Expires
+							}
+						}
+						deadline = deadline.Add(step) // the round that sees the hosts free
+					}
+					if !deadline.IsZero() && time.Now().After(deadline) {
+						t.Fatalf("the pair still waits %s after it was queued, past its bound (%s and the running leases' rest)", time.Since(start), opts.PairMaxWait)
+					}
+					for _, r := range live {
+						if r.State == spark.Active && r.ID != pair.ID && rng.IntN(3) == 0 {
+							c.Release(ctx, r.ID, r.Token) // finished early
+						}
+					}
+					faketime.Advance(step)
+				}
+			})
+		})
 	}
 }
