@@ -21,25 +21,6 @@ type simLease struct {
 
 var faultPaths = []string{applyPath, getPath, fleetPath, stopPath, listPath}
 
-func randomFault(rng *rand.Rand) dstacktest.Fault {
-	f := dstacktest.Fault{Path: faultPaths[rng.IntN(len(faultPaths))], Times: 1 + rng.IntN(2)}
-	switch rng.IntN(6) {
-	case 0:
-		f.Status = []int{500, 502, 503, 400, 403}[rng.IntN(5)]
-	case 1:
-		f.LoseResponse = true
-	case 2:
-		f.Drop = true
-	case 3:
-		f.Hang = true
-	case 4:
-		f.Malformed = true
-	default:
-		f.Status = 500
-	}
-	return f
-}
-
 // TestInvariant_EveryStartedRunIsStoppedOrNamedOnceItsLeaseEnds grants,
 // starts, releases and sweeps random leases against the fake while
 // random faults (error statuses, lost and dropped answers, hung calls,
@@ -89,7 +70,7 @@ func simulate(t *testing.T, rng *rand.Rand) simStats {
 	next := 0
 	for step := range 80 {
 		if rng.IntN(3) == 0 {
-			f.srv.AddFault(randomFault(rng))
+			f.srv.AddFault(dstacktest.RandomFault(rng, faultPaths))
 		}
 		switch op := rng.IntN(12); {
 		case op < 3: // grant

@@ -568,6 +568,19 @@ func parseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// datetime checks an optional datetime field.
+func (c *check) datetime(m map[string]any, key string, loc []any) (time.Time, bool) {
+	str, ok := c.str(m, key, loc)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, valid := parseTime(str)
+	if !valid {
+		c.add("datetime_from_date_parsing", at(loc, key), "Input should be a valid datetime or date", str)
+	}
+	return t, true
+}
+
 func (s *Server) listRuns(w http.ResponseWriter, _ *project, v any) {
 	c := &check{}
 	loc := []any{"body"}
@@ -588,15 +601,7 @@ func (s *Server) listRuns(w http.ResponseWriter, _ *project, v any) {
 	if n, ok := c.integer(m, "limit", loc, 0, 100); ok {
 		limit = n
 	}
-	var prevAt time.Time
-	prevAtStr, byPrevAt := c.str(m, "prev_submitted_at", loc)
-	if byPrevAt {
-		t, ok := parseTime(prevAtStr)
-		if !ok {
-			c.add("datetime_from_date_parsing", at(loc, "prev_submitted_at"), "Input should be a valid datetime or date", prevAtStr)
-		}
-		prevAt = t
-	}
+	prevAt, byPrevAt := c.datetime(m, "prev_submitted_at", loc)
 	prevID, byPrevID := c.uuid(m, "prev_run_id", loc)
 	if len(c.errs) > 0 {
 		invalid(w, c.errs...)

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -73,6 +74,33 @@ type Fault struct {
 	// Malformed answers 200 with a body that is not JSON.
 	Malformed bool
 	Times     int // how many requests it hits (0: 1)
+}
+
+// Paths are the API paths spark/dstack calls, in project Project.
+var Paths = []string{"/api/project/" + Project + "/runs/apply", "/api/project/" + Project + "/runs/get", "/api/project/" + Project + "/runs/stop",
+	"/api/project/" + Project + "/fleets/get", "/api/runs/list", "/api/project/" + Project + "/logs/poll"}
+
+// RandomFault is a fault on one of paths, drawn from rng, for randomized
+// tests: an error status (500, 502, 503, 400, 403), a lost or dropped
+// answer, a hung call or a malformed answer, hitting the next one or two
+// calls.
+func RandomFault(rng *rand.Rand, paths []string) Fault {
+	f := Fault{Path: paths[rng.IntN(len(paths))], Times: 1 + rng.IntN(2)}
+	switch rng.IntN(6) {
+	case 0:
+		f.Status = []int{500, 502, 503, 400, 403}[rng.IntN(5)]
+	case 1:
+		f.LoseResponse = true
+	case 2:
+		f.Drop = true
+	case 3:
+		f.Hang = true
+	case 4:
+		f.Malformed = true
+	default:
+		f.Status = 500
+	}
+	return f
 }
 
 // Request is one logged request.
@@ -179,6 +207,7 @@ type job struct {
 	processed   time.Time
 	inst        *instance
 	hostname    string
+	logs        []logEvent // its output, oldest first
 }
 
 // Server is the fake. Its methods are safe for concurrent use.
@@ -414,23 +443,15 @@ func (s *Server) Progress() {
 	}
 }
 
-// Finish ends a running run of project Project as done (or failed),
-// freeing its instances.
+// Finish ends an unfinished run of project Project as done (all jobs
+// done by their runner) or failed (a job's container exited with an
+// error), freeing its instances.
 func (s *Server) Finish(name string, failed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.projects[Project].byName(name)
-	if r == nil || finished(r.status) {
-		return
-	}
-	r.status, r.termination = "done", "all_jobs_done"
+	e := Ending{Status: "done", Reason: "all_jobs_done", JobStatus: "done", JobReason: "done_by_runner"}
 	if failed {
-		r.status, r.termination = "failed", "job_failed"
+		e = Ending{Status: "failed", Reason: "job_failed", JobStatus: "failed", JobReason: "container_exited_with_error"}
 	}
-	for _, j := range r.jobs {
-		j.status = r.status
-		free(j)
-	}
+	s.End(name, e)
 }
 
 func free(j *job) {
@@ -709,7 +730,7 @@ func clientError(w http.ResponseWriter, code, msg string) {
 	writeJSON(w, http.StatusBadRequest, map[string]any{"detail": []any{errorDetail(msg, code)}})
 }
 
-var projectPath = regexp.MustCompile(`^/api/project/([^/]+)/(fleets|runs)/([a-z_]+)$`)
+var projectPath = regexp.MustCompile(`^/api/project/([^/]+)/(fleets|runs|logs)/([a-z_]+)$`)
 
 // route serves an authenticated API call; s.mu is held.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -726,6 +747,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, body []byte) {
 			handler, needBody = s.applyRun, true
 		case "runs/stop":
 			handler, needBody = s.stopRuns, true
+		case "logs/poll":
+			handler, needBody = s.pollLogs, true
 		}
 		if handler != nil {
 			if !s.method(w, r) || !s.authenticated(w, r) {
