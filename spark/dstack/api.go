@@ -46,6 +46,27 @@ const (
 // an unknown status is not finished.
 func (s RunStatus) Finished() bool { return s == RunTerminated || s == RunFailed || s == RunDone }
 
+// Run termination reasons (core/models/runs.py RunTerminationReason): why
+// a finished or terminating run ended. Only ReasonAllJobsDone is success.
+const (
+	ReasonAllJobsDone        = "all_jobs_done"        // status done
+	ReasonJobFailed          = "job_failed"           // status failed
+	ReasonRetryLimitExceeded = "retry_limit_exceeded" // status failed
+	ReasonStoppedByUser      = "stopped_by_user"      // status terminated
+	ReasonAbortedByUser      = "aborted_by_user"      // status terminated
+	ReasonServerError        = "server_error"         // status failed
+	ReasonGatewayError       = "gateway_error"        // status failed
+)
+
+// Job statuses (core/models/runs.py JobStatus): submitted, provisioning,
+// pulling, running, terminating, then one of the finished ones below.
+const (
+	JobDone       = "done"
+	JobFailed     = "failed"
+	JobTerminated = "terminated"
+	JobAborted    = "aborted"
+)
+
 // Instance is one fleet instance (the fields of dstack's Instance this
 // package uses).
 type Instance struct {
@@ -146,6 +167,13 @@ type Job struct {
 	Status string // submitted, provisioning, pulling, running, terminating, terminated, aborted, failed, done
 	// Hostname is the host it was placed on; "" until it is provisioned.
 	Hostname string
+	// SubmissionID is the latest submission's id, which names its output
+	// (PollLogs).
+	SubmissionID string
+	// TerminationReason says why a finished job ended (done_by_runner,
+	// container_exited_with_error, terminated_by_user, ...:
+	// JobTerminationReason).
+	TerminationReason string
 }
 
 // Run is a dstack run (the fields of dstack's Run this package uses).
@@ -194,7 +222,9 @@ func (r *Run) UnmarshalJSON(data []byte) error {
 				JobNum int `json:"job_num"`
 			} `json:"job_spec"`
 			JobSubmissions []struct {
-				Status              string `json:"status"`
+				ID                  string  `json:"id"`
+				Status              string  `json:"status"`
+				TerminationReason   *string `json:"termination_reason"`
 				JobProvisioningData *struct {
 					Hostname *string `json:"hostname"`
 				} `json:"job_provisioning_data"`
@@ -227,7 +257,10 @@ func (r *Run) UnmarshalJSON(data []byte) error {
 		job := Job{Num: j.JobSpec.JobNum}
 		if n := len(j.JobSubmissions); n > 0 {
 			last := j.JobSubmissions[n-1]
-			job.Status = last.Status
+			job.Status, job.SubmissionID = last.Status, last.ID
+			if last.TerminationReason != nil {
+				job.TerminationReason = *last.TerminationReason
+			}
 			if last.JobProvisioningData != nil && last.JobProvisioningData.Hostname != nil {
 				job.Hostname = *last.JobProvisioningData.Hostname
 			}

@@ -36,12 +36,13 @@ var (
 // Environment variables every run of this backend carries. The lease ID is
 // how Sweep tells which lease a run belongs to.
 const (
-	EnvLeaseID = "SPARK_LEASE_ID"
-	EnvClass   = "SPARK_CLASS"
-	EnvHosts   = "SPARK_HOSTS" // the leased hosts, comma-separated, as the controller names them
-	EnvSuite   = "SPARK_SUITE"
-	EnvRepo    = "SPARK_REPO" // owner/name of the repository under test
-	EnvSHA     = "SPARK_SHA"  // the commit under test
+	EnvLeaseID  = "SPARK_LEASE_ID"
+	EnvClass    = "SPARK_CLASS"
+	EnvHosts    = "SPARK_HOSTS"    // the leased hosts, comma-separated, as the controller names them
+	EnvTopology = "SPARK_TOPOLOGY" // single or pair, what the entry point's topology argument is
+	EnvSuite    = "SPARK_SUITE"
+	EnvRepo     = "SPARK_REPO" // owner/name of the repository under test
+	EnvSHA      = "SPARK_SHA"  // the commit under test
 )
 
 // DefaultRunPrefix starts every run name of a backend whose Config names
@@ -323,7 +324,7 @@ func (b *Backend) spec(w LeaseWork) (RunSpec, error) {
 	for k, v := range b.cfg.Env {
 		env[k] = v
 	}
-	env[EnvLeaseID], env[EnvClass], env[EnvHosts] = w.LeaseID, string(w.Class), strings.Join(w.Hosts, ",")
+	env[EnvLeaseID], env[EnvClass], env[EnvHosts], env[EnvTopology] = w.LeaseID, string(w.Class), strings.Join(w.Hosts, ","), string(w.Topology)
 	if w.Suite != "" {
 		env[EnvSuite] = w.Suite
 	}

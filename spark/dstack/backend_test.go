@@ -81,7 +81,7 @@ func TestStart_ACILeaseIsATaskOnExactlyTheLeasedHost(t *testing.T) {
 		t.Errorf("commands %q", r.Commands)
 	}
 	want := map[string]string{dstack.EnvLeaseID: "r-0a1b2c3d4e5f6071", dstack.EnvRepo: "acme/butter", dstack.EnvSHA: "0123456789abcdef0123456789abcdef01234567",
-		dstack.EnvSuite: "smoke", dstack.EnvHosts: "spark-2", dstack.EnvClass: string(spark.ManualPR)}
+		dstack.EnvSuite: "smoke", dstack.EnvHosts: "spark-2", dstack.EnvClass: string(spark.ManualPR), dstack.EnvTopology: "single"}
 	for k, v := range want {
 		if r.Env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, r.Env[k], v)

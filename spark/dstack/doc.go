@@ -25,6 +25,21 @@
 //     first looks the run up: a lease whose run exists, finished or not,
 //     is never submitted again, across retries, lost answers and
 //     controller restarts.
+//   - A CI lease's task runs its suite's commands with the commit it
+//     tests in its environment: SPARK_REPO (owner/name) and SPARK_SHA,
+//     beside SPARK_LEASE_ID, SPARK_CLASS, SPARK_HOSTS, SPARK_TOPOLOGY and
+//     SPARK_SUITE.
+//   - Result reads a lease's run and Judge says how it stands (Outcome):
+//     it succeeded only when it finished done with termination reason
+//     all_jobs_done and each leased node's job done on a leased host of
+//     its own; any other finished status or reason (failed, terminated,
+//     stopped, aborted, ...) is a failure that names them, an unknown
+//     status is not finished, and a run dstack no longer has is
+//     ErrRunGone: never a success.
+//   - Receipt is a finished run's evidence receipt: the last line of its
+//     first job's standard output, when it is one JSON object of at most
+//     spark.MaxReceipt bytes (ErrNoReceipt otherwise), read back from the
+//     output's end (logs/poll) only as far as that line needs.
 //   - Stop stops a lease's run (its release); a run already gone is
 //     success. Sweep stops every run of the backend whose lease is no
 //     longer active, so a release stops its run even when the controller

@@ -10,14 +10,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/gpugate/gpugate/internal/secret"
+	"github.com/gpugate/gpugate/spark"
 )
 
 const fuzzToken = secret.Secret("fuzz-token-9c1d7e")
 
 // FuzzDecodeAnswers feeds arbitrary bytes to every parser of dstack's
-// answers: a Run, a Fleet, a runs/list page and an error answer. None may
-// panic; a decoded Run or Fleet has what the backend relies on; an error
-// answer's detail is bounded, valid UTF-8 and free of the token.
+// answers: a Run, a Fleet, a runs/list page, a logs/poll page and an
+// error answer. None may panic; a decoded Run or Fleet has what the
+// backend relies on; a decoded logs page's events each have a source of
+// stdout or stderr; an error answer's detail is bounded, valid UTF-8 and
+// free of the token.
 func FuzzDecodeAnswers(f *testing.F) {
 	for _, name := range []string{"run_dev_env.json", "fleet_ssh.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -37,6 +40,10 @@ func FuzzDecodeAnswers(f *testing.F) {
 		"Internal Server Error " + string(fuzzToken),
 		`{"detail": "` + string(fuzzToken) + `"}`,
 		"\xff\xfe",
+		`{"logs": [{"timestamp": "2023-01-02T03:04:05.123456+00:00", "log_source": "stdout", "message": "eyJwYXNzZWQiOjF9Cg=="}], "external_url": null, "next_token": "1"}`,
+		`{"logs": [{"timestamp": "2023-01-02T03:04:05Z", "log_source": "stderr", "message": "!!"}]}`,
+		`{"logs": [], "next_token": null}`,
+		`[{"id": "1", "status": "done", "termination_reason": "all_jobs_done", "submitted_at": "2023-01-02T03:04:00Z", "run_spec": {"run_name": "x", "configuration": {"type": "task"}}, "jobs": [{"job_spec": {"job_num": 0}, "job_submissions": [{"id": "s", "status": "done", "termination_reason": "done_by_runner", "job_provisioning_data": {"hostname": "h"}}]}]}]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -62,6 +69,19 @@ func FuzzDecodeAnswers(f *testing.F) {
 		}
 		var page []Run
 		_ = json.Unmarshal(data, &page)
+		var logs LogsPage
+		if err := json.Unmarshal(data, &logs); err == nil {
+			for _, e := range logs.Events {
+				if e.Source != LogStdout && e.Source != LogStderr {
+					t.Fatalf("decoded a log event of source %q", e.Source)
+				}
+			}
+		} else if !errors.Is(err, ErrMalformed) && !isJSONError(err) {
+			t.Fatalf("a logs page's decoding error is neither ErrMalformed nor JSON's: %v", err)
+		}
+		if line, _, long := lastLine([][]byte{data}); len(line) > spark.MaxReceipt != long {
+			t.Fatalf("a last line of %d bytes is long: %v", len(line), long)
+		}
 		e := parseAPIError(400, "/api/x", data, fuzzToken)
 		msg := e.Error()
 		if len(e.Detail) > maxDetail || !utf8.ValidString(e.Detail) {
