@@ -11,7 +11,11 @@
 // asks GitHub to send again the webhook deliveries the receiver missed or
 // could not process, which GitHub never does by itself. It covers the
 // maintainers' side, enabling a repository, the controller's schedules and
-// merge-correctness CI.
+// merge-correctness CI. With an execution engine (Config.Engine, such as
+// dstack) no runner is minted and no workflow dispatched: the engine runs
+// each granted lane at its repository and commit (Target) and reports it
+// (EngineRunning, EngineFinished), and the check passes only for a run
+// that succeeded with its evidence receipt recorded.
 package sparkgh
 
 import (
@@ -57,6 +61,14 @@ type Config struct {
 	// MergeQueue, when set, serves the merge queue of its branches; nil
 	// ignores merge_group deliveries.
 	MergeQueue *MergeQueue
+	// Engine is what runs a granted lane: "" or RunnerEngine, a one-job
+	// JIT runner and the dispatched workflow (OnGrant); any other name
+	// (the fleet file's engine: dstack), an execution engine the
+	// deployment drives at the lane's repository and commit (Target),
+	// which reports the run with EngineRunning and EngineFinished. Then
+	// no runner is minted, handed off or removed and no workflow is
+	// dispatched.
+	Engine string
 }
 
 // DefaultConfig is the default labels, commands and runner labels.
@@ -521,6 +533,9 @@ func (in *Integration) Sync(ctx context.Context) error {
 // one's runner is watched from here on (a restart forgets the grants it
 // saw).
 func (in *Integration) sweepRunners(ctx context.Context, live []spark.Request) error {
+	if !in.cfg.runsOwnRunner() {
+		return nil // none was minted
+	}
 	in.mu.Lock()
 	for _, r := range live {
 		if _, ok := in.runners[r.ID]; !ok && r.State == spark.Active && r.Annotations[keyRepo] != "" {
@@ -568,6 +583,9 @@ func (in *Integration) forgetRunner(id string) {
 // the controller does not know is not the fleet's. It returns the runners
 // it removed.
 func (in *Integration) SweepRegisteredRunners(ctx context.Context) ([]string, error) {
+	if !in.cfg.runsOwnRunner() {
+		return nil, nil // none was minted
+	}
 	rs, err := in.gh.Runners(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sparkgh: list the registered runners: %w", err)
@@ -667,17 +685,23 @@ func (c Config) runnerLabels(topology spark.Topology, requestID string) []string
 	return append(slices.Clone(c.RunnerLabels), topo, RunnerName(requestID))
 }
 
-// OnGrant dispatches the admitted default-branch workflow with the
-// reservation's inputs and mints a one-job JIT runner with the
-// allocation's cumulative labels and its own name as a label, which only
-// this reservation's job asks for. Wire it into spark.Options.OnGrant. If
-// minting, the hand-off to JITConfigs or the dispatch fails, the lease is
-// released so the capacity is not held idle, and the check fails naming
-// the step.
+// OnGrant dispatches, with the runner engine (Config.Engine), the
+// admitted default-branch workflow with the reservation's inputs and mints
+// a one-job JIT runner with the allocation's cumulative labels and its own
+// name as a label, which only this reservation's job asks for. Wire it
+// into spark.Options.OnGrant. If minting, the hand-off to JITConfigs or
+// the dispatch fails, the lease is released so the capacity is not held
+// idle, and the check fails naming the step. With another engine it mints
+// and dispatches nothing: the engine runs the lane.
 func (in *Integration) OnGrant(r spark.Request) {
 	sha := commitOf(r)
 	if sha == "" || r.Annotations[keyRepo] == "" {
 		return // not a GitHub request
+	}
+	if !in.cfg.runsOwnRunner() {
+		// The engine runs it; a runner would be a second way in.
+		in.log.Info("sparkgh.granted", "request", r.ID, "engine", in.cfg.Engine)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
