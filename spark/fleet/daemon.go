@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -50,15 +48,20 @@ type Daemon struct {
 	JITDir    string
 	Schedules []Schedule
 	// Engine, when set, runs granted work as dstack runs (a CI lease a
-	// task on exactly its hosts, a development lease a dev environment)
-	// and stops each run once its lease ends; Suites are the commands each
-	// suite runs. The controller stays the admission authority: dstack
-	// only runs what it granted.
+	// task on exactly its hosts at its repository and commit, a
+	// development lease a dev environment), ends each lease whose run
+	// finished (a GitHub lane's check concluded from the run and its
+	// evidence receipt) and stops each run once its lease ends; Suites
+	// are the commands each suite runs. The controller stays the
+	// admission authority: dstack only runs what it granted. With GitHub,
+	// the integration's Config.Engine must name the engine too
+	// (ErrEngine).
 	Engine *dstack.Backend
 	Suites map[string][]string
 	// refused are the leases the engine refused to run (ErrInvalidLease):
-	// said once, never submitted again.
-	refused map[string]bool
+	// said once, never submitted again. receiptFailures count the rounds
+	// that failed to read a finished run's receipt (receiptTries).
+	refused, receiptFailures map[string]int
 	// Every is the admission cadence (default 2 s).
 	Every time.Duration
 	// BeforeRound, when set, runs at the start of each round (a simulated
@@ -87,6 +90,9 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		every = 2 * time.Second
 	}
 	c := d.Controller
+	if err := d.checkEngine(); err != nil {
+		return err
+	}
 	if d.Engine != nil {
 		if err := d.verifyEnrollment(ctx); err != nil {
 			return err
@@ -299,96 +305,5 @@ func sweepJIT(ctx context.Context, dir string, c *spark.Controller, log *slog.Lo
 			continue
 		}
 		log.Warn("sparkd.jit_revoked", "runner", runner, "request", id, "why", "the lease is no longer active and its runner never started")
-	}
-}
-
-// engineAnnotation records a lease's dstack run.
-const engineAnnotation = "dstack.run"
-
-// verifyEnrollment refuses to serve while a managed host is not an idle
-// or busy instance of the dstack fleet.
-func (d *Daemon) verifyEnrollment(ctx context.Context) error {
-	hosts, err := d.Controller.Hosts(ctx)
-	if err != nil {
-		return err
-	}
-	var managed []string
-	for _, h := range hosts {
-		if h.Managed {
-			managed = append(managed, h.Name)
-		}
-	}
-	if err := d.Engine.VerifyEnrollment(ctx, managed); err != nil {
-		return fmt.Errorf("fleet: engine dstack: %w", err)
-	}
-	return nil
-}
-
-// engineRound is one round's dstack work, bounded like the GitHub round:
-// each active lease without a run gets one (Start never runs a lease
-// twice), and every run whose lease ended is stopped.
-func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
-	defer cancel()
-	c := d.Controller
-	// The active leases are those the hosts hold: reading them never
-	// reads the queue, however long it is.
-	hosts, err := c.Hosts(ctx)
-	if err != nil {
-		log.Error("sparkd.engine", "error", err)
-	}
-	active := map[string]bool{}
-	for _, h := range hosts {
-		if h.Lease != "" {
-			active[h.Lease] = true
-		}
-	}
-	for id := range d.refused { // forget the refusals of leases that ended
-		if !active[id] {
-			delete(d.refused, id)
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(active)) {
-		st, err := c.Status(ctx, id)
-		r := st.Request
-		if err != nil || r.State != spark.Active || r.Annotations[engineAnnotation] != "" || r.Class == spark.ServiceStart || d.refused[r.ID] {
-			continue
-		}
-		name, err := d.Engine.Start(ctx, dstack.WorkFor(r, d.Suites[r.Suite]))
-		if errors.Is(err, dstack.ErrInvalidLease) {
-			// It will not become runnable: say so once, as an alert,
-			// and leave the lease to whoever holds it.
-			if d.refused == nil {
-				d.refused = map[string]bool{}
-			}
-			d.refused[r.ID] = true
-			log.Error("sparkd.engine_refused", "request", r.ID, "error", err, "why", "dstack runs nothing for this lease; its holder releases it")
-			continue
-		}
-		if err != nil {
-			log.Error("sparkd.engine_start", "request", r.ID, "error", err)
-			continue
-		}
-		if err := c.Annotate(ctx, r.ID, engineAnnotation, name); err != nil {
-			log.Error("sparkd.engine_start", "request", r.ID, "error", err)
-			continue
-		}
-		log.Info("sparkd.engine_started", "request", r.ID, "run", name)
-	}
-	stopped, err := d.Engine.Sweep(ctx, func(id string) (bool, error) {
-		st, err := c.Status(ctx, id)
-		switch {
-		case errors.Is(err, spark.ErrNotFound):
-			return false, nil
-		case err != nil:
-			return false, err
-		}
-		return st.Request.State == spark.Active, nil
-	})
-	for _, name := range stopped {
-		log.Info("sparkd.engine_stopped", "run", name, "why", "its lease ended")
-	}
-	if err != nil {
-		log.Error("sparkd.engine_sweep", "error", err)
 	}
 }

@@ -44,7 +44,9 @@ type fakeGitHub struct {
 	checks map[int64][]map[string]any // each check's updates, in order
 	next   int64
 	jit    int
-	prs    map[int]map[string]any
+	// dispatched counts workflow dispatches.
+	dispatched int
+	prs        map[int]map[string]any
 }
 
 func (g *fakeGitHub) handler(t *testing.T) http.Handler {
@@ -81,6 +83,9 @@ func (g *fakeGitHub) handler(t *testing.T) http.Handler {
 		json.NewEncoder(w).Encode(pr)
 	})
 	mux.HandleFunc("POST /repos/o/butter/actions/workflows/spark-test.yml/dispatches", func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.dispatched++
+		g.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /orgs/acme/actions/runners/generate-jitconfig", func(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +119,33 @@ func (g *fakeGitHub) last(id int64) (title, conclusion string) {
 	title, _ = out["title"].(string)
 	conclusion, _ = h[len(h)-1]["conclusion"].(string)
 	return title, conclusion
+}
+
+// titles are the titles check id showed, in order, each once.
+func (g *fakeGitHub) titles(id int64) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, u := range g.checks[id] {
+		output, _ := u["output"].(map[string]any)
+		if title, _ := output["title"].(string); len(out) == 0 || out[len(out)-1] != title {
+			out = append(out, title)
+		}
+	}
+	return out
+}
+
+// summary is check id's last summary.
+func (g *fakeGitHub) summary(id int64) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h := g.checks[id]
+	if len(h) == 0 {
+		return ""
+	}
+	out, _ := h[len(h)-1]["output"].(map[string]any)
+	s, _ := out["summary"].(string)
+	return s
 }
 
 // host is one managed host of the test fleet: its agent's events, the
@@ -276,33 +308,8 @@ lend_min_priority: 90
 	ops, _ := spark.NewAPIClient(addr, "operator-token-0123456789", nil)
 	host2, _ := spark.NewAPIClient(addr, "spark-2-host-token-0123456", nil)
 
-	deliveries := 0
-	deliver := func(event string, payload map[string]any) {
-		t.Helper()
-		deliveries++
-		payload["repository"] = map[string]any{"full_name": "o/butter", "id": e2eRepoID}
-		body, _ := json.Marshal(payload)
-		m := hmac.New(sha256.New, []byte(e2eSecret))
-		m.Write(body)
-		req, _ := http.NewRequestWithContext(ctx, "POST", addr+"/github/webhook", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", event)
-		req.Header.Set("X-GitHub-Delivery", strconv.Itoa(deliveries))
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("%s delivery: %v %v", event, resp, err)
-		}
-		resp.Body.Close()
-	}
-	label := func(n int, sha, name string) {
-		pr := map[string]any{"number": n, "state": "open", "labels": []map[string]any{{"name": name}},
-			"head": map[string]any{"sha": sha, "repo": map[string]any{"id": e2eRepoID}}, "base": map[string]any{"repo": map[string]any{"id": e2eRepoID}}}
-		gh.mu.Lock()
-		gh.prs[n] = pr
-		gh.mu.Unlock()
-		deliver("pull_request", map[string]any{"action": "labeled", "label": map[string]any{"name": name}, "sender": map[string]any{"login": "maint"}, "pull_request": pr})
-	}
+	wh := &webhook{ctx: ctx, addr: addr, gh: gh}
+	deliver, label := func(event string, payload map[string]any) { wh.deliver(t, event, payload) }, func(n int, sha, name string) { wh.label(t, n, sha, name) }
 	// runs plays one labelled job to its passed check and the hosts'
 	// cleanup; the runner starts on one of on (a pair's on its first
 	// host), and every host of the lease acknowledges its cleanup. It
@@ -433,6 +440,45 @@ lend_min_priority: 90
 	if err := <-served; err != nil {
 		t.Errorf("serve: %v", err)
 	}
+}
+
+// webhook delivers signed GitHub webhooks to a daemon at addr, keeping
+// the fake GitHub's view of each pull request it labels.
+type webhook struct {
+	ctx        context.Context
+	addr       string
+	gh         *fakeGitHub
+	deliveries int
+}
+
+func (wh *webhook) deliver(t *testing.T, event string, payload map[string]any) {
+	t.Helper()
+	wh.deliveries++
+	payload["repository"] = map[string]any{"full_name": "o/butter", "id": e2eRepoID}
+	body, _ := json.Marshal(payload)
+	m := hmac.New(sha256.New, []byte(e2eSecret))
+	m.Write(body)
+	req, _ := http.NewRequestWithContext(wh.ctx, "POST", wh.addr+"/github/webhook", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", strconv.Itoa(wh.deliveries))
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("%s delivery: %v %v", event, resp, err)
+	}
+	resp.Body.Close()
+}
+
+// label labels pull request n at sha with name, by a maintainer.
+func (wh *webhook) label(t *testing.T, n int, sha, name string) {
+	t.Helper()
+	pr := map[string]any{"number": n, "state": "open", "labels": []map[string]any{{"name": name}},
+		"head": map[string]any{"sha": sha, "repo": map[string]any{"id": e2eRepoID}}, "base": map[string]any{"repo": map[string]any{"id": e2eRepoID}}}
+	wh.gh.mu.Lock()
+	wh.gh.prs[n] = pr
+	wh.gh.mu.Unlock()
+	wh.deliver(t, "pull_request", map[string]any{"action": "labeled", "label": map[string]any{"name": name}, "sender": map[string]any{"login": "maint"}, "pull_request": pr})
 }
 
 // heartbeats waits for n more successful heartbeats of h's agent, after

@@ -5,6 +5,16 @@
 // accepted but not processed, and the round loop that serves the API,
 // reconciles and does the GitHub work (Daemon). sparkd is its flags.
 //
+// With engine: dstack the daemon runs each granted lease as a dstack run
+// on exactly its hosts, and a GitHub lane (a label, a comment, the merge
+// queue, a schedule) as a dstack task at its repository and commit
+// instead of a one-job runner. When the run finishes the lease is
+// released; a lane's check passes only when the run finished
+// successfully and its evidence receipt (the last line of its output) is
+// recorded, and fails naming the run and its termination reason
+// otherwise, a run that disappeared included. While dstack cannot be
+// read nothing is concluded.
+//
 // A fleet file is strict YAML (unknown keys are errors, one document, an
 // empty file refused); fleet.example.yml, embedded as Example, is the
 // template with the default values.
