@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpugate/gpugate/spark/sqlitestore"
 )
 
 // sparkd never takes a missing or empty -db for a new fleet: without
@@ -34,7 +36,7 @@ func TestSparkd_AMissingOrEmptyDatabaseIsNotANewFleet(t *testing.T) {
 func TestSparkd_BackupAndRestore(t *testing.T) {
 	dir := t.TempDir()
 	db, backup := filepath.Join(dir, "spark.db"), filepath.Join(dir, "backup.db")
-	s, err := openStore(db, true)
+	s, err := sqlitestore.Create(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestSparkd_BackupAndRestore(t *testing.T) {
 	if code := run(context.Background(), []string{"restore", "-db", db}, &logs, nil); code != 2 {
 		t.Errorf("restore without -file: exit %d, want 2", code)
 	}
-	if s, err := openStore(db, false); err != nil {
+	if s, err := sqlitestore.Open(db); err != nil {
 		t.Errorf("the restored database does not open: %v", err)
 	} else {
 		s.Close()

@@ -37,17 +37,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/gpugate/gpugate/ghclient"
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/fleet"
-	"github.com/gpugate/gpugate/spark/mongomirror"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 	"github.com/gpugate/gpugate/spark/sparktest"
 )
@@ -135,107 +131,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
 			return 2
 		}
-		if len(f.Schedules) > 0 && *whSecretFile == "" {
-			fmt.Fprintf(stderr, "sparkd: the fleet's schedules dispatch workflows through GitHub: give -webhook-secret-file, -github-org and -jit-dir, or remove schedules (%s)\n", *fleetFile)
-			return 2
-		}
-	}
-	// Hosts running the host agent take their runner configs over the API;
-	// the others collect them from -jit-dir.
-	agents, need := map[string]bool{}, []string{"github-org"}
-	for _, h := range f.Options.Hosts {
-		agents[h.Name] = h.Agent
-		if h.Managed && !h.Agent && !slices.Contains(need, "jit-dir") {
-			need = append(need, "jit-dir")
-		}
-	}
-	if f.Dstack != nil {
-		need = nil // a dstack task runs each lane: no runner is minted or collected
 	}
 	if *whSecretFile != "" {
-		if err := cli.Require(fs, need...); err != nil {
-			return cli.Status(err) // -webhook-secret-file needs where JIT runners are minted and how the hosts collect them
+		if err := cli.Require(fs, f.NeedsRunnerSettings()...); err != nil {
+			return cli.Status(err) // where JIT runners are minted and how the hosts collect them
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "sparkd-")
-		if err != nil {
-			fmt.Fprintln(stderr, "sparkd:", err)
-			return 1
-		}
-		*dbPath, *initDB = filepath.Join(dir, "spark.db"), true
-	}
-	token, file, err := spark.OperatorToken(*tokenFile, filepath.Dir(*dbPath))
+	d, err := fleet.Start(ctx, f, fleet.Settings{DB: *dbPath, Init: *initDB, OperatorTokenFile: *tokenFile, TokensFile: *tokensFile,
+		WebhookSecretFile: *whSecretFile, Org: *org, RunnerGroup: *group, JITDir: *jitDir, Every: *every, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
-		return 1
-	}
-	store, err := openStore(*dbPath, *initDB)
-	if err != nil {
-		fmt.Fprintln(stderr, "sparkd:", err)
-		return 1
-	}
-	defer store.Close()
-	d := &fleet.Daemon{HostNames: f.GitHub.HostNames, StateDir: filepath.Dir(*dbPath), JITDir: *jitDir, Runners: spark.NewRunnerConfigs(),
-		Schedules: f.Schedules, Every: *every, Log: log}
-	if f.Dstack != nil {
-		if d.Engine, err = f.Dstack.Backend(); err != nil {
-			fmt.Fprintf(stderr, "%v (%s)\n", err, *fleetFile)
+		if errors.Is(err, fleet.ErrSettings) || errors.Is(err, fleet.ErrInvalid) {
 			return 2
 		}
-		d.Suites = f.Dstack.Suites
-	}
-	f.Options.Log = log
-	if f.AlertCommand != "" {
-		alerts := &fleet.Alerter{Command: f.AlertCommand, Log: log}
-		defer alerts.Wait() // an alert in flight is sent before sparkd exits
-		f.Options.OnAlert = alerts.Send
-	}
-	if *whSecretFile != "" {
-		if d.GitHub, err = github(ctx, f.GitHub, *whSecretFile, *org, *group, d.HandOff(agents), log); err != nil {
-			fmt.Fprintln(stderr, "sparkd:", err)
-			return 1
-		}
-		f.Options.OnGrant = d.GitHub.OnGrant
-		// Only the App itself can read and redeliver its webhook
-		// deliveries; with GITHUB_TOKEN, a delivery sparkd missed stays
-		// missed.
-		if app, err := ghclient.NewApp(ctx, os.Getenv); err == nil {
-			d.Deliveries = sparkgh.AppDeliveries{Client: app}
-		} else {
-			log.Warn("sparkd.no_redelivery", "why", err.Error())
-		}
-	}
-	if d.Controller, err = spark.New(store, f.Options); err != nil {
-		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	creds := spark.Credentials(spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})
-	if *tokensFile != "" {
-		tf, err := spark.LoadTokenFile(*tokensFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "sparkd: -tokens:", err)
-			return 2
-		}
-		creds = spark.AnyOf{creds, tf}
-	}
-	hostAPI := []spark.HandlerOption{spark.WithRunnerConfigs(d.Runners)}
-	if svc, ok := f.Options.Service.(*spark.AgentService); ok {
-		hostAPI = append(hostAPI, spark.WithAgentService(svc))
-	}
-	if d.API, err = spark.NewAuthHandler(d.Controller, creds, hostAPI...); err != nil {
-		fmt.Fprintln(stderr, "sparkd:", err)
-		return 1
-	}
-	if f.MongoURI != "" {
-		stopMirror, err := mongomirror.Start(ctx, d.Controller, f.MongoURI, mongomirror.Options{Names: f.GitHub.HostNames, Log: log})
-		if err != nil {
-			fmt.Fprintf(stderr, "sparkd: %v (the fleet file's mongo_uri)\n", err)
-			return 2
-		}
-		defer stopMirror()
-	}
+	defer d.Close()
 	if *simulate {
 		d.BeforeRound = func(ctx context.Context) {
 			for _, host := range []string{"spark-1", "spark-2"} {
@@ -250,34 +162,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); the API token is in %s\n", ln.Addr(), *dbPath, file)
+	fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); the API token is in %s\n", ln.Addr(), d.DB, d.TokenFile)
 	if ready != nil {
-		ready <- [2]string{"http://" + ln.Addr().String(), file}
+		ready <- [2]string{"http://" + ln.Addr().String(), d.TokenFile}
 	}
 	if err := d.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
 	return 0
-}
-
-// github builds the GitHub integration from cfg (the default labels and
-// commands, or the fleet file's), the webhook secret file and the App's
-// credentials (or GITHUB_TOKEN).
-func github(ctx context.Context, cfg sparkgh.Config, secretFile, org string, group int64, handOff func(string, sparkgh.Secret) error, log *slog.Logger) (*sparkgh.Integration, error) {
-	data, err := os.ReadFile(secretFile)
-	if err != nil {
-		return nil, fmt.Errorf("webhook secret: %w", err)
-	}
-	client, err := ghclient.New(ctx, os.Getenv)
-	if err != nil {
-		return nil, fmt.Errorf("-webhook-secret-file: %w", err)
-	}
-	cfg.WebhookSecret = sparkgh.Secret(strings.TrimSpace(string(data)))
-	in, err := sparkgh.New(cfg, nil, &sparkgh.GitHubAPI{Client: client, Org: org, RunnerGroupID: group}, log)
-	if err != nil {
-		return nil, err
-	}
-	in.JITConfigs = handOff
-	return in, nil
 }

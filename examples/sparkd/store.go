@@ -6,22 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sqlitestore"
 )
-
-// openStore opens the fleet's database, creating it only with -init and
-// only where no file is.
-func openStore(path string, create bool) (*sqlitestore.Store, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && create {
-		return sqlitestore.Create(path)
-	}
-	return sqlitestore.Open(path)
-}
 
 // database runs sparkd backup (a consistent copy of the live database,
 // while sparkd serves) and sparkd restore (the controller stopped: the

@@ -23,7 +23,7 @@ import (
 // reconciles at its cadence, and each round does the GitHub work (the
 // checks, the sweep of runner configs whose lease ended, the hourly sweep
 // of registered runners, the redelivery of missed webhook deliveries) and
-// runs the schedules. sparkd builds one from its flags and the fleet file.
+// runs the schedules. Start builds one from a fleet file and Settings.
 type Daemon struct {
 	Controller *spark.Controller
 	// API is the authenticated agent and CLI API (spark.NewAuthHandler),
@@ -68,6 +68,10 @@ type Daemon struct {
 	// fleet's heartbeats).
 	BeforeRound func(context.Context)
 	Log         *slog.Logger
+	// DB and TokenFile are the database and the operator's token file
+	// Start opened (for the operator's message).
+	DB, TokenFile string
+	closers       []func()
 }
 
 // Serve serves on ln until ctx ends, then shuts the server down (5 s for

@@ -1,9 +1,13 @@
-// Package fleet is the fleet file a spark controller runs from and the
-// work its daemon does besides admission: the hosts and admission settings,
-// the resident service's shell commands, the alert command, schedules that
-// queue work at a branch's commit, the journal of webhook deliveries
-// accepted but not processed, and the round loop that serves the API,
-// reconciles and does the GitHub work (Daemon). sparkd is its flags.
+// Package fleet runs a spark fleet controller from its fleet file: Load
+// reads the file (the hosts and admission settings, the resident
+// service's commands, the alert command, the schedules that queue work at
+// a branch's commit, the GitHub integration's settings, the execution
+// engine), Start opens the database and builds the Daemon (the
+// controller, its API credentials, the GitHub integration, the dstack
+// engine, the MongoDB mirror), and Daemon.Serve serves the API and runs
+// the rounds: admission, the GitHub work, the engine's runs, the
+// schedules, and the journal of webhook deliveries accepted but not
+// processed. sparkd is its flags.
 //
 // With engine: dstack the daemon runs each granted lease as a dstack run
 // on exactly its hosts, and a GitHub lane (a label, a comment, the merge

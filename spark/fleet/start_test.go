@@ -1,0 +1,74 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpugate/gpugate/spark"
+	"github.com/gpugate/gpugate/spark/fleet"
+)
+
+// Start refuses what it cannot run before it opens anything: schedules
+// without the GitHub integration make no database.
+func TestStart_RefusesSchedulesWithoutGitHubBeforeOpeningAnything(t *testing.T) {
+	f, err := fleet.Load([]byte("hosts:\n  - {name: gpu-a, managed: true}\nschedules:\n  - {name: nightly, repo: o/butter, branch: main, class: benchmark, suite: performance, at: '03:00'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "spark.db")
+	if _, err := fleet.Start(context.Background(), f, fleet.Settings{DB: db, Init: true}); !errors.Is(err, fleet.ErrSettings) {
+		t.Fatalf("schedules without GitHub: %v, want ErrSettings", err)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Start made the database: %v", err)
+	}
+}
+
+// A change of the token file that does not parse is logged and sent as an
+// alert, naming neither the file's path nor any token; the tokens whose
+// lines stand keep working.
+func TestStart_ARejectedTokenFileChangeIsLoggedAndAlerted(t *testing.T) {
+	dir := t.TempDir()
+	alerted := filepath.Join(dir, "alerts")
+	f, err := fleet.Load([]byte("hosts:\n  - {name: gpu-a, managed: true}\nalert_command: printf '%s|%s\\n' \"$SPARK_ALERT_KIND\" \"$SPARK_ALERT_DETAIL\" >> " + alerted + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	tok, err := spark.AddToken(tokens, spark.RoleAgent, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	d, err := fleet.Start(context.Background(), f, fleet.Settings{DB: filepath.Join(dir, "spark.db"), Init: true, TokensFile: tokens,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.API)
+	defer srv.Close()
+	data, _ := os.ReadFile(tokens)
+	os.WriteFile(tokens, append(data, "agent bob "+spark.NewToken()+"\n"...), 0o600) // a plain token by mistake
+	later := time.Now().Add(time.Second)
+	os.Chtimes(tokens, later, later)
+	alice, _ := spark.NewAPIClient(srv.URL, tok, nil)
+	if _, err := alice.Hosts(context.Background()); err != nil {
+		t.Errorf("alice's standing token stopped working: %v", err)
+	}
+	d.Close() // waits for the alert in flight
+	got, _ := os.ReadFile(alerted)
+	if !strings.HasPrefix(string(got), "token-file-rejected|") || strings.Contains(string(got), tokens) {
+		t.Errorf("alerts %q, want one token-file-rejected without the file's path", got)
+	}
+	if !strings.Contains(logs.String(), "sparkd.tokens_rejected") || strings.Contains(logs.String(), tok) {
+		t.Errorf("the log does not name the rejected change, or shows a token:\n%s", logs.String())
+	}
+}
