@@ -526,6 +526,9 @@ func (a *APIClient) Heartbeat(ctx context.Context, host string, gpuProcesses int
 
 // Hosts lists sanitized host state.
 func (a *APIClient) Hosts(ctx context.Context) ([]map[string]any, error) {
-	var out []map[string]any
-	return out, a.do(ctx, http.MethodGet, "/v1/hosts", nil, nil, &out)
+	out := []map[string]any{} // none is [], not null, when printed
+	if err := a.do(ctx, http.MethodGet, "/v1/hosts", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -68,8 +68,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/gpugate/gpugate/internal/cli"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/agent"
@@ -274,7 +272,7 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 	case "mcp":
 		// stdout carries the protocol; anything else goes to stderr.
 		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + cmp.Or(s.owner, "unknown")})
-		return server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopCloser{stdout}})
+		return sparkmcp.ServeStdio(ctx, server, stdin, stdout)
 	case "agent":
 		cfg, err := s.side.Config(cl, slog.New(slog.NewTextHandler(stderr, nil)))
 		if err == nil {
@@ -304,9 +302,6 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 		if err != nil {
 			return err
 		}
-		if hosts == nil {
-			hosts = []map[string]any{} // none is [], not null
-		}
 		print(hosts)
 	}
 	return nil
@@ -328,8 +323,3 @@ type requestJSON struct {
 func statusOutput(st spark.Status) statusJSON {
 	return statusJSON{Status: st, Request: requestJSON{Request: st.Request, Duration: st.Request.Duration.String()}}
 }
-
-// nopCloser is a writer the MCP transport may close without closing it.
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -157,6 +158,18 @@ func Acknowledge(held []string, hosts []map[string]any) (map[string]string, stri
 	return ack, strings.Join(notes, "; ")
 }
 
+// ServeStdio serves s over the Model Context Protocol on r and w (an
+// agent's stdio server: sparkctl mcp) until ctx ends or r does; closing
+// the transport leaves w open.
+func ServeStdio(ctx context.Context, s *mcp.Server, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopCloser{w}})
+}
+
+// nopCloser is a writer the transport may close without closing it.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
 // Release releases lease id with its fencing token and then reads what
 // became of each host it held (Acknowledge): the hosts' modes and a
 // sentence for the person or agent that released it, "" when the hosts
@@ -304,9 +317,6 @@ func NewServer(api Leases, o Options) *mcp.Server {
 			hosts, err := api.Hosts(ctx)
 			if err != nil {
 				return nil, HostsOutput{}, explain("list hosts", err)
-			}
-			if hosts == nil {
-				hosts = []map[string]any{}
 			}
 			return nil, HostsOutput{Hosts: hosts}, nil
 		})
