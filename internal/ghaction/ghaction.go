@@ -41,16 +41,23 @@ func FromEnv(getenv func(string) string) Env {
 	return Env{Actions: getenv("GITHUB_ACTIONS") == "true", Output: getenv("GITHUB_OUTPUT"), Summary: getenv("GITHUB_STEP_SUMMARY")}
 }
 
-// Fail reports a command's failure: an ::error:: annotation on stdout in
-// Actions, and the plain message on stderr always.
+// Fail reports a command's failure: an ::error:: annotation in Actions
+// (Annotate), and the plain message on stderr always.
 func (e Env) Fail(stdout, stderr io.Writer, err error) {
+	e.Annotate(stdout, stderr, err.Error())
+	fmt.Fprintln(stderr, err)
+}
+
+// Annotate reports msg as an ::error:: annotation in Actions, on stdout
+// (on stderr when stdout carries only JSON), and says nothing elsewhere:
+// for a failure the command's own output has already explained.
+func (e Env) Annotate(stdout, stderr io.Writer, msg string) {
 	switch {
 	case e.Actions && e.JSON:
-		Error(stderr, err.Error())
+		Error(stderr, msg)
 	case e.Actions:
-		Error(stdout, err.Error())
+		Error(stdout, msg)
 	}
-	fmt.Fprintln(stderr, err)
 }
 
 // Warn reports msg as a ::warning:: annotation on stdout in Actions, and

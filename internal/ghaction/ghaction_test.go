@@ -201,3 +201,23 @@ func TestAppendSummary_AStepSummaryNeverExceedsGitHubsLimit(t *testing.T) {
 		t.Errorf("a full summary grew from %d to %d bytes", len(data), len(after))
 	}
 }
+
+// Annotate says a failure the command's output already explained: an
+// annotation in Actions (on stderr when stdout is JSON), nothing
+// elsewhere.
+func TestAnnotate_OnlyInActions(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env            Env
+		stdout, stderr string
+	}{
+		"outside Actions":   {Env{}, "", ""},
+		"in Actions":        {Env{Actions: true}, "::error::differs\n", ""},
+		"in Actions, -json": {Env{Actions: true, JSON: true}, "", "::error::differs\n"},
+	} {
+		var out, errOut bytes.Buffer
+		tc.env.Annotate(&out, &errOut, "differs")
+		if out.String() != tc.stdout || errOut.String() != tc.stderr {
+			t.Errorf("%s: stdout %q stderr %q, want %q %q", name, out.String(), errOut.String(), tc.stdout, tc.stderr)
+		}
+	}
+}
