@@ -35,6 +35,14 @@
 // link), WriteCheckpointFile (never inside its own tree, never left half
 // written) and RestoreCheckpointFile.
 //
+// The steps as a command runs them (steps.go): ShardInputs, VerifyInputs,
+// ChainInputs, CellInputs, StatusInputs, BatchInputs and CheckpointInputs
+// hold one step's inputs, refuse what cannot run before anything is read
+// or written (an *InputError naming the flags), and run the step; its
+// report (ShardPlan, ObjectReuse, Chain, CellRecord, Status, BatchPlan,
+// CheckpointReport) is the text a person reads (String) and what the step
+// hands on (Outputs, named as $GITHUB_OUTPUT carries them).
+//
 // The adoption workflows cuda-sharded-build.yml, cuda-chain-build.yml and
 // cuda-build-link.yml wire these through the partition command's
 // shards, verify-objects, chain, chain-state, chain-status, checkpoint,

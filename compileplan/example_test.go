@@ -139,3 +139,17 @@ func ExampleReadChainStates() {
 	// Output:
 	// 2 [{natten 1}]
 }
+
+// A step's inputs are refused before anything runs, naming the flag;
+// accepted, the step's report is its text and the outputs it hands on.
+func ExampleChainInputs_Plan() {
+	_, err := compileplan.ChainInputs{JobCap: 6 * time.Hour, Depth: 2}.Plan()
+	fmt.Println(err)
+	c, _ := compileplan.ChainInputs{Estimate: 10 * time.Hour, JobCap: 6 * time.Hour, Depth: 2}.Plan()
+	fmt.Print(c)
+	fmt.Println(c.Outputs())
+	// Output:
+	// compileplan: give -estimate, the build's compile time (e.g. 10h)
+	// 2 link(s), each compiling under a 5h30m0s timeout
+	// [[links 2] [compile_timeout_seconds 19800]]
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -53,6 +54,24 @@ func AuditListing(listing io.Reader, format string, p Partition) (Audit, error) 
 		a.Splits = GoSplits(p)
 	}
 	return a, nil
+}
+
+// AuditFiles reads the partition files (Config.ParseTSVFiles) and checks
+// them against the inventory listing in format (AuditListing).
+func (c Config) AuditFiles(listing io.Reader, format string, paths ...string) (Audit, error) {
+	p, err := c.ParseTSVFiles(paths...)
+	if err != nil {
+		return Audit{}, err
+	}
+	return AuditListing(listing, format, p)
+}
+
+// Outputs are the check's step outputs: ok, and the counts of tests,
+// lines, new, stale and duplicate tests, and split Go tests. The whole
+// report is ReportJSON, too long for a step output on a first adoption.
+func (a Audit) Outputs() [][2]string {
+	return [][2]string{{"ok", strconv.FormatBool(a.OK())}, {"tests", strconv.Itoa(a.Tests)}, {"lines", strconv.Itoa(a.Lines)},
+		{"new", strconv.Itoa(len(a.Report.New))}, {"stale", strconv.Itoa(len(a.Report.Stale))}, {"duplicates", strconv.Itoa(len(a.Report.Duplicates))}, {"split", strconv.Itoa(len(a.Splits))}}
 }
 
 // OK reports whether the report is OK and no Go test is split.

@@ -83,3 +83,25 @@ func TestParseTSVFiles_MergesTheArchiveSetAndChecksItsCategories(t *testing.T) {
 		t.Errorf("%+v, %v", p, err)
 	}
 }
+
+// The check step reads its partition files and the listing in one call,
+// and its outputs count what the report lists: a lane file's errors come
+// back as they are, naming the file.
+func TestAuditFiles_TheOutputsCountWhatTheReportLists(t *testing.T) {
+	dir := t.TempDir()
+	tsv := filepath.Join(dir, "p.tsv")
+	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB/small\tsingle-gpu\nexample.com/m\tTestGone\thost\n"), 0o644)
+	a, err := DefaultConfig().AuditFiles(strings.NewReader(goListing), FormatGo, tsv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"ok", "false"}, {"tests", "3"}, {"lines", "3"}, {"new", "1"}, {"stale", "1"}, {"duplicates", "0"}, {"split", "0"}}
+	if diff := cmp.Diff(want, a.Outputs()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	bad := filepath.Join(dir, "bad.tsv")
+	os.WriteFile(bad, []byte("example.com/m\tTestA\tnowhere\n"), 0o644)
+	if _, err := DefaultConfig().AuditFiles(strings.NewReader(goListing), FormatGo, bad); !errors.Is(err, ErrTSV) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("an unknown category: %v, want ErrTSV naming %s", err, bad)
+	}
+}

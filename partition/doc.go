@@ -21,9 +21,12 @@
 // subcommands use it: Config.ParseTSVFiles reads and validates an archive
 // set's files; AuditListing parses a listing in either format
 // (ParseInventory) and checks it, with the Go split tests, and prints as a
-// person reads it; Config.Selection fits the lane's filterset into one
-// argument and renders it each way (Renderings), and NotRunOutput cuts the
-// NOT RUN list to what one environment variable carries.
+// person reads it (Config.AuditFiles reads the files and checks them in
+// one call); Config.Selection (Config.SelectFiles from the files) fits the
+// lane's filterset into one argument and renders it each way
+// (Renderings), and NotRunOutput cuts the NOT RUN list to what one
+// environment variable carries. Audit.Outputs and Selection.Outputs are
+// the steps' outputs, named as $GITHUB_OUTPUT carries them.
 //
 // Planning long CUDA compiles (shards, object reuse, checkpoint chains) is
 // package compileplan's concern.

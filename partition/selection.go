@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -41,6 +42,24 @@ func (c Config) Selection(p Partition, category string, requireTests bool) (Sele
 	s := Selection{Lane: l, NotRun: NotRun(c, p), p: p}
 	s.Filter, s.FilterErr = l.NextestFilterWithin(p, MaxFilterBytes)
 	return s, nil
+}
+
+// SelectFiles reads the partition files (ParseTSVFiles) and selects
+// category's lane from them (Selection). A refusal of the lane itself, not
+// of the files, wraps ErrCategory.
+func (c Config) SelectFiles(category string, requireTests bool, paths ...string) (Selection, error) {
+	p, err := c.ParseTSVFiles(paths...)
+	if err != nil {
+		return Selection{}, err
+	}
+	return c.Selection(p, category, requireTests)
+}
+
+// Outputs are the lane's step outputs: filter (the nextest filterset),
+// not_run (NotRunOutput, for the gate's NOT RUN list) and tests, how many
+// tests the lane selects.
+func (s Selection) Outputs() [][2]string {
+	return [][2]string{{"filter", s.Filter}, {"not_run", NotRunOutput(s.NotRun)}, {"tests", strconv.Itoa(len(s.Lane.Tests))}}
 }
 
 // Render writes the lane as rendering (one of Renderings) says, a line

@@ -3,8 +3,12 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The NOT RUN list reaches publish as one environment variable and one
@@ -68,5 +72,28 @@ func TestSelection_RendersTheLaneEachWay(t *testing.T) {
 	s, err = DefaultConfig().Selection(split, "host", false)
 	if _, rerr := s.Render("go"); err != nil || !errors.Is(rerr, ErrSplitTest) {
 		t.Errorf("a split Go test: %v, %v; want ErrSplitTest", err, rerr)
+	}
+}
+
+// The select step reads its files and selects in one call: only a
+// refusal of the lane itself is ErrCategory (a caller says which lane it
+// asked for), and the outputs are the filter, the NOT RUN list and the
+// count.
+func TestSelectFiles_OnlyTheLanesOwnRefusalIsErrCategory(t *testing.T) {
+	tsv := filepath.Join(t.TempDir(), "p.tsv")
+	os.WriteFile(tsv, []byte("example.com/m\tTestA\thost\nexample.com/m\tTestB\tsingle-gpu\nexample.com/m\tTestC\ttwo-device\tneeds two GPUs\n"), 0o644)
+	s, err := DefaultConfig().SelectFiles("single-gpu", true, tsv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"filter", "(binary_id(=example.com/m) & (test(=TestB)))"}, {"not_run", "example.com/m TestC (two-device): needs two GPUs"}, {"tests", "1"}}
+	if diff := cmp.Diff(want, s.Outputs()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := DefaultConfig().SelectFiles("singel-gpu", false, tsv); !errors.Is(err, ErrCategory) {
+		t.Errorf("a misspelt category: %v, want ErrCategory", err)
+	}
+	if _, err := DefaultConfig().SelectFiles("single-gpu", false, filepath.Join(t.TempDir(), "missing.tsv")); err == nil || errors.Is(err, ErrCategory) {
+		t.Errorf("a missing file: %v, want an error that is not ErrCategory", err)
 	}
 }

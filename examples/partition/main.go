@@ -30,7 +30,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gpugate/gpugate/internal/cli"
@@ -57,36 +56,21 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if len(args) == 0 {
 		args = []string{"check", "-example"}
 	}
-	sub := func(name, usage string, f func(fs *flag.FlagSet, args []string, gha ghaction.Env, stdout io.Writer) error) cli.Subcommand {
-		return cli.Subcommand{Name: name, Usage: usage, Run: func(args []string) error {
-			fs := flag.NewFlagSet("partition "+name, flag.ContinueOnError)
-			fs.SetOutput(stderr)
-			return f(fs, args, gha, stdout)
-		}}
-	}
-	err := cli.Dispatch("partition", stderr, args,
-		sub("check", "[-inventory FILE|-] [-format nextest|go] PARTITION.tsv... | -example", func(fs *flag.FlagSet, args []string, gha ghaction.Env, stdout io.Writer) error {
-			return check(fs, args, gha, stdin, stdout)
-		}),
-		sub("select", "-category single-gpu [-render nextest|go|lines|not-run] [-require-tests] PARTITION.tsv...", selectLane),
-		sub("shards", "-n 4 UNITS.json", shards),
-		sub("verify-objects", "-present LINK.sha256 SHARD.sha256...", verifyObjects),
-		sub("chain", "-estimate 10h [-job-cap 6h] [-depth 2]", chain),
-		sub("chain-state", "-state STATE.json -cell NAME -link N [-done]", chainState),
-		sub("chain-status", "-cells '[\"a\",\"b\"]' [-cell NAME] [-require-done] DIR|STATE.json...", chainStatus),
-		sub("batches", "-jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]", batches),
-		sub("checkpoint", "-o CKPT.tar DIR", checkpoint),
-		sub("restore", "-i CKPT.tar DIR", checkpoint),
-	)
+	err := cli.Dispatch("partition", stderr, args, cli.Verbs("partition", gha, stdin, stdout, stderr,
+		cli.Verb{Name: "check", Usage: "[-inventory FILE|-] [-format nextest|go] PARTITION.tsv... | -example", Flags: check},
+		cli.Verb{Name: "select", Usage: "-category single-gpu [-render nextest|go|lines|not-run] [-require-tests] PARTITION.tsv...", Flags: selectLane},
+		cli.Verb{Name: "shards", Usage: "-n 4 UNITS.json", Flags: shards},
+		cli.Verb{Name: "verify-objects", Usage: "-present LINK.sha256 SHARD.sha256...", Flags: verifyObjects},
+		cli.Verb{Name: "chain", Usage: "-estimate 10h [-job-cap 6h] [-depth 2]", Flags: chain},
+		cli.Verb{Name: "chain-state", Usage: "-state STATE.json -cell NAME -link N [-done]", Flags: chainState},
+		cli.Verb{Name: "chain-status", Usage: "-cells '[\"a\",\"b\"]' [-cell NAME] [-require-done] DIR|STATE.json...", Flags: chainStatus},
+		cli.Verb{Name: "batches", Usage: "-jobs 2100 [-runners 40] [-typical 1h] [-queue-cap 24h]", Flags: batches},
+		cli.Verb{Name: "checkpoint", Usage: "-o CKPT.tar DIR", Flags: checkpoint},
+		cli.Verb{Name: "restore", Usage: "-i CKPT.tar DIR", Flags: checkpoint},
+	)...)
 	gha.JSON = ghaction.JSONRequested(args) // stdout carries only JSON: annotations go to stderr
 	if errors.Is(err, errMismatch) {
-		if gha.Actions {
-			annotations := stdout
-			if gha.JSON {
-				annotations = stderr
-			}
-			ghaction.Error(annotations, err.Error())
-		}
+		gha.Annotate(stdout, stderr, err.Error()) // the report above says what differs
 		return 1
 	}
 	code := cli.Status(err)
@@ -98,99 +82,90 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 
 // check checks the partition against the real inventory, or the bundled
 // example with -example.
-func check(fs *flag.FlagSet, args []string, gha ghaction.Env, stdin io.Reader, stdout io.Writer) error {
-	ghaction.JSONFlag(fs, &stdout, &gha)
+func check(fs *flag.FlagSet) cli.Work {
 	invFile := fs.String("inventory", "-", "inventory file, - for stdin")
 	format := fs.String("format", "nextest", "inventory format: nextest (cargo nextest list --message-format json) or go (go test -json / -list)")
 	example := fs.Bool("example", false, "check the bundled example")
-	if err := cli.FlagsThenFiles(fs, args); err != nil {
-		return err
-	}
-	switch {
-	case *example && fs.NArg() > 0:
-		return cli.Refuse(fs, "-example checks the bundled partition: name no partition files (%q)", fs.Args())
-	case !*example && fs.NArg() == 0:
-		return cli.Refuse(fs, "name at least one partition file (or -example for the bundled one)")
-	case *format != partition.FormatNextest && *format != partition.FormatGo:
-		return cli.Refuse(fs, "-format %q: use nextest or go", *format)
-	}
-	listing := stdin // streamed to the parser: a listing is never held whole
-	var p partition.Partition
-	var err error
-	if *example {
-		listing = bytes.NewReader(exampleList)
-		p, err = partition.ParseTSVNamed(bytes.NewReader(examplePartition), "cuda_test_partition.tsv")
-		fmt.Fprintln(stdout, "checking the bundled example: a nextest listing with one test nobody has classified yet")
-	} else {
-		if *invFile != "-" {
-			f, err := os.Open(*invFile)
-			if err != nil {
-				return fmt.Errorf("partition: read inventory: %w", err)
-			}
-			defer f.Close()
-			listing = bufio.NewReaderSize(f, 1<<20)
+	return cli.Work{Parse: cli.FlagsThenFiles, Run: func(w cli.Step) ([][2]string, error) {
+		switch {
+		case *example && fs.NArg() > 0:
+			return nil, cli.Refuse(fs, "-example checks the bundled partition: name no partition files (%q)", fs.Args())
+		case !*example && fs.NArg() == 0:
+			return nil, cli.Refuse(fs, "name at least one partition file (or -example for the bundled one)")
+		case *format != partition.FormatNextest && *format != partition.FormatGo:
+			return nil, cli.Refuse(fs, "-format %q: use nextest or go", *format)
 		}
-		p, err = partition.DefaultConfig().ParseTSVFiles(fs.Args()...)
+		a, err := audit(w, *example, *invFile, *format, fs.Args())
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprint(w.Out, a)
+		outputs := a.Outputs()
+		if w.JSON {
+			// The whole report only with -json: a first adoption can list
+			// thousands of tests, too many for a step output.
+			outputs = append(outputs, [2]string{"report", a.ReportJSON()})
+		}
+		if a.OK() {
+			return outputs, nil
+		}
+		return outputs, errMismatch
+	}}
+}
+
+// audit checks the partition files against the inventory listing in
+// invFile (- for stdin), or the bundled example.
+func audit(w cli.Step, example bool, invFile, format string, files []string) (partition.Audit, error) {
+	if example {
+		fmt.Fprintln(w.Out, "checking the bundled example: a nextest listing with one test nobody has classified yet")
+		p, err := partition.ParseTSVNamed(bytes.NewReader(examplePartition), "cuda_test_partition.tsv")
+		if err != nil {
+			return partition.Audit{}, err
+		}
+		return partition.AuditListing(bytes.NewReader(exampleList), format, p)
 	}
-	if err != nil {
-		return err
+	listing := w.In // streamed to the parser: a listing is never held whole
+	if invFile != "-" {
+		f, err := os.Open(invFile)
+		if err != nil {
+			return partition.Audit{}, fmt.Errorf("partition: read inventory: %w", err)
+		}
+		defer f.Close()
+		listing = bufio.NewReaderSize(f, 1<<20)
 	}
-	a, err := partition.AuditListing(listing, *format, p)
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, a)
-	outputs := [][2]string{{"ok", strconv.FormatBool(a.OK())}, {"tests", strconv.Itoa(a.Tests)}, {"lines", strconv.Itoa(a.Lines)},
-		{"new", strconv.Itoa(len(a.Report.New))}, {"stale", strconv.Itoa(len(a.Report.Stale))}, {"duplicates", strconv.Itoa(len(a.Report.Duplicates))}, {"split", strconv.Itoa(len(a.Splits))}}
-	if gha.Echo != nil {
-		// The whole report only with -json: a first adoption can list
-		// thousands of tests, too many for a step output.
-		outputs = append(outputs, [2]string{"report", a.ReportJSON()})
-	}
-	if err := gha.SetOutputs(outputs...); err != nil || a.OK() {
-		return err
-	}
-	return errMismatch
+	return partition.DefaultConfig().AuditFiles(listing, format, files...)
 }
 
 // selectLane prints a lane; in Actions it also writes the outputs filter
 // (the lane as a nextest filterset) and not_run (every not-run or excluded
 // test, comma-separated, for the gate's NOT RUN list).
-func selectLane(fs *flag.FlagSet, args []string, gha ghaction.Env, stdout io.Writer) error {
-	ghaction.JSONFlag(fs, &stdout, &gha)
+func selectLane(fs *flag.FlagSet) cli.Work {
 	cat := fs.String("category", "single-gpu", "the lane's category")
 	render := fs.String("render", "nextest", "nextest (a filterset), go (-run patterns per package), lines, or not-run")
 	requireTests := fs.Bool("require-tests", false, "exit 1 when the lane selects no test (a paid pod would run nothing)")
-	if err := cli.FlagsThenFiles(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return cli.Refuse(fs, "name at least one partition file")
-	}
-	if err := cli.Require(fs, "category"); err != nil {
-		return err
-	}
-	if !slices.Contains(partition.Renderings, *render) {
-		return cli.Refuse(fs, "-render %q: use nextest, go, lines or not-run", *render)
-	}
-	in := func(err error) error {
-		return fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
-	}
-	cfg := partition.DefaultConfig()
-	p, err := cfg.ParseTSVFiles(fs.Args()...)
-	if err != nil {
-		return err
-	}
-	s, err := cfg.Selection(p, *cat, *requireTests)
-	if err != nil {
-		return in(err)
-	}
-	text, err := s.Render(*render)
-	if err != nil && *render == "go" {
-		return in(err)
-	} else if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, text)
-	return gha.SetOutputs([2]string{"filter", s.Filter}, [2]string{"not_run", partition.NotRunOutput(s.NotRun)}, [2]string{"tests", strconv.Itoa(len(s.Lane.Tests))})
+	return cli.Work{Parse: cli.FlagsThenFiles, Run: func(w cli.Step) ([][2]string, error) {
+		if fs.NArg() == 0 {
+			return nil, cli.Refuse(fs, "name at least one partition file")
+		}
+		if err := cli.Require(fs, "category"); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(partition.Renderings, *render) {
+			return nil, cli.Refuse(fs, "-render %q: use nextest, go, lines or not-run", *render)
+		}
+		s, err := partition.DefaultConfig().SelectFiles(*cat, *requireTests, fs.Args()...)
+		if errors.Is(err, partition.ErrCategory) {
+			return nil, fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
+		} else if err != nil {
+			return nil, err
+		}
+		text, err := s.Render(*render)
+		if err != nil && *render == "go" {
+			return nil, fmt.Errorf("%w (-category %s in %s)", err, *cat, strings.Join(fs.Args(), " "))
+		} else if err != nil {
+			return nil, err
+		}
+		fmt.Fprint(w.Out, text)
+		return s.Outputs(), nil
+	}}
 }
