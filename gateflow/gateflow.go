@@ -15,6 +15,12 @@
 // again just before spending and before publishing) buys and publishes
 // nothing; the pod is deleted, confirmed, before the gate is published; and
 // the gate passes only when the watched job concluded success.
+//
+// Its GitHub steps (authorize, reuse, recheck, publish) are gate.Steps
+// (Deps.Steps), the calls the Action's authorize, reuse and publish steps
+// make one per process, so each rule lives in one place; provisioning is
+// runpod.Provision, which reads the pull request again before every
+// create, as the Action's provision step does.
 package gateflow
 
 import (
