@@ -41,22 +41,26 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	var subs []cli.Subcommand
+	gha := ghaction.FromEnv(getenv)
+	var subs []cli.Verb
 	for _, v := range verbs {
-		subs = append(subs, cli.Subcommand{Name: v.name, Usage: v.usage, Run: func(args []string) error {
-			return v.run(ctx, args, getenv, stdout, stderr)
-		}})
+		subs = append(subs, cli.Verb{Name: v.name, Usage: v.usage, Flags: func(fs *flag.FlagSet) cli.Work { return v.work(ctx, fs, getenv) }})
 	}
-	// A subcommand reports its own failure (an ::error:: annotation in
-	// Actions); a refused command line is already said in one line.
-	return cli.Status(cli.Dispatch("gate", stderr, args, subs...))
+	err := cli.Dispatch("gate", stderr, args, cli.Verbs("gate", gha, nil, stdout, stderr, subs...)...)
+	code := cli.Status(err)
+	if code == 1 { // a refused command line is already said in one line
+		gha.JSON = ghaction.JSONRequested(args) // stdout carries only JSON: annotations go to stderr
+		gha.Fail(stdout, stderr, err)
+	}
+	return code
 }
 
-// verb is one subcommand: its usage line, whether it takes -local-label,
-// and a constructor that registers its own flags and returns its work.
+// verb is one subcommand: its usage line, -local-label's help ("" when
+// it takes none), and a constructor that registers its own flags and
+// returns its work.
 type verb struct {
 	name, usage string
-	labelled    bool
+	label       string
 	flags       func(fs *flag.FlagSet) command
 }
 
@@ -68,59 +72,50 @@ type command struct {
 	exec   func(ctx context.Context, s gate.Steps, gh *gate.GitHub) ([][2]string, error)
 }
 
-// run runs one verb: its flags and the shared ones (-repo, -check-name,
-// -json), the flags it cannot do without, then the work. A work failure
-// is reported here (an ::error:: annotation in Actions).
-func (v verb) run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gate "+v.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// work registers the verb's flags and the shared ones (-repo,
+// -check-name, -local-label where it takes one) on fs, and returns its
+// work: the flags it cannot do without, then its step over GitHub, its
+// outputs printed as name=value lines.
+func (v verb) work(ctx context.Context, fs *flag.FlagSet, getenv func(string) string) cli.Work {
 	repo := fs.String("repo", getenv("GITHUB_REPOSITORY"), "owner/name (default GITHUB_REPOSITORY)")
 	steps := gate.Steps{CheckName: gate.DefaultCheckName, LocalLabel: gate.DefaultLocalLabel}
 	fs.StringVar(&steps.CheckName, "check-name", steps.CheckName, "the required check's name")
-	if v.labelled {
-		fs.StringVar(&steps.LocalLabel, "local-label", steps.LocalLabel, "the label of a PR validated on a maintainer's GPU: the paid path skips it and publishes nothing over its local gate")
+	if v.label != "" {
+		fs.StringVar(&steps.LocalLabel, "local-label", steps.LocalLabel, v.label)
 	}
-	gha, log := ghaction.FromEnv(getenv), stdout // annotations go to the log, -json or not
-	ghaction.JSONFlag(fs, &stdout, &gha)
 	cmd := v.flags(fs)
-	if err := cli.Flags(fs, args); err != nil {
-		return err
-	}
-	if err := cli.Require(fs, append([]string{"repo"}, cmd.need...)...); err != nil {
-		return err
-	}
-	owner, repoName, err := cli.SplitRepo("gate", *repo)
-	if err != nil {
-		return cli.Refuse(fs, "-repo %q: want owner/name", *repo)
-	}
-	if cmd.refuse != nil {
-		if err := cmd.refuse(); err != nil {
-			return cli.Refuse(fs, "%v", err)
+	return cli.Work{Run: func(w cli.Step) ([][2]string, error) {
+		if err := cli.Require(fs, append([]string{"repo"}, cmd.need...)...); err != nil {
+			return nil, err
 		}
-	}
-	outputs, err := func() ([][2]string, error) {
+		owner, repoName, err := cli.SplitRepo("gate", *repo)
+		if err != nil {
+			return nil, cli.Refuse(fs, "-repo %q: want owner/name", *repo)
+		}
+		if cmd.refuse != nil {
+			if err := cmd.refuse(); err != nil {
+				return nil, cli.Refuse(fs, "%v", err)
+			}
+		}
 		client, err := ghclient.New(ctx, getenv)
 		if err != nil {
-			return nil, fmt.Errorf("gate: %w", err)
+			return [][2]string{}, fmt.Errorf("gate: %w", err)
 		}
 		gh := &gate.GitHub{Client: client, Owner: owner, Repo: repoName}
 		steps.Repo, steps.Checks = gh, gh
-		return cmd.exec(ctx, steps, gh)
-	}()
-	for _, kv := range outputs {
-		fmt.Fprintf(stdout, "%s=%s\n", kv[0], kv[1])
-	}
-	if werr := gha.SetOutputs(outputs...); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
-		gha.Fail(log, stderr, err)
-	}
-	return err
+		outputs, err := cmd.exec(ctx, steps, gh)
+		if outputs == nil {
+			outputs = [][2]string{} // with -json, a failure still prints one (empty) object
+		}
+		for _, kv := range outputs {
+			fmt.Fprintf(w.Out, "%s=%s\n", kv[0], kv[1])
+		}
+		return outputs, err
+	}}
 }
 
 var verbs = []verb{
-	{"reuse", "-head SHA -tested-ref SHA", false, func(fs *flag.FlagSet) command {
+	{"reuse", "-head SHA -tested-ref SHA", "", func(fs *flag.FlagSet) command {
 		head := fs.String("head", "", "the authorized PR head SHA (required)")
 		ref := fs.String("tested-ref", "", "the tested merge SHA (required)")
 		return command{need: []string{"head", "tested-ref"}, exec: func(ctx context.Context, s gate.Steps, _ *gate.GitHub) ([][2]string, error) {
@@ -128,7 +123,7 @@ var verbs = []verb{
 			return s.Reuse(ctx, gate.Authorization{HeadSHA: *head, TestedRef: *ref}).Outputs(), nil
 		}}
 	}},
-	{"authorize", "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]", true, func(fs *flag.FlagSet) command {
+	{"authorize", "-actor LOGIN (-pr N | -ref REF) [-classified-head SHA]", "the label of a PR validated on a maintainer's GPU: the paid path skips it", func(fs *flag.FlagSet) command {
 		actor := fs.String("actor", "", "the user asking (GITHUB_ACTOR; required)")
 		pr := fs.Int("pr", 0, "pull request number")
 		ref := fs.String("ref", "", "manual revision (cannot be combined with -pr)")
@@ -151,7 +146,7 @@ var verbs = []verb{
 			return a.Outputs(), nil
 		}}
 	}},
-	{"publish", "-head SHA -tested-ref SHA -kind KIND [evidence flags]", true, func(fs *flag.FlagSet) command {
+	{"publish", "-head SHA -tested-ref SHA -kind KIND [evidence flags]", "the label of a PR validated on a maintainer's GPU", func(fs *flag.FlagSet) command {
 		var in gate.PublishInputs
 		fs.StringVar(&in.HeadSHA, "head", "", "the authorized PR head SHA (required)")
 		fs.StringVar(&in.TestedRef, "tested-ref", "", "the tested merge SHA (required)")
@@ -195,7 +190,7 @@ var verbs = []verb{
 			return [][2]string{{"published", "true"}, {"check_id", strconv.FormatInt(g.ID, 10)}, {"title", gate.Title(r.ID.Kind)}}, nil
 		}}
 	}},
-	{"local-run", "-pr N -lane CMD [-dir DIR] [-workflow FILE]", true, func(fs *flag.FlagSet) command {
+	{"local-run", "-pr N -lane CMD [-dir DIR] [-workflow FILE]", "the local-validation label the PR must carry", func(fs *flag.FlagSet) command {
 		pr := fs.Int("pr", 0, "the pull request whose head is checked out (required)")
 		lane := fs.String("lane", "", "the GPU lane's command, run with sh -c in -dir (required)")
 		dir := fs.String("dir", ".", "the checkout: its HEAD must be the PR's head, with no uncommitted change")
@@ -208,7 +203,7 @@ var verbs = []verb{
 			return [][2]string{{"sha", res.Head}, {"relay_ref", res.Ref}, {"lane_seconds", strconv.Itoa(int(res.Took.Seconds()))}}, nil
 		}}
 	}},
-	{"local-relay", "-dispatcher LOGIN -pr N -sha SHA", true, func(fs *flag.FlagSet) command {
+	{"local-relay", "-dispatcher LOGIN -pr N -sha SHA", "the local-validation label", func(fs *flag.FlagSet) command {
 		dispatcher := fs.String("dispatcher", "", "who dispatched the relay (GITHUB_ACTOR; required)")
 		pr := fs.Int("pr", 0, "pull request number (required)")
 		sha := fs.String("sha", "", "the head SHA to publish for (required)")
@@ -220,7 +215,7 @@ var verbs = []verb{
 			return [][2]string{{"check_id", strconv.FormatInt(g.ID, 10)}}, nil
 		}}
 	}},
-	{"recover", "-pr N [-workflow FILE] [-wait]", false, func(fs *flag.FlagSet) command {
+	{"recover", "-pr N [-workflow FILE] [-wait]", "", func(fs *flag.FlagSet) command {
 		pr := fs.Int("pr", 0, "pull request number (required)")
 		wf := fs.String("workflow", "runpod-gpu-test.yml", "the GPU workflow file")
 		wait := fs.Bool("wait", false, "follow the dispatched run to completion")
