@@ -186,9 +186,6 @@ func appendString(b []byte, s string) []byte {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
-// MaxMatrixJobs is the most jobs one matrix of a workflow run can have.
-const MaxMatrixJobs = 256
-
 // MaxStepSummary is GitHub's limit on one step's summary: the runner
 // uploads none of a larger one ("$GITHUB_STEP_SUMMARY upload aborted").
 const MaxStepSummary = 1 << 20
