@@ -167,7 +167,7 @@ func (p *plan) open(last *Request) bool {
 		}
 		switch {
 		case h.Draining:
-		case h.Mode == ServiceRunning && last != nil && last.Priority < p.c.opts.LendMinPriority:
+		case serviceOwned(h) && last != nil && last.Priority < p.c.opts.LendMinPriority:
 		default:
 			return true
 		}
@@ -333,8 +333,18 @@ func (p *plan) why(r Request, h Host) string {
 		return fmt.Sprintf("host %s is draining for development", h.Name)
 	case h.Mode == ServiceRunning && !c.lendable(r):
 		return fmt.Sprintf("host %s runs the resident service, which %s work does not borrow", h.Name, r.Class)
+	case serviceOwned(h) && !c.lendable(r):
+		return fmt.Sprintf("host %s is the resident service's, stopped for request %s, which %s work does not borrow", h.Name, h.Pending, r.Class)
 	}
 	return ""
+}
+
+// serviceOwned reports whether h is the resident service's host and no
+// lease holds it: running the service, or Idle after a lending, its
+// service stopped for the grant still to be made. Either way only
+// lendable work borrows it.
+func serviceOwned(h Host) bool {
+	return h.Service && h.Lease == "" && (h.Mode == ServiceRunning || h.Mode == Idle)
 }
 
 // position is r's 1-based place in the order this pass takes the queue:

@@ -32,12 +32,14 @@ type serviceJob struct {
 }
 
 // Reconcile runs one admission pass: it marks stale hosts offline (they
-// are never treated as idle), expires leases (a lease that expires while
-// GPU processes remain leaves its host release-required, killing nothing),
-// fails a pair whose host went offline as a unit, restores the resident
-// service, and grants queued requests in priority order. Service I/O runs
-// between two transactions. Any store error fails closed: nothing is
-// admitted.
+// are never treated as idle), expires leases (on a host without the agent,
+// a lease that expires while GPU processes remain leaves its host
+// release-required, the controller killing nothing; on an agent's host the
+// host is Cleaning until the agent acknowledges its cleanup), fails a pair
+// whose host went offline as a unit, restores the resident service (also
+// on its host when it is Idle with no lease and no grant pending), and
+// grants queued requests in priority order. Service I/O runs between two
+// transactions. Any store error fails closed: nothing is admitted.
 func (c *Controller) Reconcile(ctx context.Context) error {
 	var jobs []serviceJob
 	var granted []Request
@@ -52,6 +54,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			return err
 		}
 		if err := c.overdueCleanups(tx, hosts, now); err != nil {
+			return err
+		}
+		if err := c.unlentServiceHosts(tx, hosts, now); err != nil {
 			return err
 		}
 		for _, h := range hosts {
@@ -114,10 +119,11 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	for _, j := range jobs {
 		jerr := c.runJob(ctx, j)
+		done := time.Now()
 		var g *Request
 		if err := c.tx(ctx, func(tx Tx) error {
 			var err error
-			g, err = c.finishJob(tx, j, jerr)
+			g, err = c.finishJob(tx, j, jerr, done)
 			return err
 		}); err != nil {
 			return err
@@ -232,8 +238,44 @@ func (c *Controller) settleServiceStarts(tx Tx, hosts []Host) error {
 	return nil
 }
 
-// finishJob records a service job's outcome, returning a grant it made.
-func (c *Controller) finishJob(tx Tx, j serviceJob, jerr error) (*Request, error) {
+// unlentServiceHosts sends back to Restoring each service host that is
+// Idle with no lease and no grant pending for it (the request its lending
+// was for went away, or the fleet file made an idle host the service's):
+// the resident service owns its host whenever no lendable work holds it.
+// hosts is updated in place.
+func (c *Controller) unlentServiceHosts(tx Tx, hosts []Host, now time.Time) error {
+	for i, h := range hosts {
+		if !h.Service || h.Mode != Idle || h.Lease != "" {
+			continue
+		}
+		if h.Pending != "" {
+			r, ok, err := tx.Request(h.Pending)
+			if err != nil {
+				return err
+			}
+			if ok && r.State == Queued {
+				continue // the lending's grant is still to be made
+			}
+		}
+		h.Mode, h.Pending, h.RestoreAttempts, h.NextRestore = Restoring, "", 0, now
+		if err := tx.PutHost(h); err != nil {
+			return err
+		}
+		hosts[i] = h
+		if err := c.event(tx, Event{Kind: "restoring", Host: h.Name, Detail: "no lease holds the service host and no grant is pending: restoring the resident service"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishJob records a service job's outcome, done when the job returned,
+// and returns a grant it made. A lending whose steps all passed (the
+// service drained, stopped and verified released) leaves the host Idle
+// with none of the GPU processes it reported up to then: those were the
+// service's, and the grant the lending was for is made at once when the
+// request's hosts are free for it.
+func (c *Controller) finishJob(tx Tx, j serviceJob, jerr error, done time.Time) (*Request, error) {
 	hosts, err := tx.Hosts()
 	if err != nil {
 		return nil, err
@@ -260,6 +302,11 @@ func (c *Controller) finishJob(tx Tx, j serviceJob, jerr error) (*Request, error
 			return nil, tx.PutHost(h)
 		}
 		h.Mode = Idle
+		if !h.LastHeartbeat.After(done) {
+			// Reported while the service still ran: its own processes,
+			// which the verify step found gone.
+			h.GPUProcesses = 0
+		}
 		if err := tx.PutHost(h); err != nil {
 			return nil, err
 		}
