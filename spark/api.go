@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpugate/gpugate/internal/secret"
@@ -58,6 +59,7 @@ var apiErrors = []struct {
 	{ErrActive, http.StatusConflict, "active"},
 	{ErrNotQueued, http.StatusConflict, "not_queued"},
 	{ErrStaleToken, http.StatusConflict, "stale_token"},
+	{ErrConflict, http.StatusConflict, "conflict"},
 	{ErrPairRefused, http.StatusUnprocessableEntity, "pair_refused"},
 	{ErrInvalid, http.StatusBadRequest, "invalid"},
 	{ErrUnauthorized, http.StatusForbidden, "forbidden"},
@@ -137,7 +139,7 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		}
 		cred := credentialOf(r.Context())
 		switch {
-		case cred.Role == RoleHost:
+		case cred.Role != RoleAgent && cred.Role != RoleOperator:
 			fail(w, forbidden(cred, "ask for leases"))
 			return
 		case lr.PR != nil || lr.Class == ManualPR:
@@ -167,6 +169,10 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		write(w, http.StatusCreated, st)
 	})
 	mux.HandleFunc("GET /v1/leases/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if cred := credentialOf(r.Context()); cred.Role == RoleJob && cred.Name != r.PathValue("id") {
+			fail(w, forbidden(cred, "read lease "+r.PathValue("id")))
+			return
+		}
 		st, err := c.Status(r.Context(), r.PathValue("id"))
 		if err != nil {
 			fail(w, err)
@@ -183,6 +189,10 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 				return
 			}
 			timeout = d
+		}
+		if cred := credentialOf(r.Context()); cred.Role == RoleJob && cred.Name != r.PathValue("id") {
+			fail(w, forbidden(cred, "wait for lease "+r.PathValue("id")))
+			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
@@ -252,8 +262,8 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 			fail(w, fmt.Errorf("%w: token %q: want the lease's numeric fencing token", ErrInvalid, r.URL.Query().Get("token")))
 			return
 		}
-		if cred := credentialOf(r.Context()); cred.Role != RoleOperator && (cred.Role != RoleHost || cred.Name != r.PathValue("host")) {
-			fail(w, forbidden(cred, "check fencing on host "+r.PathValue("host")))
+		if !onHost(r.Context(), c, r.PathValue("host")) {
+			fail(w, forbidden(credentialOf(r.Context()), "check fencing on host "+r.PathValue("host")))
 			return
 		}
 		if err := c.CheckToken(r.Context(), r.PathValue("host"), token); err != nil {
@@ -263,8 +273,8 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /v1/hosts/{host}/state", func(w http.ResponseWriter, r *http.Request) {
-		if cred := credentialOf(r.Context()); cred.Role != RoleOperator && (cred.Role != RoleHost || cred.Name != r.PathValue("host")) {
-			fail(w, forbidden(cred, "read the state of host "+r.PathValue("host")))
+		if !onHost(r.Context(), c, r.PathValue("host")) {
+			fail(w, forbidden(credentialOf(r.Context()), "read the state of host "+r.PathValue("host")))
 			return
 		}
 		st, err := c.HostState(r.Context(), r.PathValue("host"))
@@ -315,6 +325,9 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		cred, known := creds.Lookup(token)
+		if !known && ok && token != "" {
+			cred, known = o.runners.job(token) // a lease's job, while its config is held
+		}
 		if !ok || token == "" || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="spark"`)
 			write(w, http.StatusUnauthorized, APIError{Code: "unauthorized", Message: "a bearer token is required"})
@@ -322,6 +335,22 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), credKey{}, cred)))
 	}), nil
+}
+
+// onHost reports whether the request's credential may run a preflight's
+// reads on host: the operator, the host itself, or the job of an active
+// lease holding it.
+func onHost(ctx context.Context, c *Controller, host string) bool {
+	switch cred := credentialOf(ctx); cred.Role {
+	case RoleOperator:
+		return true
+	case RoleHost:
+		return cred.Name == host
+	case RoleJob:
+		st, err := c.Status(ctx, cred.Name)
+		return err == nil && st.Request.State == Active && slices.Contains(st.Request.Hosts, host)
+	}
+	return false
 }
 
 // shownTo is lease status st as cred may read it: anyone may see a
@@ -333,6 +362,7 @@ func shownTo(cred Credential, st Status) Status {
 	case cred.Role == RoleOperator:
 	case cred.Role == RoleAgent && st.Request.Owner == cred.Name:
 	case cred.Role == RoleHost && slices.Contains(st.Request.Hosts, cred.Name):
+	case cred.Role == RoleJob && cred.Name == st.Request.ID:
 	default:
 		st.Request.Token = 0
 	}
@@ -381,9 +411,43 @@ func ClientToken(envToken, file string) (string, error) {
 
 // APIClient is the agent and CLI client of the API.
 type APIClient struct {
-	base  *url.URL
+	base *url.URL
+	auth *bearer
+	hc   *http.Client
+}
+
+// bearer is a client's token, and the file it is read again from.
+type bearer struct {
+	mu    sync.Mutex
 	token secret.Secret // prints redacted: a logged client shows no token
-	hc    *http.Client
+	file  string
+}
+
+// ReadTokenFrom makes the client read its token from file again before
+// each call, so a rotated token takes effect without a restart (the host
+// agent runs for months); a file that cannot be read, or is empty, keeps
+// the last token.
+func (a *APIClient) ReadTokenFrom(file string) {
+	a.auth.mu.Lock()
+	defer a.auth.mu.Unlock()
+	a.auth.file = file
+}
+
+// Addr is the API's address.
+func (a *APIClient) Addr() string { return a.base.String() }
+
+// current is the token for the next call.
+func (b *bearer) current() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.file != "" {
+		if data, err := os.ReadFile(b.file); err == nil {
+			if tok := strings.TrimSpace(string(data)); tok != "" {
+				b.token = secret.Secret(tok)
+			}
+		}
+	}
+	return b.token.Reveal()
 }
 
 // Format prints the client without its token, for every verb: fmt prints
@@ -402,7 +466,7 @@ func NewAPIClient(base, token string, hc *http.Client) (*APIClient, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 15 * time.Minute}
 	}
-	return &APIClient{base: u, token: secret.Secret(token), hc: hc}, nil
+	return &APIClient{base: u, auth: &bearer{token: secret.Secret(token)}, hc: hc}, nil
 }
 
 func (a *APIClient) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
@@ -430,7 +494,7 @@ func (a *APIClient) send(ctx context.Context, method, path string, query url.Val
 	if err != nil {
 		return fmt.Errorf("spark: %s %s: %w", method, path, err)
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token.Reveal())
+	req.Header.Set("Authorization", "Bearer "+a.auth.current())
 	req.Header.Set("Content-Type", contentType)
 	resp, err := a.hc.Do(req)
 	if err != nil {

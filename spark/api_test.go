@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,36 @@ func FuzzAPIRequestBodies(f *testing.F) {
 			t.Fatalf("%s answered %d: %s", req.URL.Path, code, rec.Body.Bytes())
 		}
 	})
+}
+
+// A client reading its token from a file uses a rotated token at once, so
+// a long-running agent needs no restart; a file emptied or removed keeps
+// the last token.
+func TestAPIClient_ARotatedTokenFileTakesEffectWithoutARestart(t *testing.T) {
+	f := newFleet(t)
+	const oldTok, newTok = "old-host-token-0123456", "new-host-token-0123456"
+	creds := spark.Tokens{oldTok: {Role: spark.RoleHost, Name: "spark-2"}}
+	h, err := spark.NewAuthHandler(f.c, spark.AnyOf{creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	file := t.TempDir() + "/host-token"
+	os.WriteFile(file, []byte(oldTok+"\n"), 0o600)
+	cl, _ := spark.NewAPIClient(srv.URL, oldTok, nil)
+	cl.ReadTokenFrom(file)
+	if err := cl.Heartbeat(ctx, "spark-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	delete(creds, oldTok) // rotated on the controller
+	creds[newTok] = spark.Credential{Role: spark.RoleHost, Name: "spark-2"}
+	os.WriteFile(file, []byte(newTok+"\n"), 0o600) // and on the host
+	if err := cl.Heartbeat(ctx, "spark-2", 0); err != nil {
+		t.Errorf("after the rotation: %v", err)
+	}
+	os.WriteFile(file, nil, 0o600)
+	if err := cl.Heartbeat(ctx, "spark-2", 0); err != nil {
+		t.Errorf("an emptied token file dropped the token: %v", err)
+	}
 }

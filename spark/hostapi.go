@@ -50,20 +50,40 @@ func WithAgentService(s *AgentService) HandlerOption {
 	return func(o *handlerOptions) { o.service = s }
 }
 
+// RoleJob is the job a lease's runner runs. Its token is minted with the
+// lease's runner config and handed by the host agent to the runner, never
+// stored: it reads its own lease (the fencing token included), checks
+// fencing and the host's state on the lease's hosts (the job's own
+// preflight) and records the lease's evidence receipt, nothing else, and
+// it stops working when the lease ends. The job never holds the host's
+// credential, so code under test cannot report the host clean, take
+// another lease's runner or release its own lease.
+const RoleJob Role = "job"
+
+// ErrConflict means another agent process for the same host already took
+// the lease's runner config: two agents run on one host.
+var ErrConflict = errors.New("spark: another agent process holds this")
+
 // RunnerConfigs holds the one-job runner configs minted for granted
 // leases in memory, never on disk, for the leased host's agent to take,
-// until the lease ends (Sweep). Only that host's credential can take it;
-// it can take it again while the lease is active, so an answer lost on
-// the way or an agent restarted mid-job does not strand the lease without
-// its runner (GitHub accepts a one-job config once). A config is a
-// credential: it prints redacted.
+// until the lease ends (Sweep). Only that host's credential can take it,
+// and only the agent process that took it first can take it again while
+// the lease is active (an answer lost on the way): a second agent process
+// for the host gets ErrConflict, so it never starts a second runner for
+// the job and never releases the lease under the first one. A config is a
+// credential: it prints redacted. Each config comes with its job's token
+// (RoleJob).
 type RunnerConfigs struct {
-	mu sync.Mutex
-	m  map[string]RunnerAssignment // by lease
+	mu   sync.Mutex
+	m    map[string]RunnerAssignment // by lease
+	by   map[string]string           // lease -> the agent process that took it
+	jobs map[[sha256.Size]byte]string
 }
 
 // NewRunnerConfigs is an empty store.
-func NewRunnerConfigs() *RunnerConfigs { return &RunnerConfigs{m: map[string]RunnerAssignment{}} }
+func NewRunnerConfigs() *RunnerConfigs {
+	return &RunnerConfigs{m: map[string]RunnerAssignment{}, by: map[string]string{}, jobs: map[[sha256.Size]byte]string{}}
+}
 
 // RunnerAssignment is what a leased host's agent needs to start the
 // runner for exactly its lease's job.
@@ -73,21 +93,56 @@ type RunnerAssignment struct {
 	Topology  Topology      `json:"topology"`
 	Runner    string        `json:"runner"`     // the runner's name, a label only this job asks for
 	JITConfig secret.Secret `json:"jit_config"` // the encoded one-job config: never logged
+	// JobToken is the job's own API credential (RoleJob), handed to the
+	// runner as SPARK_TOKEN.
+	JobToken secret.Secret `json:"job_token"`
 }
 
-// Put keeps runner's config for lease.
+// Put keeps runner's config for lease, with a fresh job token.
 func (v *RunnerConfigs) Put(lease, runner string, cfg secret.Secret) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.m[lease] = RunnerAssignment{Lease: lease, Runner: runner, JITConfig: cfg}
+	if old, ok := v.m[lease]; ok {
+		delete(v.jobs, sha256.Sum256([]byte(old.JobToken.Reveal())))
+	}
+	job := NewToken()
+	v.m[lease] = RunnerAssignment{Lease: lease, Runner: runner, JITConfig: cfg, JobToken: secret.Secret(job)}
+	v.jobs[sha256.Sum256([]byte(job))] = lease
 }
 
-// take returns lease's config.
-func (v *RunnerConfigs) take(lease string) (RunnerAssignment, bool) {
+// take returns lease's config to agent process by: the first to take it,
+// or the same one again.
+func (v *RunnerConfigs) take(lease, by string) (RunnerAssignment, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a, ok := v.m[lease]
-	return a, ok
+	switch first, taken := v.by[lease]; {
+	case !ok:
+		return a, fmt.Errorf("%w: lease %s has no runner config (not minted yet, or a lease without a runner)", ErrNotFound, lease)
+	case taken && first != by:
+		return a, fmt.Errorf("%w: lease %s's runner config was taken by another agent process on its host; stop the duplicate agent", ErrConflict, lease)
+	}
+	v.by[lease] = by
+	return a, nil
+}
+
+// has reports whether lease has a runner config.
+func (v *RunnerConfigs) has(lease string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.m[lease]
+	return ok
+}
+
+// job is the lease whose job token is token.
+func (v *RunnerConfigs) job(token string) (Credential, bool) {
+	if v == nil {
+		return Credential{}, false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lease, ok := v.jobs[sha256.Sum256([]byte(token))]
+	return Credential{Role: RoleJob, Name: lease}, ok
 }
 
 // Sweep drops the config of every lease that is no longer active (its
@@ -106,7 +161,9 @@ func (v *RunnerConfigs) Sweep(ctx context.Context, c *Controller) []string {
 		st, err := c.Status(ctx, id)
 		if (err == nil && st.Request.State != Active) || errors.Is(err, ErrNotFound) {
 			v.mu.Lock()
+			delete(v.jobs, sha256.Sum256([]byte(v.m[id].JobToken.Reveal())))
 			delete(v.m, id)
+			delete(v.by, id)
 			v.mu.Unlock()
 			dropped = append(dropped, id)
 		}
@@ -291,6 +348,18 @@ func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byt
 	return digest, c.Annotate(ctx, id, receiptKey, digest)
 }
 
+// sendAssignment answers a runner assignment with its secrets revealed,
+// never cached.
+func sendAssignment(w http.ResponseWriter, a RunnerAssignment) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(struct {
+		RunnerAssignment
+		JITConfig string `json:"jit_config"`
+		JobToken  string `json:"job_token"`
+	}{a, a.JITConfig.Reveal(), a.JobToken.Reveal()})
+}
+
 // hostRoutes registers the host agent's routes.
 func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(http.ResponseWriter, int, any), fail func(http.ResponseWriter, error)) {
 	self := func(w http.ResponseWriter, r *http.Request, what string) bool {
@@ -329,22 +398,22 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 		}
 		if len(lease.Request.Hosts) == 0 || lease.Request.Hosts[0] != r.PathValue("host") {
 			// A pair's job runs on its first host; the second is reached
-			// over the interconnect.
-			fail(w, fmt.Errorf("%w: lease %s runs its job on %v, not on host %s", ErrNotFound, st.Lease, lease.Request.Hosts, r.PathValue("host")))
+			// over the interconnect, and its agent runs the preflight
+			// there: its assignment has no runner config.
+			if !o.runners.has(st.Lease) {
+				fail(w, fmt.Errorf("%w: lease %s has no runner config", ErrNotFound, st.Lease))
+				return
+			}
+			sendAssignment(w, RunnerAssignment{Lease: st.Lease, Token: lease.Request.Token, Topology: lease.Request.Topology})
 			return
 		}
-		a, ok := o.runners.take(st.Lease)
-		if !ok {
-			fail(w, fmt.Errorf("%w: lease %s has no runner config (not minted yet, or a lease without a runner)", ErrNotFound, st.Lease))
+		a, err := o.runners.take(st.Lease, r.URL.Query().Get("agent"))
+		if err != nil {
+			fail(w, err)
 			return
 		}
 		a.Token, a.Topology = lease.Request.Token, lease.Request.Topology
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		json.NewEncoder(w).Encode(struct {
-			RunnerAssignment
-			JITConfig string `json:"jit_config"`
-		}{a, a.JITConfig.Reveal()})
+		sendAssignment(w, a)
 	})
 	mux.HandleFunc("POST /v1/hosts/{host}/cleaned", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -431,7 +500,7 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 			fail(w, err)
 			return
 		}
-		if cred.Role != RoleHost || !slices.Contains(st.Request.Hosts, cred.Name) {
+		if !(cred.Role == RoleHost && slices.Contains(st.Request.Hosts, cred.Name)) && !(cred.Role == RoleJob && cred.Name == st.Request.ID) {
 			fail(w, forbidden(cred, "record the evidence receipt of lease "+r.PathValue("id")))
 			return
 		}
@@ -449,15 +518,18 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 	})
 }
 
-// TakeRunner takes the runner config of the lease granted on host (once);
-// none is ErrNotFound.
-func (a *APIClient) TakeRunner(ctx context.Context, host string) (RunnerAssignment, error) {
+// TakeRunner takes the runner config of the lease granted on host, as the
+// agent process agent (a name unique to the process: only it may take the
+// config again); none is ErrNotFound, one another agent process took is
+// ErrConflict.
+func (a *APIClient) TakeRunner(ctx context.Context, host, agent string) (RunnerAssignment, error) {
 	var out struct {
 		RunnerAssignment
 		JITConfig string `json:"jit_config"`
+		JobToken  string `json:"job_token"`
 	}
-	err := a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/runner", nil, nil, &out)
-	out.RunnerAssignment.JITConfig = secret.Secret(out.JITConfig)
+	err := a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/runner", url.Values{"agent": {agent}}, nil, &out)
+	out.RunnerAssignment.JITConfig, out.RunnerAssignment.JobToken = secret.Secret(out.JITConfig), secret.Secret(out.JobToken)
 	return out.RunnerAssignment, err
 }
 

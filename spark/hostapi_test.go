@@ -71,17 +71,17 @@ func TestHostAgent_TheRunnerConfigOnceThenNoWorkUntilTheCleanupAck(t *testing.T)
 	sparktest.Admit(ctx, c, "spark-1", "spark-2")
 	id := st.Request.ID
 	vault.Put(id, "spark-"+id, "ENCODED-JIT-CONFIG")
-	if _, err := h1.TakeRunner(ctx, "spark-2"); !errors.Is(err, spark.ErrUnauthorized) {
+	if _, err := h1.TakeRunner(ctx, "spark-2", "agent-a"); !errors.Is(err, spark.ErrUnauthorized) {
 		t.Errorf("spark-1's token took spark-2's runner: %v", err)
 	}
-	if _, err := h1.TakeRunner(ctx, "spark-1"); !errors.Is(err, spark.ErrNotFound) {
+	if _, err := h1.TakeRunner(ctx, "spark-1", "agent-a"); !errors.Is(err, spark.ErrNotFound) {
 		t.Errorf("spark-1 holds no lease: %v", err)
 	}
-	a, err := h2.TakeRunner(ctx, "spark-2")
+	a, err := h2.TakeRunner(ctx, "spark-2", "agent-a")
 	if err != nil || a.Lease != id || a.JITConfig.Reveal() != "ENCODED-JIT-CONFIG" || a.Token == 0 || a.Runner != "spark-"+id {
 		t.Fatalf("%+v %v", a, err)
 	}
-	if again, err := h2.TakeRunner(ctx, "spark-2"); err != nil || again.JITConfig != a.JITConfig {
+	if again, err := h2.TakeRunner(ctx, "spark-2", "agent-a"); err != nil || again.JITConfig != a.JITConfig {
 		t.Errorf("a lost answer cannot be taken again: %+v %v", again, err)
 	}
 	if err := h2.Release(ctx, id, a.Token); err != nil {
@@ -228,4 +228,152 @@ func TestAgentService_AnOrderIsTakenByOneAgentOnly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("stop: %v", err)
 	}
+}
+
+// Only the agent process that took a lease's runner config first may take
+// it again (its answer was lost): a second agent process for the same
+// host gets ErrConflict, so it starts no second runner for the job.
+func TestRunnerConfigs_OnlyTheAgentProcessThatTookItTakesItAgain(t *testing.T) {
+	ctx := context.Background()
+	c, vault, _, ops, _, h2 := agentFleet(t, true)
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	vault.Put(st.Request.ID, "spark-"+st.Request.ID, "JIT")
+	if _, err := h2.TakeRunner(ctx, "spark-2", "agent-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.TakeRunner(ctx, "spark-2", "agent-a"); err != nil {
+		t.Errorf("the same agent process taking it again: %v", err)
+	}
+	if a, err := h2.TakeRunner(ctx, "spark-2", "agent-b"); !errors.Is(err, spark.ErrConflict) || a.JITConfig != "" {
+		t.Errorf("a second agent process took the config: %v %q", err, a.JITConfig.Reveal())
+	}
+}
+
+// A lease's job gets a token of its own with the runner config: it reads
+// its own lease, checks fencing and the state of the hosts the lease holds
+// and records the lease's receipt, and nothing else; it stops working once
+// the lease ends.
+func TestJob_TheJobsTokenDoesItsPreflightAndReceiptAndNothingElse(t *testing.T) {
+	ctx := context.Background()
+	c, vault, _, ops, _, h2 := agentFleet(t, true)
+	other, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.Development, Host: "spark-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	id := st.Request.ID
+	vault.Put(id, "spark-"+id, "JIT")
+	a, err := h2.TakeRunner(ctx, "spark-2", "agent-a")
+	if err != nil || a.JobToken == "" || a.JobToken.Reveal() == a.JITConfig.Reveal() {
+		t.Fatalf("the assignment carries no job token of its own: %+v %v", a, err)
+	}
+	job := apiAs(t, ops, a.JobToken.Reveal())
+	allowed := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Errorf("the job %s: %v, want it allowed", what, err)
+		}
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, spark.ErrUnauthorized) {
+			t.Errorf("the job %s: %v, want ErrUnauthorized", what, err)
+		}
+	}
+	own, err := job.Status(ctx, id)
+	allowed("reading its lease", err)
+	if own.Request.Token != a.Token {
+		t.Errorf("the job sees token %d, want its lease's %d for its fencing check", own.Request.Token, a.Token)
+	}
+	allowed("checking fencing on its host", job.CheckToken(ctx, "spark-2", a.Token))
+	_, err = job.HostState(ctx, "spark-2")
+	allowed("reading its host's state", err)
+	_, err = job.UploadReceipt(ctx, id, []byte(`{"passed":3}`))
+	allowed("recording its receipt", err)
+
+	_, err = job.Status(ctx, other.Request.ID)
+	refused("reading another lease", err)
+	_, err = job.HostState(ctx, "spark-1")
+	refused("reading another host's state", err)
+	refused("checking fencing on another host", job.CheckToken(ctx, "spark-1", a.Token))
+	_, err = job.UploadReceipt(ctx, other.Request.ID, []byte("x"))
+	refused("recording another lease's receipt", err)
+	refused("reporting its host clean", job.Heartbeat(ctx, "spark-2", 0))
+	refused("releasing its lease", job.Release(ctx, id, a.Token))
+	refused("cancelling work", job.Cancel(ctx, other.Request.ID))
+	refused("acknowledging its host's cleanup", job.AckCleanup(ctx, "spark-2", id, 0))
+	_, err = job.TakeRunner(ctx, "spark-2", "agent-a")
+	refused("taking the runner config", err)
+	_, err = job.Request(ctx, spark.LeaseRequest{Class: spark.Development})
+	refused("asking for a lease", err)
+
+	if err := h2.Release(ctx, id, a.Token); err != nil {
+		t.Fatal(err)
+	}
+	vault.Sweep(ctx, c)
+	if _, err := job.Status(ctx, id); err == nil || errors.Is(err, spark.ErrUnauthorized) {
+		t.Errorf("after its lease ended the job token still authenticates: %v", err)
+	}
+}
+
+// A pair's second host gets an assignment without a runner config, so its
+// agent runs the preflight there too; a host the lease does not hold gets
+// none.
+func TestPair_TheSecondHostGetsAPreflightOnlyAssignment(t *testing.T) {
+	ctx := context.Background()
+	opts := spark.DefaultOptions()
+	opts.PairTest = true
+	for i := range opts.Hosts {
+		opts.Hosts[i].Agent, opts.Hosts[i].Service = true, false
+	}
+	c, err := spark.New(sparktest.NewStore(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault := spark.NewRunnerConfigs()
+	h, _ := spark.NewAuthHandler(c, spark.Tokens{
+		"ops-token-0123456789": {Role: spark.RoleOperator, Name: "ops"},
+		"host-1-token-0123456": {Role: spark.RoleHost, Name: "spark-1"},
+		"host-2-token-0123456": {Role: spark.RoleHost, Name: "spark-2"},
+	}, spark.WithRunnerConfigs(vault))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	as := func(tok string) *spark.APIClient { cl, _ := spark.NewAPIClient(srv.URL, tok, nil); return cl }
+	ops, h1, h2 := as("ops-token-0123456789"), as("host-1-token-0123456"), as("host-2-token-0123456")
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.Benchmark, Topology: spark.Pair})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	st, _ = ops.Status(ctx, st.Request.ID)
+	if st.Request.State != spark.Active || len(st.Request.Hosts) != 2 {
+		t.Fatalf("the pair: %+v", st.Request)
+	}
+	vault.Put(st.Request.ID, "spark-"+st.Request.ID, "JIT")
+	first, second := map[string]*spark.APIClient{"spark-1": h1, "spark-2": h2}[st.Request.Hosts[0]], map[string]*spark.APIClient{"spark-1": h1, "spark-2": h2}[st.Request.Hosts[1]]
+	if a, err := first.TakeRunner(ctx, st.Request.Hosts[0], "a"); err != nil || a.JITConfig == "" {
+		t.Errorf("the first host: %+v %v, want the runner config", a, err)
+	}
+	a, err := second.TakeRunner(ctx, st.Request.Hosts[1], "b")
+	if err != nil || a.Lease != st.Request.ID || a.Token != st.Request.Token || a.Topology != spark.Pair || a.JITConfig != "" || a.JobToken != "" {
+		t.Errorf("the second host: %+v %v, want the lease and its token, no runner config", a, err)
+	}
+}
+
+// apiAs is a client of cl's server with token.
+func apiAs(t *testing.T, cl *spark.APIClient, token string) *spark.APIClient {
+	t.Helper()
+	c, err := spark.NewAPIClient(cl.Addr(), token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
