@@ -206,6 +206,9 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 	if err != nil {
 		return cli.Refuse(fs, "-addr: %v", err)
 	}
+	if getenv("SPARK_TOKEN") == "" {
+		cl.ReadTokenFrom(s.tokenFile) // a rotated token takes effect without a restart
+	}
 	// Only wait, mcp and agent wait on purpose. Any other command bounds
 	// its calls, so a controller that stopped answering fails it (closed)
 	// in a minute, not at the client's long-poll limit.

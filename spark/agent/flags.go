@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 type Flags struct {
 	Host                  string
 	WorkRoot, Runner, SMI string
+	RunnerUser            string
 	Every                 time.Duration
 	MinFreeGB             int
 	pf                    PreflightOptions
@@ -34,6 +36,8 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 			fs.StringVar(&f.WorkRoot, name, "/var/lib/spark/work", "each lease's work directory is created in it and removed when the lease ends")
 		case "runner":
 			fs.StringVar(&f.Runner, name, "/opt/actions-runner/run.sh", "the Actions runner's run.sh, started with the lease's one-job config")
+		case "runner-user":
+			fs.StringVar(&f.RunnerUser, name, "", "the user the runner runs as, owning the lease's work directory (the agent runs as root); set it, so that the job cannot read this host's credential")
 		case "every":
 			fs.DurationVar(&f.Every, name, 10*time.Second, "heartbeat and poll cadence")
 		case "nvidia-smi":
@@ -62,7 +66,7 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 // AgentFlags and PreflightFlags are the flags RegisterAgent and
 // RegisterPreflight define.
 var (
-	AgentFlags = []string{"host", "work-root", "runner", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
+	AgentFlags = []string{"host", "work-root", "runner", "runner-user", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
 		"service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd"}
 	PreflightFlags = []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}
 )
@@ -84,8 +88,11 @@ func (f *Flags) Config(cl *spark.APIClient, log *slog.Logger) (Config, error) {
 	if f.Host == "" {
 		return Config{}, fmt.Errorf("%w: needs -host or SPARK_HOST: the managed host this agent runs on", ErrConfig)
 	}
-	cfg := Config{Client: cl, Host: f.Host, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner,
-		MinFree: uint64(max(f.MinFreeGB, 0)) << 30, Interconnect: f.pf.Interconnect, ServiceReleased: f.pf.ServiceReleased, Every: f.Every, Log: log}
+	// On the service host, the preflight's service-released check is the
+	// service's own verify command unless another is given.
+	cfg := Config{Client: cl, Host: f.Host, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner, RunnerUser: f.RunnerUser,
+		MinFree: uint64(max(f.MinFreeGB, 0)) << 30, Interconnect: f.pf.Interconnect, ServiceReleased: cmp.Or(f.pf.ServiceReleased, f.svc.VerifyReleasedCmd),
+		Every: f.Every, Log: log}
 	switch cmds := []string{f.svc.DrainCmd, f.svc.StopCmd, f.svc.VerifyReleasedCmd, f.svc.StartCmd, f.svc.HealthyCmd}; {
 	case !slices.Contains(cmds, ""):
 		svc := f.svc

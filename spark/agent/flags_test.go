@@ -10,7 +10,9 @@ import (
 )
 
 // The agent's flags make its Config: a host is required (SPARK_HOST by
-// default), and the resident service takes all five commands or none.
+// default), the resident service takes all five commands or none, and on
+// the service host the preflight's service-released check is the
+// service's verify command unless another is given.
 func TestFlags_AHostAndAllFiveServiceCommandsOrNone(t *testing.T) {
 	env := map[string]string{"SPARK_HOST": "spark-1"}
 	parse := func(args ...string) (agent.Config, error) {
@@ -28,8 +30,8 @@ func TestFlags_AHostAndAllFiveServiceCommandsOrNone(t *testing.T) {
 		t.Errorf("defaults: %+v %v", cfg, err)
 	}
 	all := []string{"-service-drain-cmd", "d", "-service-stop-cmd", "s", "-service-verify-cmd", "v", "-service-start-cmd", "st", "-service-healthy-cmd", "h"}
-	if cfg, err := parse(all...); err != nil || cfg.Service == nil {
-		t.Errorf("all five service commands: %+v %v", cfg.Service, err)
+	if cfg, err := parse(all...); err != nil || cfg.Service == nil || cfg.ServiceReleased != "v" {
+		t.Errorf("all five service commands: %+v %v; the preflight's service-released check %q, want the verify command", cfg.Service, err, cfg.ServiceReleased)
 	}
 	if _, err := parse(all[:4]...); !errors.Is(err, agent.ErrConfig) {
 		t.Errorf("two of five service commands: %v, want ErrConfig", err)

@@ -2,10 +2,20 @@
 
 package agent
 
-import "os/exec"
+import (
+	"fmt"
+	"os/exec"
+)
 
 // newGroup leaves cmd as it is: process groups are a Unix host's.
 func newGroup(*exec.Cmd) {}
 
 // killGroup kills cmd.
 func killGroup(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+
+// asUser is refused: switching users is a Unix host's.
+func asUser(_ *exec.Cmd, _, name string) error { _, _, err := lookupUser(name); return err }
+
+func lookupUser(name string) (uint32, uint32, error) {
+	return 0, 0, fmt.Errorf("%w: a runner user (%s) needs a Unix host", ErrConfig, name)
+}

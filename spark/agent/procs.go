@@ -26,7 +26,8 @@ var ErrProcesses = errors.New("agent: processes of the lease remain")
 // ProcEnviron is LeaseProcesses read from Linux's /proc (Root, default
 // "/proc"): every process whose environment holds SPARK_LEASE=<lease>,
 // which the agent gives the runner and every process it starts
-// inherits. A process that clears its environment and leaves the runner's
+// inherits, or SPARK_LEASE_ID=<lease>, which every process of the lease's
+// dstack run carries (a run's container processes are the host's too). A process that clears its environment and leaves the runner's
 // process group escapes it: run the runner as a user of its own to
 // contain those too. Processes the agent may not read are not the job's
 // (the job runs as the agent's user).
@@ -42,7 +43,7 @@ func (p ProcEnviron) Of(lease string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: list processes in %s: %w", ErrProcesses, root, err)
 	}
-	marker := []byte("SPARK_LEASE=" + lease + "\x00")
+	markers := [][]byte{[]byte("SPARK_LEASE=" + lease + "\x00"), []byte("SPARK_LEASE_ID=" + lease + "\x00")}
 	self := os.Getpid()
 	var pids []int
 	for _, e := range entries {
@@ -54,8 +55,11 @@ func (p ProcEnviron) Of(lease string) ([]int, error) {
 		if err != nil {
 			continue // gone already, or another user's
 		}
-		if bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...)) {
-			pids = append(pids, pid)
+		for _, m := range markers {
+			if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids, nil

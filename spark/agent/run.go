@@ -41,6 +41,12 @@ type Config struct {
 	// runner's environment.
 	RunnerCmd string
 	RunnerEnv []string
+	// RunnerUser, when set, is the user the runner runs as (the agent
+	// must be able to switch to it: root, or CAP_SETUID and CAP_SETGID),
+	// owning the lease's work directory. Run the runner as a user of its
+	// own: code under test then cannot read the agent's environment, its
+	// token file or its memory, and so never holds the host's credential.
+	RunnerUser string
 	// The preflight's settings: free bytes the job needs, a pair's link
 	// check and the service-released check (shell commands).
 	MinFree                       uint64
@@ -53,7 +59,9 @@ type Config struct {
 	Every time.Duration
 	// JobGrace is how long, after the runner exited, the lease may stay
 	// active before the agent releases it itself (GitHub's report of the
-	// job's end normally releases it first; default 2 min).
+	// job's end normally releases it first, and a missed report is
+	// delivered again within sparkd's 5-minute redelivery sweep, so the
+	// default, 10 min, outlasts it).
 	JobGrace time.Duration
 	Log      *slog.Logger
 	// OnEvent, when set, is told each step the agent takes (its Kind):
@@ -103,6 +111,11 @@ func Run(ctx context.Context, cfg Config) error {
 	case cfg.RunnerCmd == "":
 		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
 	}
+	if cfg.RunnerUser != "" {
+		if _, _, err := lookupUser(cfg.RunnerUser); err != nil {
+			return err
+		}
+	}
 	if cfg.GPU == nil {
 		cfg.GPU = spark.NvidiaSMIApps{}
 	}
@@ -119,12 +132,15 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Every = 10 * time.Second
 	}
 	if cfg.JobGrace <= 0 {
-		cfg.JobGrace = 2 * time.Minute
+		cfg.JobGrace = 10 * time.Minute
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &runner{cfg: cfg}
+	if cfg.RunnerUser == "" {
+		cfg.Log.Warn("agent.runner_user", "host", cfg.Host, "why", "the runner runs as the agent's own user, so a job could read this host's credential: set a runner user (-runner-user)")
+	}
+	a := &runner{cfg: cfg, instance: spark.NewToken()[:16]}
 	var wg sync.WaitGroup
 	if cfg.Service != nil {
 		wg.Go(func() { a.orders(ctx) })
@@ -144,8 +160,9 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 type runner struct {
-	cfg Config
-	job *job
+	cfg      Config
+	job      *job
+	instance string // this agent process, for the controller: only it takes its leases' configs again
 }
 
 func (a *runner) event(kind, lease string, err error) {
@@ -197,13 +214,15 @@ func (a *runner) round(ctx context.Context) {
 }
 
 // start takes lease's runner config, runs the preflight and starts the
-// runner. A lease without a config here (a development lease, a pair's
-// second host, a config not minted yet) starts nothing; a failed
-// preflight starts nothing and releases the lease.
+// runner. A lease without a config here (a development lease, a config
+// not minted yet) starts nothing; a pair's second host runs the preflight
+// only; a failed preflight starts nothing and releases the lease; a
+// config another agent process for this host took (ErrConflict) is left
+// to it.
 func (a *runner) start(ctx context.Context, lease string) {
 	cl := a.cfg.Client
 	a.job = &job{lease: lease}
-	asg, err := cl.TakeRunner(ctx, a.cfg.Host)
+	asg, err := cl.TakeRunner(ctx, a.cfg.Host, a.instance)
 	if errors.Is(err, spark.ErrNotFound) || (err == nil && asg.Lease != lease) {
 		a.job = nil // nothing to run here (yet): look again next round
 		return
@@ -214,36 +233,51 @@ func (a *runner) start(ctx context.Context, lease string) {
 		return
 	}
 	a.job.token = asg.Token
-	dir := filepath.Join(a.cfg.WorkRoot, lease)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		a.event("preflight-failed", lease, err)
+	fail := func(kind string, err error) {
+		a.event(kind, lease, err)
 		a.job.release = true
 		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+	}
+	dir := filepath.Join(a.cfg.WorkRoot, lease)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fail("preflight-failed", err)
 		return
 	}
 	pf := PreflightOptions{Host: a.cfg.Host, WorkDir: dir, MinFree: a.cfg.MinFree, Interconnect: a.cfg.Interconnect,
 		ServiceReleased: a.cfg.ServiceReleased, GPU: a.cfg.GPU, Disk: a.cfg.Disk}
 	if err := Preflight(ctx, cl, lease, pf); err != nil {
-		a.event("preflight-failed", lease, err)
-		a.job.release = true
-		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+		fail("preflight-failed", err)
+		return
+	}
+	if asg.JITConfig == "" {
+		// A pair's second host: the job runs on the first and reaches
+		// this one over the interconnect.
+		a.event("preflight-passed", lease, nil)
 		return
 	}
 	cmd := exec.Command(a.cfg.RunnerCmd)
 	cmd.Dir = dir
 	newGroup(cmd) // its whole process group is stopped at cleanup
+	if a.cfg.RunnerUser != "" {
+		if err := asUser(cmd, dir, a.cfg.RunnerUser); err != nil {
+			fail("runner-started", err)
+			return
+		}
+	}
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(credentialEnv, name) && name != "ACTIONS_RUNNER_INPUT_JITCONFIG" {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, a.cfg.RunnerEnv...)
-	cmd.Env = append(cmd.Env, "SPARK_HOST="+a.cfg.Host, "SPARK_LEASE="+lease, "SPARK_WORK_DIR="+dir,
+	// The job's own credential (RoleJob), never the host's: its preflight
+	// and receipt steps use it, and it can do nothing else.
+	cmd.Env = append(cmd.Env, "SPARK_ADDR="+cl.Addr(), "SPARK_TOKEN="+asg.JobToken.Reveal(),
+		"SPARK_HOST="+a.cfg.Host, "SPARK_LEASE="+lease, "SPARK_WORK_DIR="+dir,
+		"SPARK_INTERCONNECT_CMD="+a.cfg.Interconnect, "SPARK_SERVICE_RELEASED_CMD="+a.cfg.ServiceReleased,
 		"ACTIONS_RUNNER_INPUT_JITCONFIG="+asg.JITConfig.Reveal())
 	if err := cmd.Start(); err != nil {
-		a.event("runner-started", lease, err)
-		a.job.release = true
-		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
+		fail("runner-started", err)
 		return
 	}
 	done := make(chan struct{})

@@ -186,16 +186,18 @@ func (h *host) wait(t *testing.T, ctx context.Context, kind, lease string) agent
 }
 
 // runJob plays the job the runner on h picked up: it reads the JIT config
-// the runner was started with, then lets the runner exit.
-func (h *host) runJob(t *testing.T) string {
+// and the API token the runner was started with.
+func (h *host) runJob(t *testing.T) (jitConfig, token string) {
 	t.Helper()
 	f, err := os.Open(h.seen) // blocks until the runner writes
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
+	rd := bufio.NewReader(f)
+	jit, _ := rd.ReadString('\n')
+	tok, _ := rd.ReadString('\n')
 	f.Close()
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(jit), strings.TrimSpace(tok)
 }
 
 func (h *host) endJob(t *testing.T) {
@@ -280,7 +282,7 @@ lend_min_priority: 90
 		smi := filepath.Join(hd, "nvidia-smi")
 		os.WriteFile(smi, []byte("#!/bin/sh\ncat '"+h.procs+"'\n"), 0o755)
 		runner := filepath.Join(hd, "run.sh")
-		os.WriteFile(runner, []byte("#!/bin/sh\nprintf '%s\\n' \"$ACTIONS_RUNNER_INPUT_JITCONFIG\" > \"$FAKE_SEEN\"\nread done < \"$FAKE_GATE\"\n"), 0o755)
+		os.WriteFile(runner, []byte("#!/bin/sh\nprintf '%s\\n%s\\n' \"$ACTIONS_RUNNER_INPUT_JITCONFIG\" \"$SPARK_TOKEN\" > \"$FAKE_SEEN\"\nread done < \"$FAKE_GATE\"\n"), 0o755)
 		cl, _ := spark.NewAPIClient(addr, name+"-host-token-0123456", nil)
 		acfg := agent.Config{Client: cl, Host: name, GPU: spark.NvidiaSMIApps{Path: smi}, Disk: bigDisk{}, WorkRoot: filepath.Join(hd, "work"),
 			RunnerCmd: runner, RunnerEnv: []string{"FAKE_SEEN=" + h.seen, "FAKE_GATE=" + h.gate}, Every: 20 * time.Millisecond,
@@ -297,6 +299,7 @@ lend_min_priority: 90
 			}}
 		if name == "spark-1" {
 			acfg.Service = &fleet.ShellService{DrainCmd: "true", StopCmd: "true", VerifyReleasedCmd: "true", StartCmd: "true", HealthyCmd: "true"}
+			acfg.ServiceReleased = "true" // the preflight's check there, as a pair's second host too
 		}
 		hosts[name] = h
 		agents.Go(func() {
@@ -345,13 +348,24 @@ lend_min_priority: 90
 		}
 		lease := started.Lease
 		runner := sparkgh.RunnerName(lease)
-		if got := ran.runJob(t); got != "JIT-FOR-"+runner {
+		got, jobToken := ran.runJob(t)
+		if got != "JIT-FOR-"+runner {
 			t.Fatalf("the runner on %s was started with %q, want that lease's config", ran.name, got)
 		}
 		deliver("workflow_job", map[string]any{"action": "in_progress", "workflow_job": map[string]any{"runner_name": runner}})
-		job, _ := spark.NewAPIClient(addr, ran.name+"-host-token-0123456", nil) // the job's sparkctl receipt, on its host
+		// The job's sparkctl preflight and receipt, with the token its
+		// runner was given: the job's own, never the host's.
+		job, _ := spark.NewAPIClient(addr, jobToken, nil)
+		if err := agent.Preflight(ctx, job, lease, agent.PreflightOptions{Host: ran.name, WorkDir: dir, GPU: spark.NvidiaSMIApps{Path: filepath.Join(dir, ran.name, "nvidia-smi")},
+			Disk: bigDisk{}, Interconnect: "true", ServiceReleased: "true"}); err != nil {
+			ev, _ := d.Controller.Events(ctx, 30)
+			t.Fatalf("the job's own preflight on %s: %v\n%+v", ran.name, err, ev)
+		}
 		if _, err := job.UploadReceipt(ctx, lease, []byte("suite=smoke passed=12 failed=0\n")); err != nil {
 			t.Fatal(err)
+		}
+		if err := job.Heartbeat(ctx, ran.name, 0); !errors.Is(err, spark.ErrUnauthorized) {
+			t.Errorf("the job's token reported its host clean: %v", err)
 		}
 		ran.endJob(t)
 		deliver("workflow_job", map[string]any{"action": "completed", "workflow_job": map[string]any{"runner_name": runner, "conclusion": "success",
@@ -381,7 +395,7 @@ lend_min_priority: 90
 	}
 
 	// 2. A host token cannot act for the other host.
-	if _, err := host2.TakeRunner(ctx, "spark-1"); !errors.Is(err, spark.ErrUnauthorized) {
+	if _, err := host2.TakeRunner(ctx, "spark-1", "probe"); !errors.Is(err, spark.ErrUnauthorized) {
 		t.Errorf("spark-2's token took spark-1's runner config: %v", err)
 	}
 	if err := host2.AckCleanup(ctx, "spark-1", first, 0); !errors.Is(err, spark.ErrUnauthorized) {
@@ -410,7 +424,8 @@ lend_min_priority: 90
 	heartbeats(t, ctx, hosts["spark-2"], 10) // ten agent rounds: the daemon reconciled meanwhile
 	_, live, _ := d.Controller.Snapshot(ctx)
 	if len(live) != 1 || live[0].State != spark.Queued {
-		t.Fatalf("with spark-2 unclean the label should wait: %+v", live)
+		ev, _ := d.Controller.Events(ctx, 30)
+		t.Fatalf("with spark-2 unclean the label should wait: %+v\n%+v", live, ev)
 	}
 	os.WriteFile(hosts["spark-2"].procs, nil, 0o600) // cleaned by hand: admitted again
 	runs(hosts["spark-2"])
