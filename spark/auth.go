@@ -122,6 +122,53 @@ func LoadTokenFile(path string, opts ...TokenFileOption) (*TokenFile, error) {
 	return f, nil
 }
 
+// The owners the controller's own integrations submit requests as: pull
+// requests' work (spark/sparkgh), the merge queue's, each schedule's
+// (OwnerSchedulePrefix and the schedule's name) and the agent tools'
+// (spark/sparkmcp, with no owner configured). The API treats a request
+// whose owner is an agent credential's name as that agent's (it sees the
+// lease's fencing token and may release it), so no agent or operator
+// token is named like one of them (ReservedName).
+const (
+	OwnerGitHub         = "github"
+	OwnerMergeQueue     = "merge-queue"
+	OwnerSchedulePrefix = "schedule:"
+	OwnerAgentTools     = "agent"
+)
+
+// ReservedName reports whether name is, or may become, an owner the
+// controller's integrations submit requests as: one of the Owner names in
+// any case, or any name with a colon, the character their prefixes
+// (OwnerSchedulePrefix, the agent tools' "agent:USER") end in.
+func ReservedName(name string) bool {
+	if strings.Contains(name, ":") {
+		return true
+	}
+	for _, o := range []string{OwnerGitHub, OwnerMergeQueue, OwnerAgentTools} {
+		if strings.EqualFold(name, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// holderProblem is why role and name cannot hold a token ("" when they
+// can). It never repeats a role that is not one, which may be a token
+// pasted into the wrong field, nor a name with a colon.
+func holderProblem(role Role, name string) string {
+	switch {
+	case !slices.Contains([]Role{RoleHost, RoleAgent, RoleOperator}, role):
+		return "the first field is not a role: want host, agent or operator (a token is never written in the file: sparkd token prints the line to add)"
+	case role == RoleHost:
+		return ""
+	case strings.Contains(name, ":"):
+		return fmt.Sprintf("an %s's name may not contain a colon: names with one are the controller's own request owners (a schedule's is %sNAME), and a request's owner sees its lease's fencing token and may release it", role, OwnerSchedulePrefix)
+	case ReservedName(name):
+		return fmt.Sprintf("the name %q is reserved for the controller's own requests (pull requests', the merge queue's, the agent tools'), and a request's owner sees its lease's fencing token and may release it: name the %s after who holds the token", name, role)
+	}
+	return ""
+}
+
 // MinTokenLength is the shortest API token a controller accepts.
 const MinTokenLength = 16
 
@@ -150,10 +197,14 @@ func OperatorToken(path, dir string) (token, file string, err error) {
 // AddToken makes a fresh API token for one holder (role and name),
 // appends its hash to the token file at path (created 0600 when missing;
 // a running TokenFile reads it again) and returns the token, which the
-// file never holds: show it once. A role that is not one of the three, or
-// a file that would no longer parse, is ErrInvalid and leaves the file as
-// it was.
+// file never holds: show it once. A role that is not one of the three, an
+// agent or operator named like the controller's own request owners
+// (ReservedName), or a file that would no longer parse, is ErrInvalid and
+// leaves the file as it was.
 func AddToken(path string, role Role, name string) (string, error) {
+	if why := holderProblem(role, name); why != "" {
+		return "", fmt.Errorf("%w: %s", ErrInvalid, why)
+	}
 	tok := NewToken()
 	line := fmt.Sprintf("%s %s %s\n", role, name, HashToken(tok))
 	existing, err := os.ReadFile(path)
@@ -176,7 +227,10 @@ func AddToken(path string, role Role, name string) (string, error) {
 	return tok, nil
 }
 
-// ParseTokens parses token-file lines.
+// ParseTokens parses token-file lines. A line must hold a role, a name
+// and a token's hash; an agent or operator may not be named like the
+// controller's own request owners (ReservedName). A refusal is ErrInvalid
+// and names the line, never repeating a field that may be a token.
 func ParseTokens(data []byte) (map[string]Credential, error) {
 	out, errs := parseTokenLines(data)
 	if len(errs) > 0 {
@@ -206,8 +260,8 @@ func parseTokenLines(data []byte) (map[string]Credential, []error) {
 			continue
 		}
 		role, name, hash := Role(fields[0]), fields[1], fields[2]
-		if !slices.Contains([]Role{RoleHost, RoleAgent, RoleOperator}, role) {
-			bad("role %q: want host, agent or operator", role)
+		if why := holderProblem(role, name); why != "" {
+			bad("%s", why)
 			continue
 		}
 		raw, err := hex.DecodeString(strings.TrimPrefix(hash, "sha256:"))

@@ -275,23 +275,35 @@ func TestOperatorToken_AFreshOneIsPrivateAndAShortOneIsRefused(t *testing.T) {
 	}
 }
 
-// Token-file parsing never panics, every refusal is ErrInvalid, and what
-// it accepts is a known role, a name and a hash.
+// Token-file parsing never panics, every refusal is ErrInvalid and
+// repeats no field long enough to be a token, and what it accepts is a
+// known role, a name (never an internal owner's, for an agent or an
+// operator) and a hash.
 func FuzzParseTokens(f *testing.F) {
 	f.Add([]byte("agent alice " + spark.HashToken("a") + "\n# comment\nhost spark-1 " + spark.HashToken("b") + "\n"))
 	f.Add([]byte("operator ops sha256:zz\n"))
 	f.Add([]byte("agent a " + spark.HashToken("x") + "\nagent b " + spark.HashToken("x") + "\n"))
+	f.Add([]byte("agent github " + spark.HashToken("a") + "\noperator schedule:nightly " + spark.HashToken("b") + "\n"))
+	f.Add([]byte(spark.NewToken() + " alice " + spark.HashToken("a") + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := spark.ParseTokens(data)
 		if err != nil {
 			if !errors.Is(err, spark.ErrInvalid) {
 				t.Fatalf("a token file error that is not ErrInvalid: %v", err)
 			}
+			for _, field := range strings.Fields(string(data)) {
+				if len(field) >= spark.MinTokenLength && strings.Contains(err.Error(), field) {
+					t.Fatalf("the error repeats the field %q: %v", field, err)
+				}
+			}
 			return
 		}
 		for hash, c := range got {
 			if !strings.HasPrefix(hash, "sha256:") || c.Name == "" || (c.Role != spark.RoleAgent && c.Role != spark.RoleHost && c.Role != spark.RoleOperator) {
 				t.Fatalf("accepted %q %+v", hash, c)
+			}
+			if c.Role != spark.RoleHost && spark.ReservedName(c.Name) {
+				t.Fatalf("accepted an %s named like an internal owner: %+v", c.Role, c)
 			}
 		}
 	})

@@ -93,7 +93,7 @@ func (in *Integration) queueMerge(ctx context.Context, repo, sha, ref string) er
 		in.log.Info("sparkgh.already_requested", "request", live[i].ID, "repo", repo, "merge_group", ref)
 		return nil
 	}
-	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Topology: mq.Topology, Suite: mq.Suite, Owner: "merge-queue",
+	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: spark.MergeCI, Topology: mq.Topology, Suite: mq.Suite, Owner: spark.OwnerMergeQueue,
 		Annotations: map[string]string{keyRepo: repo, keySHA: sha, keyMerge: ref, keyPhase: "queued"}})
 	if errors.Is(err, spark.ErrPairRefused) || errors.Is(err, spark.ErrInvalid) {
 		return in.refuseMerge(ctx, repo, sha, err.Error())

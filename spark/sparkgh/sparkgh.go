@@ -339,7 +339,7 @@ func (in *Integration) request(ctx context.Context, pr PR, lane Lane, label stri
 		return nil
 	}
 	r, err := in.ctrl.Submit(ctx, spark.SubmitRequest{Class: in.cfg.Class, Topology: lane.Topology, Suite: lane.Suite,
-		PR: &spark.PRRef{Repo: pr.Repo, Number: pr.Number, SHA: pr.HeadSHA}, Owner: "github",
+		PR: &spark.PRRef{Repo: pr.Repo, Number: pr.Number, SHA: pr.HeadSHA}, Owner: spark.OwnerGitHub,
 		Annotations: map[string]string{keyRepo: pr.Repo, keyLabel: label, keyPhase: "queued"}})
 	if err != nil {
 		return err
@@ -787,7 +787,7 @@ func (s Scheduled) Validate() error {
 }
 
 // ScheduleOwner is the owner of the requests schedule name submits.
-func ScheduleOwner(name string) string { return "schedule:" + name }
+func ScheduleOwner(name string) string { return spark.OwnerSchedulePrefix + name }
 
 // Schedule queues s at its branch's current commit, unless a request of
 // the same schedule is still queued: that one is returned, and nothing

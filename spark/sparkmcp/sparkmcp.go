@@ -198,7 +198,7 @@ var ErrInput = errors.New("sparkmcp: invalid arguments")
 // NewServer returns an MCP server whose tools call api.
 func NewServer(api Leases, o Options) *mcp.Server {
 	if o.Owner == "" {
-		o.Owner = "agent"
+		o.Owner = spark.OwnerAgentTools
 	}
 	if o.MaxWait <= 0 || o.MaxWait > maxWait {
 		o.MaxWait = maxWait
