@@ -86,20 +86,32 @@ func (t tokenTable) Lookup(token string) (Credential, bool) {
 //
 // (# starts a comment), which the operator edits to add, rotate or
 // revoke a token: the file is read again when it changes, so no restart
-// is needed. A change that does not parse is rejected, reported by Err
-// and to the ReportRejected hook, and takes effect only as a revocation:
-// the tokens whose lines still stand unchanged keep working, a token
-// whose line the edit removed or broke stops working, and no token is
-// added until the file parses.
+// is needed. A change is its content's: Lookup reads the file again at
+// once when its size or modification time changed, and otherwise at most
+// a second after it last read it, so that a file replaced by one of the
+// same size and time (cp -p, rsync -t) takes effect within a second. A
+// change that does not parse is rejected, reported by Err and to the
+// ReportRejected hook, and takes effect only as a revocation: the tokens
+// whose lines still stand unchanged keep working, a token whose line the
+// edit removed or broke stops working, and no token is added until the
+// file parses. Removing the file revokes every token it held.
 type TokenFile struct {
-	path    string
-	mu      sync.Mutex
-	mtime   time.Time
-	size    int64
-	table   tokenTable
-	lastErr error
-	report  func(error)
+	path     string
+	mu       sync.Mutex
+	mtime    time.Time
+	size     int64
+	sum      [sha256.Size]byte // of the content last taken; zero: none
+	read     time.Time         // when the content was last read
+	readErr  bool              // the last read failed (reported once)
+	table    tokenTable
+	parseErr error // why the content last taken does not parse
+	lastErr  error
+	report   func(error)
 }
+
+// tokenFileRecheck is how long Lookup trusts a token file whose size and
+// modification time are unchanged before it reads the content again.
+const tokenFileRecheck = time.Second
 
 // TokenFileOption configures LoadTokenFile.
 type TokenFileOption func(*TokenFile)
@@ -116,7 +128,11 @@ func LoadTokenFile(path string, opts ...TokenFileOption) (*TokenFile, error) {
 	for _, o := range opts {
 		o(f)
 	}
-	if err := f.reload(); err != nil {
+	fi, data, err := f.readFile()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.take(fi, data, time.Now()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -292,27 +308,39 @@ func tableOf(entries map[string]Credential) tokenTable {
 	return t
 }
 
-// reload reads the file again. A file that does not parse keeps, of the
-// last good table, only the entries the new file still holds unchanged:
-// a broken edit revokes, it never grants.
-func (f *TokenFile) reload() error {
+// readFile reads the file's state and content.
+func (f *TokenFile) readFile() (os.FileInfo, []byte, error) {
 	fi, err := os.Stat(f.path)
 	if err != nil {
-		return fmt.Errorf("%w: token file: %w", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: token file: %w", ErrInvalid, err)
 	}
 	data, err := os.ReadFile(f.path)
 	if err != nil {
-		return fmt.Errorf("%w: token file: %w", ErrInvalid, err)
+		return nil, nil, fmt.Errorf("%w: token file: %w", ErrInvalid, err)
 	}
+	return fi, data, nil
+}
+
+// take makes data, read at now from a file in state fi, the file's
+// content, unless it is the content already taken (changed is false). It
+// returns why the content does not parse: such a content keeps, of the
+// last good table, only the entries it still holds unchanged (a broken
+// edit revokes, it never grants).
+func (f *TokenFile) take(fi os.FileInfo, data []byte, now time.Time) (changed bool, err error) {
+	f.mtime, f.size, f.read, f.readErr = fi.ModTime(), fi.Size(), now, false
+	sum := sha256.Sum256(data)
+	if f.table != nil && sum == f.sum {
+		return false, f.parseErr
+	}
+	f.sum = sum
 	entries, errs := parseTokenLines(data)
-	f.mtime, f.size = fi.ModTime(), fi.Size()
-	if len(errs) == 0 {
+	if f.parseErr = nil; len(errs) == 0 {
 		f.table = tableOf(entries)
-		return nil
+		return true, nil
 	}
-	err = fmt.Errorf("%w (%s); until it parses, only the tokens whose lines stand unchanged work", errs[0], f.path)
+	f.parseErr = fmt.Errorf("%w (%s); until it parses, only the tokens whose lines stand unchanged work", errs[0], f.path)
 	if f.table == nil {
-		return err
+		return true, f.parseErr
 	}
 	kept := tokenTable{}
 	for h, c := range tableOf(entries) {
@@ -321,28 +349,52 @@ func (f *TokenFile) reload() error {
 		}
 	}
 	f.table = kept
-	return err
+	return true, f.parseErr
 }
 
 // Lookup finds the token's holder, reading the file again first when it
-// changed.
+// may have changed: at once when its size or modification time did, and
+// otherwise once its content was last read a second ago or more (by the
+// controller's clock).
 func (f *TokenFile) Lookup(token string) (Credential, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := time.Now()
 	fi, err := os.Stat(f.path)
 	switch {
-	case errors.Is(err, os.ErrNotExist) && f.table != nil && len(f.table) > 0:
-		// The file was removed: every token in it is revoked.
-		f.table, f.mtime, f.size = tokenTable{}, time.Time{}, -1
-		f.rejected(fmt.Errorf("%w: token file %s is gone: every token it held is revoked until it is back", ErrInvalid, f.path))
-	case err == nil && (!fi.ModTime().Equal(f.mtime) || fi.Size() != f.size):
-		if err := f.reload(); err != nil {
-			f.rejected(err)
-		} else {
-			f.lastErr = nil
+	case errors.Is(err, os.ErrNotExist):
+		if len(f.table) > 0 {
+			// The file was removed: every token in it is revoked.
+			f.rejected(fmt.Errorf("%w: token file %s is gone: every token it held is revoked until it is back", ErrInvalid, f.path))
 		}
+		f.table, f.mtime, f.size, f.sum, f.parseErr = tokenTable{}, time.Time{}, -1, [sha256.Size]byte{}, nil
+	case err == nil && (!fi.ModTime().Equal(f.mtime) || fi.Size() != f.size || now.Sub(f.read) >= tokenFileRecheck || now.Before(f.read)):
+		f.refresh(now)
 	}
 	return f.table.Lookup(token)
+}
+
+// refresh reads the file again at now and takes its content when it
+// changed, reporting a change it rejects once (and a failing read once
+// until a read succeeds).
+func (f *TokenFile) refresh(now time.Time) {
+	fi, data, err := f.readFile()
+	if err != nil {
+		f.read = now
+		if !f.readErr {
+			f.readErr = true
+			f.rejected(err)
+		}
+		return
+	}
+	switch changed, err := f.take(fi, data, now); {
+	case !changed:
+		f.lastErr = err // the same content (a touch, or a recheck): nothing new to report
+	case err != nil:
+		f.rejected(err)
+	default:
+		f.lastErr = nil
+	}
 }
 
 func (f *TokenFile) rejected(err error) {

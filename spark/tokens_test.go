@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/gpugate/gpugate/internal/faketime"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -68,4 +71,88 @@ func TestTokens_ALineWithoutARoleIsRefusedWithoutEchoingIt(t *testing.T) {
 	if _, err := spark.AddToken(filepath.Join(t.TempDir(), "tokens"), spark.Role(tok), "alice"); !errors.Is(err, spark.ErrInvalid) || strings.Contains(err.Error(), tok) {
 		t.Errorf("AddToken with a token for a role: %v, want ErrInvalid that does not repeat it", err)
 	}
+}
+
+// A token file replaced by one of the same size and modification time
+// (cp -p, rsync -t of a rotated file) is noticed by its content within a
+// second, by the controller's clock, with the same rules as any change:
+// a broken edit revokes and never grants, and is reported once; a
+// removed file revokes every token, and the same file back grants them
+// again.
+func TestTokenFile_ARotationWithTheSameSizeAndTimeIsNoticed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "tokens")
+		stamp := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+		write := func(content string) {
+			t.Helper()
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(path, stamp, stamp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		line := func(name, tok string) string { return "agent " + name + " " + spark.HashToken(tok) + "\n" }
+		alice, rotated, bob := spark.NewToken(), spark.NewToken(), spark.NewToken()
+		write(line("alice", alice) + line("bob", bob))
+		var reported []error
+		tf, err := spark.LoadTokenFile(path, spark.ReportRejected(func(err error) { reported = append(reported, err) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		works := func(tok string) bool { _, ok := tf.Lookup(tok); return ok }
+		if !works(alice) || !works(bob) {
+			t.Fatal("the tokens in the file do not work")
+		}
+		fi, _ := os.Stat(path)
+		write(line("alice", rotated) + line("bob", bob)) // alice's token rotated: same size, same time
+		if after, _ := os.Stat(path); after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()) {
+			t.Fatal("the rotated file's size or time differs: the scenario tests nothing")
+		}
+		faketime.Advance(time.Second)
+		if works(alice) {
+			t.Error("the rotated-out token still works a second after the rotation")
+		}
+		if !works(rotated) || !works(bob) {
+			t.Error("the rotated file's tokens do not work a second after the rotation")
+		}
+
+		// A broken edit of the same size and time: bob's line broken,
+		// carol's added in place of alice's.
+		carol := spark.NewToken()
+		broken := line("carol", carol) + strings.Replace(line("bob", bob), "sha256:", "sha257:", 1)
+		broken = strings.Replace(broken, "carol", "alice", 1) // alice's name, carol's token: a new entry
+		write(broken)
+		faketime.Advance(time.Second)
+		if works(bob) || works(rotated) {
+			t.Error("a token whose line the broken edit removed or broke still works")
+		}
+		if works(carol) {
+			t.Error("a broken edit granted a token")
+		}
+		faketime.Advance(time.Second)
+		works(bob)
+		if len(reported) != 1 || !errors.Is(reported[0], spark.ErrInvalid) || !errors.Is(tf.Err(), spark.ErrInvalid) {
+			t.Errorf("reported %v (Err %v), want the rejected change once, as ErrInvalid", reported, tf.Err())
+		}
+
+		// The good file back, then removed, then back again as it was.
+		good := line("alice", rotated) + line("bob", bob)
+		write(good)
+		faketime.Advance(time.Second)
+		if !works(rotated) || tf.Err() != nil {
+			t.Errorf("the fixed file: rotated works %v, Err %v", works(rotated), tf.Err())
+		}
+		os.Remove(path)
+		if works(rotated) || works(bob) {
+			t.Error("a removed token file still grants its tokens")
+		}
+		write(good)
+		if !works(rotated) || !works(bob) {
+			t.Error("the token file back as it was does not grant its tokens")
+		}
+		if len(reported) != 2 {
+			t.Errorf("%d rejected changes reported, want 2 (the broken edit, the removal)", len(reported))
+		}
+	})
 }
