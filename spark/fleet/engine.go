@@ -86,7 +86,7 @@ func (d *Daemon) fromGitHub(r spark.Request) bool {
 // successfully with its evidence receipt recorded; a run that is gone
 // fails it). A dstack server that cannot be read concludes nothing: the
 // lease waits, at most until it expires. Every run whose lease ended is
-// stopped.
+// stopped, before any new run is submitted.
 func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, githubRoundTimeout)
 	defer cancel()
@@ -110,21 +110,8 @@ func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
 			}
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(active)) {
-		st, err := c.Status(ctx, id)
-		r := st.Request
-		switch {
-		case err != nil || r.State != spark.Active || r.Class == spark.ServiceStart:
-		case d.refused[r.ID] > 0:
-			if d.fromGitHub(r) { // its conclusion failed: again
-				d.conclude(ctx, r, refusedRun, log)
-			}
-		case r.Annotations[engineAnnotation] == "":
-			d.start(ctx, r, log)
-		default:
-			d.follow(ctx, r, log)
-		}
-	}
+	// The runs of ended leases are stopped first, before a new lease's
+	// run is submitted onto the hosts they held.
 	stopped, err := d.Engine.Sweep(ctx, func(id string) (bool, error) {
 		st, err := c.Status(ctx, id)
 		switch {
@@ -140,6 +127,21 @@ func (d *Daemon) engineRound(ctx context.Context, log *slog.Logger) {
 	}
 	if err != nil {
 		log.Error("sparkd.engine_sweep", "error", err)
+	}
+	for _, id := range slices.Sorted(maps.Keys(active)) {
+		st, err := c.Status(ctx, id)
+		r := st.Request
+		switch {
+		case err != nil || r.State != spark.Active || r.Class == spark.ServiceStart:
+		case d.refused[r.ID] > 0:
+			if d.fromGitHub(r) { // its conclusion failed: again
+				d.conclude(ctx, r, refusedRun, log)
+			}
+		case r.Annotations[engineAnnotation] == "":
+			d.start(ctx, r, log)
+		default:
+			d.follow(ctx, r, log)
+		}
 	}
 }
 

@@ -99,8 +99,8 @@ type engineWorld struct {
 func newEngineWorld(t *testing.T) *engineWorld {
 	t.Helper()
 	f, err := Load([]byte(`hosts:
-  - {name: spark-1, managed: true}
-  - {name: spark-2, managed: true}
+  - {name: spark-1, managed: true, agent: true}
+  - {name: spark-2, managed: true, agent: true}
 preferred_host: spark-2
 pair_test: true
 engine: dstack
@@ -155,6 +155,9 @@ func (w *engineWorld) label(t *testing.T, label string) {
 func (w *engineWorld) round(ctx context.Context) {
 	for _, h := range []string{"spark-1", "spark-2"} {
 		w.c.Heartbeat(ctx, spark.HostReport{Host: h})
+		if st, _ := w.c.HostState(ctx, h); st.Mode == spark.Cleaning {
+			w.c.AckCleanup(ctx, h, st.Ended, 0) // the host's agent, its run's processes gone
+		}
 	}
 	w.c.Reconcile(ctx)
 	githubRound(ctx, w.in, w.c, "", nil, &runnerSweep{}, w.d.Log)
@@ -427,4 +430,39 @@ func engineWalk(t *testing.T, rng *rand.Rand) (passed, failed, faults int) {
 		t.Errorf("%d runners minted, %d workflows dispatched: the engine runs the lanes", w.gh.minted, w.gh.dispatched)
 	}
 	return passed, failed, faults
+}
+
+// The run of a lease that ended is stopped before the next lease's run is
+// submitted onto the host it held, in the same round.
+func TestEngineRound_AnEndedLeasesRunIsStoppedBeforeTheNextIsSubmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		w := newEngineWorld(t)
+		first, err := w.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Owner: "alice", Host: "spark-2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.round(ctx)
+		st, _ := w.c.Status(ctx, first.ID)
+		if st.Request.Annotations[engineAnnotation] == "" {
+			t.Fatalf("the first lease has no run: %+v", st.Request)
+		}
+		if err := w.c.Release(ctx, first.ID, st.Request.Token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.c.Submit(ctx, spark.SubmitRequest{Class: spark.Development, Owner: "bob", Host: "spark-2"}); err != nil {
+			t.Fatal(err)
+		}
+		before := len(w.fake.Requests())
+		w.round(ctx)
+		var order []string
+		for _, r := range w.fake.Requests()[before:] {
+			if p := strings.TrimPrefix(r.Path, "/api/project/"+dstacktest.Project+"/runs/"); p == "stop" || p == "apply" {
+				order = append(order, p)
+			}
+		}
+		if !slices.Equal(order, []string{"stop", "apply"}) {
+			t.Errorf("the round's run calls: %v, want the ended lease's stop before the next one's apply", order)
+		}
+	})
 }

@@ -194,6 +194,11 @@ func Load(data []byte) (File, error) {
 				return File{}, fmt.Errorf("%w: dstack.suites.%s: list the commands a %s lease runs", ErrInvalid, suite, suite)
 			}
 		}
+		// A run's processes are the host's: only its agent confirms they
+		// are gone before the host takes work again.
+		if slices.ContainsFunc(f.Hosts, func(h spark.HostConfig) bool { return h.Managed && !h.Agent }) {
+			return File{}, fmt.Errorf("%w: engine: dstack needs the host agent on every managed host (agent: true): its cleanup acknowledgement confirms a lease's run is gone", ErrInvalid)
+		}
 	}
 	gh.Engine = f.Engine // with dstack, no runner is minted: the task runs the lane
 	return File{Options: opts, GitHub: gh, Schedules: scheds, AlertCommand: strings.TrimSpace(f.AlertCommand), MongoURI: strings.TrimSpace(f.MongoURI),
