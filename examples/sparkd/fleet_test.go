@@ -34,7 +34,7 @@ func TestFleetHostsAreAdmittedOnlyOnceTheyHeartbeat(t *testing.T) {
 	defer cancel()
 	tokens, hostTok := hostToken(t, dir, "gpu-a")
 	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet, "-tokens", tokens)
-	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
+	cl, _ := spark.NewAPIClient(d.addr, mint(t, tokens, spark.RoleOperator, "ops"), nil)
 	host, _ := spark.NewAPIClient(d.addr, hostTok, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil || st.Request.State != spark.Queued || !strings.Contains(st.Pending, "gpu-a") {
@@ -87,9 +87,16 @@ func TestFleetFlagRefusals(t *testing.T) {
 func hostToken(t *testing.T, dir, host string) (file, token string) {
 	t.Helper()
 	file = filepath.Join(dir, "tokens")
+	return file, mint(t, file, spark.RoleHost, host)
+}
+
+// mint adds a token for role and name to the token file with sparkd
+// token, returning the token.
+func mint(t *testing.T, file string, role spark.Role, name string) string {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	if code := mintToken([]string{"-tokens", file, "-role", "host", "-name", host}, &out, &errOut); code != 0 {
+	if code := mintToken([]string{"-tokens", file, "-role", string(role), "-name", name}, &out, &errOut); code != 0 {
 		t.Fatalf("sparkd token: exit %d: %s", code, errOut.String())
 	}
-	return file, strings.TrimSpace(out.String())
+	return strings.TrimSpace(out.String())
 }

@@ -11,6 +11,12 @@
 // resident service on spark-1), and a fresh API token written to a file
 // readable only by you. sparkctl talks to it.
 //
+// -tokens is the hashed token file of hosts, agents and operators, read
+// again when it changes. With it and no -token-file, sparkd generates no
+// operator token: the operators are its operator lines (sparkd token
+// -role operator), rotated and revoked without a restart. -token-file is
+// an operator's token in plain text, read once at start.
+//
 // -fleet runs a real fleet (package spark/fleet: fleet.example.yml there
 // is the template, with the default values): nothing is simulated, and
 // each managed host reports its own heartbeats (sparkctl heartbeat).
@@ -58,7 +64,8 @@ func main() {
 }
 
 // run serves until ctx ends. ready, when set, receives the address and the
-// token file once the API listens.
+// operator's token file ("" when there is none: -tokens without
+// -token-file) once the API listens.
 func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2]string) int {
 	// Serving is the default: sparkd [flags] is sparkd serve [flags].
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -100,8 +107,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	addr := fs.String("addr", "127.0.0.1:8765", "listen address")
 	dbPath := fs.String("db", "", "the fleet's SQLite database (default: a new one in a new temporary directory)")
 	initDB := fs.Bool("init", false, "create the -db database when it does not exist: a new fleet (an empty or foreign file is never taken for one)")
-	tokenFile := fs.String("token-file", "", "the operator's API token file (default: generated beside the database)")
-	tokensFile := fs.String("tokens", "", "hashed API tokens of hosts, agents and operators, one \"role name sha256:<hex>\" per line (sparkd token adds one); read again when it changes")
+	tokenFile := fs.String("token-file", "", "an operator's API token in plain text, read once at start (default: generated beside the database, unless -tokens is given)")
+	tokensFile := fs.String("tokens", "", "hashed API tokens of hosts, agents and operators, one \"role name sha256:<hex>\" per line (sparkd token adds one); read again when it changes; without -token-file its operator lines are the only operators")
 	simulate := fs.Bool("simulate", true, "simulate the default two hosts' heartbeats (without -fleet)")
 	fleetFile := fs.String("fleet", "", "the fleet (YAML; see spark/fleet/fleet.example.yml): real hosts that heartbeat themselves, and the resident service's commands")
 	every := fs.Duration("reconcile", 2*time.Second, "admission cadence")
@@ -162,7 +169,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 		fmt.Fprintln(stderr, "sparkd:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); the API token is in %s\n", ln.Addr(), d.DB, d.TokenFile)
+	if d.TokenFile != "" {
+		fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); the API token is in %s\n", ln.Addr(), d.DB, d.TokenFile)
+	} else {
+		fmt.Fprintf(stderr, "sparkd: listening on http://%s (database %s); no operator token was generated: operators use the operator lines of %s (sparkd token -role operator adds one)\n", ln.Addr(), d.DB, *tokensFile)
+	}
 	if ready != nil {
 		ready <- [2]string{"http://" + ln.Addr().String(), d.TokenFile}
 	}

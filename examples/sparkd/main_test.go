@@ -55,7 +55,8 @@ func TestStartsOnTheEmbeddedDefaultAndGrants(t *testing.T) {
 	}
 }
 
-// daemon is a sparkd that startSparkd started.
+// daemon is a sparkd that startSparkd started. tokenFile and token are
+// its generated operator token's (none with -tokens and no -token-file).
 type daemon struct {
 	addr, tokenFile, token string
 	done                   <-chan int    // its exit status, once ctx ends
@@ -74,6 +75,9 @@ func startSparkd(ctx context.Context, t *testing.T, args ...string) daemon {
 	}()
 	select {
 	case info := <-ready:
+		if info[1] == "" { // -tokens without -token-file: no operator token
+			return daemon{addr: info[0], done: done, logs: logs}
+		}
 		data, err := os.ReadFile(info[1])
 		if err != nil {
 			t.Fatal(err)

@@ -33,7 +33,7 @@ func TestSparkd_MirrorsTheFleetIntoTheMongoURI(t *testing.T) {
 	defer cancel()
 	tokens, hostTok := hostToken(t, dir, "gpu-a")
 	d := startSparkd(ctx, t, "-init", "-db", filepath.Join(dir, "spark.db"), "-fleet", fleet, "-tokens", tokens)
-	cl, _ := spark.NewAPIClient(d.addr, d.token, nil)
+	cl, _ := spark.NewAPIClient(d.addr, mint(t, tokens, spark.RoleOperator, "ops"), nil)
 	host, _ := spark.NewAPIClient(d.addr, hostTok, nil)
 	st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI})
 	if err != nil {

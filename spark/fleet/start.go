@@ -29,8 +29,11 @@ type Settings struct {
 	// one). Empty: a new database in a new temporary directory.
 	DB   string
 	Init bool
-	// OperatorTokenFile holds the operator's API token; empty, a fresh
-	// one is written beside DB (spark.OperatorToken).
+	// OperatorTokenFile holds an operator's API token in plain text, read
+	// once at Start. Empty, with no TokensFile, a fresh one is written
+	// beside DB (spark.OperatorToken): the quick start's. Empty with a
+	// TokensFile, there is none: the operators are that file's operator
+	// lines, whose tokens are rotated and revoked without a restart.
 	OperatorTokenFile string
 	// TokensFile, when set, holds the hashed tokens of hosts, agents and
 	// operators (spark.TokenFile), read again when it changes; a change
@@ -56,8 +59,10 @@ var ErrSettings = errors.New("fleet: invalid settings")
 
 // Start opens the fleet's database and builds the Daemon of fleet file f:
 // its controller (with the alert command, the GitHub integration, the
-// dstack engine the file names), the authenticated API over the operator's
-// token and the token file, and the MongoDB mirror. Close releases what
+// dstack engine the file names), the authenticated API over the token
+// file and the operator's plain token (Settings.OperatorTokenFile: none
+// when only the token file is given; Daemon.TokenFile is then empty), and
+// the MongoDB mirror. Close releases what
 // it opened. Settings it cannot run with are ErrSettings, a fleet file
 // whose engine or mirror cannot start ErrInvalid; both are found before
 // the daemon serves.
@@ -77,9 +82,14 @@ func Start(ctx context.Context, f File, s Settings) (d *Daemon, err error) {
 		}
 		s.DB, s.Init = filepath.Join(dir, "spark.db"), true
 	}
-	token, tokenFile, err := spark.OperatorToken(s.OperatorTokenFile, filepath.Dir(s.DB))
-	if err != nil {
-		return nil, err
+	var creds spark.AnyOf
+	tokenFile := ""
+	if s.OperatorTokenFile != "" || s.TokensFile == "" {
+		var token string
+		if token, tokenFile, err = spark.OperatorToken(s.OperatorTokenFile, filepath.Dir(s.DB)); err != nil {
+			return nil, err
+		}
+		creds = append(creds, spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})
 	}
 	store, err := openStore(s.DB, s.Init)
 	if err != nil {
@@ -116,7 +126,6 @@ func Start(ctx context.Context, f File, s Settings) (d *Daemon, err error) {
 	if d.Controller, err = spark.New(store, opts); err != nil {
 		return nil, err
 	}
-	creds := spark.Credentials(spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})
 	if s.TokensFile != "" {
 		tf, err := spark.LoadTokenFile(s.TokensFile, spark.ReportRejected(func(err error) {
 			log.Error("sparkd.tokens_rejected", "error", err)
@@ -128,7 +137,7 @@ func Start(ctx context.Context, f File, s Settings) (d *Daemon, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: -tokens: %w", ErrSettings, err)
 		}
-		creds = spark.AnyOf{creds, tf}
+		creds = append(creds, tf)
 	}
 	hostAPI := []spark.HandlerOption{spark.WithRunnerConfigs(d.Runners)}
 	if svc, ok := opts.Service.(*spark.AgentService); ok {

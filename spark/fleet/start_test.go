@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -70,5 +71,66 @@ func TestStart_ARejectedTokenFileChangeIsLoggedAndAlerted(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "sparkd.tokens_rejected") || strings.Contains(logs.String(), tok) {
 		t.Errorf("the log does not name the rejected change, or shows a token:\n%s", logs.String())
+	}
+}
+
+// With a token file and no operator token file, Start generates no
+// operator token: the operators are the token file's operator lines, so
+// the operator's credential is hashed, and rotated or revoked without a
+// restart. Without a token file (the quick start) one is generated.
+func TestStart_WithATokenFileTheOperatorsAreItsOperatorLines(t *testing.T) {
+	dir := t.TempDir()
+	f, err := fleet.Load([]byte("hosts:\n  - {name: gpu-a, managed: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	oldTok, err := spark.AddToken(tokens, spark.RoleOperator, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := fleet.Start(context.Background(), f, fleet.Settings{DB: filepath.Join(dir, "spark.db"), Init: true, TokensFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.TokenFile != "" {
+		t.Errorf("Start reports an operator token file %s, want none", d.TokenFile)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "api-token")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an operator token was written beside the database: %v", err)
+	}
+	srv := httptest.NewServer(d.API)
+	defer srv.Close()
+	operator := func(tok string) error {
+		cl, _ := spark.NewAPIClient(srv.URL, tok, nil)
+		_, err := cl.Request(context.Background(), spark.LeaseRequest{Class: spark.MergeCI}) // an operator's request
+		return err
+	}
+	if err := operator(oldTok); err != nil {
+		t.Fatalf("the token file's operator: %v", err)
+	}
+	// The operator's token rotated in the file: no restart.
+	newTok := spark.NewToken()
+	if err := os.WriteFile(tokens, []byte("operator ops "+spark.HashToken(newTok)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	os.Chtimes(tokens, later, later)
+	var ae *spark.APIError
+	if err := operator(oldTok); !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		t.Errorf("the rotated-out operator token: %v, want 401", err)
+	}
+	if err := operator(newTok); err != nil {
+		t.Errorf("the rotated-in operator token: %v", err)
+	}
+
+	quick, err := fleet.Start(context.Background(), f, fleet.Settings{DB: filepath.Join(t.TempDir(), "spark.db"), Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quick.Close()
+	if data, err := os.ReadFile(quick.TokenFile); err != nil || len(strings.TrimSpace(string(data))) < spark.MinTokenLength {
+		t.Errorf("the quick start's operator token file %q: %v", quick.TokenFile, err)
 	}
 }
