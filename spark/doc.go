@@ -4,7 +4,9 @@
 //
 //   - Classes admit in priority order (development 100, service start 90,
 //     manual PR 80, merge CI 70, benchmark 50, background CI 20) and never
-//     preempt: only Terminate, separately authorized, stops active work.
+//     preempt: only an emergency termination stops active work
+//     (Controller.Terminate with the emergency key; over the API, the
+//     operator's credential).
 //   - Development drains its target host: active work finishes, no new CI
 //     starts there, and development takes it next.
 //   - One-host requests prefer the configured host. A pair is one atomic
