@@ -71,6 +71,7 @@ func TestFleetFlagRefusals(t *testing.T) {
 		want string
 	}{
 		"-simulate with -fleet":    {[]string{"-fleet", good, "-simulate"}, "a -fleet's hosts report their own heartbeats"},
+		"no fleet, not simulated":  {[]string{"-simulate=false"}, "for real hosts give -fleet"},
 		"a bad fleet":              {[]string{"-fleet", bad}, "bad.yml"},
 		"a missing fleet":          {[]string{"-fleet", filepath.Join(dir, "missing.yml")}, "no such file"},
 		"schedules without GitHub": {[]string{"-fleet", scheduled}, "the fleet's schedules dispatch workflows through GitHub"},

@@ -1,6 +1,6 @@
 // Command sparkd runs the shared-fleet controller and its agent/CLI API.
 //
-//	sparkd [-addr 127.0.0.1:8765] [-db spark.db [-init]] [-token-file FILE] [-tokens FILE] [-fleet fleet.yml | -simulate=false]
+//	sparkd [-addr 127.0.0.1:8765] [-db spark.db [-init]] [-token-file FILE] [-tokens FILE] [-fleet fleet.yml]
 //	       [-webhook-secret-file FILE -github-org ORG -runner-group ID -jit-dir DIR]
 //	sparkd backup -db spark.db -file backup.db     # online, consistent
 //	sparkd restore -db spark.db -file backup.db    # sparkd stopped
@@ -48,10 +48,7 @@ import (
 	"time"
 
 	"github.com/gpugate/gpugate/internal/cli"
-	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/fleet"
-	"github.com/gpugate/gpugate/spark/sparkgh"
-	"github.com/gpugate/gpugate/spark/sparktest"
 )
 
 func main() {
@@ -119,8 +116,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	if exit, ok := cli.Parse(fs, args); !ok {
 		return exit
 	}
-	f := fleet.File{Options: spark.DefaultOptions(), GitHub: sparkgh.DefaultConfig("")}
-	f.Options.Service = &sparktest.Service{} // the default simulated resident service
+	f := fleet.Simulated()
+	if *fleetFile == "" && !*simulate {
+		fmt.Fprintln(stderr, "sparkd: without -fleet sparkd plays the simulated default fleet; for real hosts give -fleet (start from spark/fleet/fleet.example.yml)")
+		return 2
+	}
 	if *fleetFile != "" {
 		explicit := false
 		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "simulate" })
@@ -156,13 +156,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, ready chan<- [2
 	}
 	defer d.Close()
 	if *simulate {
-		d.BeforeRound = func(ctx context.Context) {
-			for _, host := range []string{"spark-1", "spark-2"} {
-				if err := d.Controller.Heartbeat(ctx, spark.HostReport{Host: host}); err != nil {
-					log.Error("heartbeat", "host", host, "error", err)
-				}
-			}
-		}
+		d.SimulateHeartbeats()
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

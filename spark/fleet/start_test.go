@@ -134,3 +134,27 @@ func TestStart_WithATokenFileTheOperatorsAreItsOperatorLines(t *testing.T) {
 		t.Errorf("the quick start's operator token file %q: %v", quick.TokenFile, err)
 	}
 }
+
+// The simulated fleet runs with no real host: its heartbeats come from the
+// daemon's rounds and its resident service comes online at once.
+func TestSimulated_TheDefaultFleetRunsWithNoRealHost(t *testing.T) {
+	ctx := context.Background()
+	d, err := fleet.Start(ctx, fleet.Simulated(), fleet.Settings{DB: filepath.Join(t.TempDir(), "spark.db"), Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SimulateHeartbeats()
+	d.BeforeRound(ctx)
+	if err := d.Controller.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hosts, _ := d.Controller.Hosts(ctx)
+	modes := map[string]spark.Mode{}
+	for _, h := range hosts {
+		modes[h.Name] = h.Mode
+	}
+	if modes["spark-1"] != spark.ServiceRunning || modes["spark-2"] != spark.Idle {
+		t.Errorf("after one simulated round the hosts are %v, want the service running on spark-1 and spark-2 idle", modes)
+	}
+}
