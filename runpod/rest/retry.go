@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
+	"github.com/gpugate/gpugate/internal/retry"
 	"github.com/gpugate/gpugate/internal/wait"
 )
 
@@ -89,13 +88,7 @@ func (p RetryPolicy) Run(ctx context.Context, cool func() time.Duration, attempt
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(p.InitialInterval),
-		backoff.WithMaxInterval(p.MaxInterval),
-		backoff.WithMultiplier(p.Multiplier),
-		backoff.WithRandomizationFactor(p.Jitter),
-		backoff.WithMaxElapsedTime(0),
-	)
+	b := retry.Policy{Initial: p.InitialInterval, Max: p.MaxInterval, Multiplier: p.Multiplier, Jitter: p.Jitter}.BackOff(nil)
 	for n := 1; ; n++ {
 		if cool != nil {
 			if d := cool(); d > 0 {

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/gpugate/gpugate/internal/retry"
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/sparkgh"
 )
@@ -156,8 +156,7 @@ func RunSchedules(ctx context.Context, scheds []Schedule, submit func(context.Co
 			regular := s.first(now, last, asked && err == nil)
 			due := regular
 			log.Info("schedule", "schedule", s.Name, "class", s.Class, "repo", s.Repo, "branch", s.Branch, "first", due.UTC().Format(time.RFC3339))
-			retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(retryFirst), backoff.WithMaxInterval(retryMax),
-				backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(0))
+			pause := retry.Policy{Initial: retryFirst, Max: retryMax, Multiplier: 2}.BackOff(nil)
 			for {
 				t := time.NewTimer(time.Until(due))
 				select {
@@ -173,13 +172,13 @@ func RunSchedules(ctx context.Context, scheds []Schedule, submit func(context.Co
 					next = s.next(now)
 				}
 				if err != nil {
-					if again := now.Add(retry.NextBackOff()); again.Before(next) {
+					if again := now.Add(pause.NextBackOff()); again.Before(next) {
 						due = again
 						log.Error("schedule", "schedule", s.Name, "error", err, "retry", due.UTC().Format(time.RFC3339))
 						continue
 					}
 				}
-				retry.Reset()
+				pause.Reset()
 				regular, due = next, next
 				if err != nil {
 					log.Error("schedule", "schedule", s.Name, "error", err, "next", due.UTC().Format(time.RFC3339))

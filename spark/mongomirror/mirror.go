@@ -43,11 +43,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/gpugate/gpugate/internal/retry"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -400,9 +400,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 
 // run is Run's loop over any pass, for tests.
 func run(ctx context.Context, pass func(context.Context) error, opts Options) error {
-	b := &backoff.ExponentialBackOff{InitialInterval: time.Second, RandomizationFactor: 0, Multiplier: 2,
-		MaxInterval: opts.MaxBackoff, MaxElapsedTime: 0, Stop: backoff.Stop, Clock: backoff.SystemClock}
-	b.Reset()
+	b := retry.Policy{Initial: time.Second, Multiplier: 2, Max: opts.MaxBackoff}.BackOff(nil)
 	failing := 0
 	for {
 		wait := opts.Every

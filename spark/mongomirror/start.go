@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/gpugate/gpugate/internal/retry"
 	"github.com/gpugate/gpugate/spark"
 )
 
@@ -34,9 +35,8 @@ func Start(ctx context.Context, c *spark.Controller, uri string, opts Options) (
 		defer close(done)
 		if client == nil {
 			// Retried every 30 s until it connects or the mirror stops.
-			retry := backoff.WithContext(backoff.NewConstantBackOff(30*time.Second), ctx)
 			log.Warn("sparkd.mirror_unreachable", "err", err, "retry_in", "30s")
-			if backoff.Retry(func() (err error) { client, err = Connect(uri); return err }, retry) != nil {
+			if backoff.Retry(func() (err error) { client, err = Connect(uri); return err }, retry.Policy{Initial: 30 * time.Second}.BackOff(ctx)) != nil {
 				return // stopped before it connected
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/google/go-github/v66/github"
 
+	"github.com/gpugate/gpugate/internal/retry"
 	"github.com/gpugate/gpugate/internal/textlimit"
 	"github.com/gpugate/gpugate/spark"
 )
@@ -269,7 +270,6 @@ const (
 // would. Each action is safe to repeat: it reads the pull request again,
 // and a lane already queued at that commit is not queued twice.
 func (wh *Webhook) process(ctx context.Context, d delivery) error {
-	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(2*time.Second), backoff.WithMultiplier(2), backoff.WithRandomizationFactor(0))
 	return backoff.Retry(func() error {
 		actx, cancel := context.WithTimeout(ctx, processTimeout)
 		defer cancel()
@@ -281,7 +281,7 @@ func (wh *Webhook) process(ctx context.Context, d delivery) error {
 			wh.in.log.Warn("sparkgh.process_retry", "delivery", d.id, "event", d.event, "error", err)
 		}
 		return err
-	}, backoff.WithContext(backoff.WithMaxRetries(b, processRetries), ctx))
+	}, retry.Policy{Initial: 2 * time.Second, Multiplier: 2, Retries: processRetries}.BackOff(ctx))
 }
 
 // ErrBehind is matched by Process errors when GitHub's API shows a pull
