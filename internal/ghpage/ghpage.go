@@ -1,7 +1,7 @@
 // Package ghpage is the one pagination loop of gpugate's go-github v66
-// calls, with one bound: a listing is read page by page until GitHub names
-// no next page, and one longer than MaxPages is an error, never silently
-// cut.
+// calls, with one bound: a listing is read page by page (All, by page
+// number; Cursor, by cursor) until GitHub names no next page, and one
+// longer than MaxPages is an error, never silently cut.
 package ghpage
 
 import (
@@ -42,4 +42,24 @@ func All[T any](fetch func(page int) ([]T, *github.Response, error)) ([]T, error
 		page = resp.NextPage
 	}
 	return nil, ErrTooManyPages
+}
+
+// Cursor reads a cursor-paginated listing (GitHub's webhook deliveries),
+// bounded like All: fetch reads and handles the page at cursor ("" for the
+// first) and returns the next cursor ("" after the last) or done to stop
+// early. A listing longer than MaxPages pages is ErrTooManyPages, after
+// the first MaxPages pages were handled: a caller may take what it read.
+func Cursor(fetch func(cursor string) (next string, done bool, err error)) error {
+	cursor := ""
+	for range MaxPages {
+		next, done, err := fetch(cursor)
+		if err != nil || done || next == "" {
+			return err
+		}
+		if next == cursor {
+			return errors.New("GitHub named the same page as the next one")
+		}
+		cursor = next
+	}
+	return ErrTooManyPages
 }

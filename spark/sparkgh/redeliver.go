@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/gpugate/gpugate/internal/ghpage"
 )
 
 // Delivery is one attempt in the GitHub App's webhook delivery log.
@@ -31,9 +33,9 @@ type DeliveryLog interface {
 	Redeliver(ctx context.Context, id int64) error
 }
 
-// maxDeliveryPages bounds the pages of the delivery log one sweep reads
-// (100 attempts a page).
-const maxDeliveryPages = 100
+// maxDeliveryPages is how many pages of the delivery log one sweep reads
+// (100 attempts a page): the pager's bound.
+const maxDeliveryPages = ghpage.MaxPages
 
 // DefaultRedeliveries is Redeliverer.Max's default: GitHub's first attempt
 // and two redeliveries.
@@ -124,21 +126,10 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 		latest   Delivery
 	}
 	byGUID := map[string]*delivery{}
-	cursor := ""
-	truncated := false
-	for page := 0; ; page++ {
-		if page == maxDeliveryPages {
-			// A busy App logs more than a sweep reads: the newest are
-			// handled, and the next sweep's window starts later, so the
-			// sweeps do not fail for ever on the same backlog.
-			truncated = true
-			log.Warn("sparkgh.redeliver_truncated", "pages", maxDeliveryPages, "since", since.UTC().Format(time.RFC3339),
-				"why", "the delivery log holds more than a sweep reads; older failed deliveries are not redelivered", "hint", redeliverHint)
-			break
-		}
+	err := ghpage.Cursor(func(cursor string) (string, bool, error) {
 		attempts, next, err := r.Log.Deliveries(ctx, cursor)
 		if err != nil {
-			return nil, fmt.Errorf("%w: list deliveries: %w", ErrRedeliver, err)
+			return "", false, fmt.Errorf("%w: list deliveries: %w", ErrRedeliver, err)
 		}
 		older := false
 		for _, a := range attempts {
@@ -156,11 +147,18 @@ func (r *Redeliverer) Sweep(ctx context.Context, since time.Time) ([]string, err
 				d.latest = a
 			}
 		}
-		// The log is newest first: a page reaching past since ends it.
-		if older || next == "" {
-			break
-		}
-		cursor = next
+		return next, older, nil // the log is newest first: a page reaching past since ends it
+	})
+	truncated := errors.Is(err, ghpage.ErrTooManyPages)
+	switch {
+	case truncated:
+		// A busy App logs more than a sweep reads: the newest are
+		// handled, and the next sweep's window starts later, so the
+		// sweeps do not fail for ever on the same backlog.
+		log.Warn("sparkgh.redeliver_truncated", "pages", ghpage.MaxPages, "since", since.UTC().Format(time.RFC3339),
+			"why", "the delivery log holds more than a sweep reads; older failed deliveries are not redelivered", "hint", redeliverHint)
+	case err != nil:
+		return nil, err
 	}
 	for guid := range r.known {
 		if byGUID[guid] == nil {
