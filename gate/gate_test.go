@@ -678,3 +678,75 @@ func TestSteps_RelayLocalPublishesOnlyOnVerifiedEvidence(t *testing.T) {
 		t.Errorf("published %v, want the one local gate", gates)
 	}
 }
+
+// A Steps missing what a step needs returns a clear error, never panics:
+// the error matches ErrMissing and names the step and the missing field,
+// and nothing is read or published. Reuse, which fails open, answers "run"
+// with that error as its reason.
+func TestSteps_AStepMissingWhatItNeedsReturnsAClearErrorNeverPanics(t *testing.T) {
+	ctx := context.Background()
+	a := gate.Authorization{Actor: "maint", Role: "maintain", PR: 7, HeadSHA: head, TestedRef: merge}
+	failed := gate.Report{HeadSHA: head, ID: gate.ExternalID{Ref: merge, Kind: gate.KindFailed}}
+	checks := gatetest.NewChecks()
+	cases := map[string]struct {
+		steps        gate.Steps
+		run          func(gate.Steps) error
+		step, field  string
+		publishedVia *gatetest.Checks
+	}{
+		"Authorize without Repo": {gate.Steps{}, func(s gate.Steps) error {
+			_, err := s.Authorize(ctx, gate.AuthRequest{Actor: "maint", PR: 7})
+			return err
+		}, "Authorize", "Repo", nil},
+		"Recheck without Repo": {gate.Steps{Checks: checks}, func(s gate.Steps) error { return s.Recheck(ctx, a) }, "Recheck", "Repo", checks},
+		"Publish without Checks": {gate.Steps{Repo: repoWithPR()}, func(s gate.Steps) error {
+			_, err := s.Publish(ctx, 7, failed, t0)
+			return err
+		}, "Publish", "Checks", nil},
+		"Publish for a pull request without Repo": {gate.Steps{Checks: checks}, func(s gate.Steps) error {
+			_, err := s.Publish(ctx, 7, failed, t0)
+			return err
+		}, "Publish", "Repo", checks},
+		"RelayLocal without Repo": {gate.Steps{Checks: checks}, func(s gate.Steps) error {
+			_, err := s.RelayLocal(ctx, gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}, t0)
+			return err
+		}, "RelayLocal", "Repo", checks},
+		"RelayLocal without Checks": {gate.Steps{Repo: localRepo()}, func(s gate.Steps) error {
+			_, err := s.RelayLocal(ctx, gate.LocalRequest{Dispatcher: "maint", PR: 7, SHA: head}, t0)
+			return err
+		}, "RelayLocal", "Checks", nil},
+		"a zero Steps": {gate.Steps{}, func(s gate.Steps) error {
+			_, err := s.Publish(ctx, 0, failed, t0)
+			return err
+		}, "Publish", "Checks", nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("panicked: %v", r)
+					}
+				}()
+				err = tc.run(tc.steps)
+			}()
+			var me *gate.MissingError
+			if !errors.Is(err, gate.ErrMissing) || !errors.As(err, &me) || me.Step != tc.step || me.Field != tc.field {
+				t.Fatalf("err = %v, want a *MissingError for Steps.%s needing Steps.%s", err, tc.step, tc.field)
+			}
+			if !strings.Contains(err.Error(), "Steps."+tc.field) {
+				t.Errorf("%q does not name Steps.%s", err, tc.field)
+			}
+			if tc.publishedVia != nil {
+				if gates := tc.publishedVia.Published(head); len(gates) != 0 {
+					t.Errorf("published %v", gates)
+				}
+			}
+		})
+	}
+	d := gate.Steps{}.Reuse(ctx, a)
+	if d.Reuse || !strings.HasPrefix(d.Reason, "run: ") || !strings.Contains(d.Reason, "Steps.Checks") {
+		t.Errorf("reuse without Checks: %+v, want run, naming Steps.Checks", d)
+	}
+}

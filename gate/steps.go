@@ -3,6 +3,7 @@ package gate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,7 +31,11 @@ import (
 // one process; the Action's authorize, reuse and publish steps run one
 // each, handing the authorized head and tested ref on through their
 // outputs. A zero CheckName is DefaultCheckName and a zero LocalLabel is
-// DefaultLocalLabel.
+// DefaultLocalLabel. A step whose Steps lack what it needs (Authorize,
+// Recheck and RelayLocal read Repo; Publish and RelayLocal publish through
+// Checks, and Publish for a pull request re-reads it through Repo) reads
+// and publishes nothing and returns a *MissingError; Reuse, which fails
+// open, answers "run" with that error as its reason.
 type Steps struct {
 	Repo       Repo   // read to authorize, and again before spending and before publishing
 	Checks     Checks // where the gates are looked up and published
@@ -38,27 +43,72 @@ type Steps struct {
 	LocalLabel string // the label of a pull request validated on a maintainer's GPU
 }
 
+// ErrMissing is matched by the error of a step whose Steps lack a field
+// the step needs (*MissingError): the step read and published nothing.
+var ErrMissing = errors.New("gate: a step's dependency is missing")
+
+// MissingError names the Steps field a step needs and was not given. It
+// matches ErrMissing.
+type MissingError struct {
+	Step  string // the step: Authorize, Reuse, Recheck, Publish or RelayLocal
+	Field string // the Steps field it needs: Repo or Checks
+	Why   string // what the step needs it for
+}
+
+// Error names the step, the field it needs and why.
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("gate: Steps.%s needs Steps.%s (%s); nothing was read or published", e.Step, e.Field, e.Why)
+}
+
+// Is reports whether target is ErrMissing.
+func (e *MissingError) Is(target error) bool { return target == ErrMissing }
+
+// needRepo and needChecks refuse a step whose Steps lack Repo or Checks.
+func (s Steps) needRepo(step, why string) error {
+	if s.Repo == nil {
+		return &MissingError{Step: step, Field: "Repo", Why: why}
+	}
+	return nil
+}
+
+func (s Steps) needChecks(step, why string) error {
+	if s.Checks == nil {
+		return &MissingError{Step: step, Field: "Checks", Why: why}
+	}
+	return nil
+}
+
 // checkName is the required check's name.
 func (s Steps) checkName() string { return cmp.Or(s.CheckName, DefaultCheckName) }
 
 // Authorize is the trust boundary before any spend (Authorize), with the
-// steps' local-validation label unless req names one.
+// steps' local-validation label unless req names one. It needs Repo.
 func (s Steps) Authorize(ctx context.Context, req AuthRequest) (Authorization, error) {
+	if err := s.needRepo("Authorize", "the actor's role and the pull request are read through it"); err != nil {
+		return Authorization{}, err
+	}
 	req.LocalLabel = cmp.Or(req.LocalLabel, s.LocalLabel)
 	return Authorize(ctx, s.Repo, req)
 }
 
 // Reuse decides from the gates on a's head whether a's tested merge ref
 // already passed (LookupReuse): it fails open, answering "run" with the
-// reason on any error.
+// reason on any error, a missing Checks included.
 func (s Steps) Reuse(ctx context.Context, a Authorization) Decision {
+	if err := s.needChecks("Reuse", "the gates are looked up in it"); err != nil {
+		return Decision{Reason: "run: " + err.Error()}
+	}
 	return LookupReuse(ctx, s.Checks, a.HeadSHA, a.TestedRef, s.checkName())
 }
 
 // Recheck confirms just before spending that a's pull request is still
 // open, at the authorized head and without the local-validation label
-// (Recheck; ErrLocallyValidated when the label was added since).
+// (Recheck; ErrLocallyValidated when the label was added since). It needs
+// Repo.
 func (s Steps) Recheck(ctx context.Context, a Authorization) error {
+	if err := s.needRepo("Recheck", "the pull request is read again through it"); err != nil {
+		return err
+	}
 	a.LocalLabel = cmp.Or(a.LocalLabel, s.LocalLabel)
 	return Recheck(ctx, s.Repo, a)
 }
@@ -66,8 +116,17 @@ func (s Steps) Recheck(ctx context.Context, a Authorization) error {
 // Publish publishes r, under the steps' check name unless r names one,
 // for pull request pr (0: a manual revision): a paid-path report for a
 // pull request that now carries the local-validation label publishes
-// nothing and is ErrLocallyValidated (Publish).
+// nothing and is ErrLocallyValidated (Publish). It needs Checks, and Repo
+// for a paid-path report on a pull request.
 func (s Steps) Publish(ctx context.Context, pr int, r Report, now time.Time) (Gate, error) {
+	if err := s.needChecks("Publish", "the gate is published through it"); err != nil {
+		return Gate{}, err
+	}
+	if pr != 0 && r.ID.Kind != KindLocal {
+		if err := s.needRepo("Publish", "the pull request's local-validation label is read again through it"); err != nil {
+			return Gate{}, err
+		}
+	}
 	r.CheckName = cmp.Or(r.CheckName, s.checkName())
 	return Publish(ctx, s.Repo, s.Checks, pr, s.LocalLabel, r, now)
 }
@@ -75,8 +134,14 @@ func (s Steps) Publish(ctx context.Context, pr int, r Report, now time.Time) (Ga
 // RelayLocal is the local relay's step: it verifies the evidence for
 // req.SHA on req.PR (VerifyLocalEvidence, with the steps' label unless req
 // names one) and only then publishes local-gpu-gate:v1:<sha> on that
-// head, saying who posted the evidence where.
+// head, saying who posted the evidence where. It needs Repo and Checks.
 func (s Steps) RelayLocal(ctx context.Context, req LocalRequest, now time.Time) (Gate, error) {
+	if err := s.needRepo("RelayLocal", "the evidence is verified through it"); err != nil {
+		return Gate{}, err
+	}
+	if err := s.needChecks("RelayLocal", "the local gate is published through it"); err != nil {
+		return Gate{}, err
+	}
 	req.Label = cmp.Or(req.Label, s.LocalLabel)
 	ev, err := VerifyLocalEvidence(ctx, s.Repo, req)
 	if err != nil {
