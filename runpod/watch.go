@@ -66,6 +66,21 @@ func DefaultWatchOptions() WatchOptions {
 		GitHubPoll: 30 * time.Second}
 }
 
+// ErrWatchOptions is matched by the error of watchdog limits that cannot
+// be enforced (WatchOptions.Validate).
+var ErrWatchOptions = errors.New("runpod: invalid watch options")
+
+// Validate refuses limits the watchdog cannot enforce: Poll,
+// SetupDeadline and Lifetime must each be positive (ErrWatchOptions). Watch
+// checks them before its first read; a caller that buys a pod for Watch to
+// follow checks them before buying it.
+func (o WatchOptions) Validate() error {
+	if o.Poll <= 0 || o.SetupDeadline <= 0 || o.Lifetime <= 0 {
+		return fmt.Errorf("%w: WatchOptions needs positive Poll, SetupDeadline and Lifetime (got %s, %s, %s)", ErrWatchOptions, o.Poll, o.SetupDeadline, o.Lifetime)
+	}
+	return nil
+}
+
 // WatchOutcome is how a watch ended: the GPU job finished, a deadline
 // passed, the work went obsolete, or the pod was lost. Every outcome but
 // WatchCompleted and WatchGone deleted the pod.
@@ -115,8 +130,8 @@ func Watch(ctx context.Context, deps WatchDeps, podID string, opts WatchOptions)
 	if deps.API == nil || deps.Progress == nil {
 		return WatchResult{}, errors.New("runpod: Watch needs WatchDeps.API and WatchDeps.Progress")
 	}
-	if opts.Poll <= 0 || opts.SetupDeadline <= 0 || opts.Lifetime <= 0 {
-		return WatchResult{}, errors.New("runpod: WatchOptions needs positive Poll, SetupDeadline and Lifetime")
+	if err := opts.Validate(); err != nil {
+		return WatchResult{}, err
 	}
 	if deps.Delete == nil {
 		deps.Delete = Delete
