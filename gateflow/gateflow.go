@@ -14,7 +14,9 @@
 // request validated on a maintainer's GPU (the local-validation label, read
 // again just before spending and before publishing) buys and publishes
 // nothing; the pod is deleted, confirmed, before the gate is published; and
-// the gate passes only when the watched job concluded success.
+// the gate passes only when the watched job concluded success. It checks
+// its Deps before anything is bought (ErrDeps: nothing bought or
+// published).
 //
 // Its GitHub steps (authorize, reuse, recheck, publish) are gate.Steps
 // (Deps.Steps), the calls the Action's authorize, reuse and publish steps
@@ -44,7 +46,41 @@ import (
 // job did not conclude success, or the watchdog stopped it.
 var ErrGateFailed = errors.New("gateflow: the GPU gate failed")
 
-// Deps is everything one run of the gate touches.
+// ErrDeps is matched by Run's error for Deps it cannot run with
+// (*DepsError): it is returned before anything is bought or published.
+var ErrDeps = errors.New("gateflow: incomplete Deps")
+
+// DepsError names the Deps field Run cannot run without, or whose value it
+// refuses. It matches ErrDeps and wraps the field's own validation error,
+// when it has one (runpod.ErrInvalidConfig, runpod.ErrWatchOptions).
+type DepsError struct {
+	Field string // the Deps field, as Deps names it
+	Why   string // what is wrong with it and what Run needs it for
+	Err   error  // the field's own validation error, or nil
+}
+
+// Error names the field and says what is wrong with it.
+func (e *DepsError) Error() string {
+	msg := fmt.Sprintf("gateflow: Deps.%s %s", e.Field, e.Why)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg + "; nothing was bought or published"
+}
+
+// Unwrap returns the field's own validation error.
+func (e *DepsError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrDeps.
+func (e *DepsError) Is(target error) bool { return target == ErrDeps }
+
+// Deps is everything one run of the gate touches. Repo and Checks are
+// needed by every run; a run that buys a pod also needs API, Registry,
+// Progress, StartJob, Image, Owner (repository and run ID), a valid Config
+// and valid Watch limits, all checked before the catalog is read. PR and
+// Runs are optional (nil PR: provisioning and the watchdog never see the
+// pull request move or close, nor provisioning the label appear; nil Runs:
+// an obsolete run is not cancelled).
 type Deps struct {
 	Policy *changepolicy.Policy
 	Repo   gate.Repo
@@ -103,13 +139,18 @@ type Outcome struct {
 
 // Run runs the gate for one change listed at listing.HeadSHA, for actor on
 // pull request pr. out receives, as it goes, the numbered steps a
-// maintainer needs to see. A gate published as failed is ErrGateFailed.
+// maintainer needs to see. Deps Run cannot run with are a *DepsError
+// (ErrDeps), returned before anything is bought or published. A gate
+// published as failed is ErrGateFailed.
 func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (Outcome, error) {
 	step := func(n int, name, format string, a ...any) {
 		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
 	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := d.checkSteps(); err != nil {
+		return Outcome{PR: pr}, err
 	}
 	dec, err := listing.Classify(d.Policy)
 	if err != nil {
@@ -157,6 +198,10 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 		step(4, "publish", "%q: %s (%s) — no pod created", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
 		oc.Gate = gate.KindReused
 		return oc, nil
+	}
+	// Everything the paid path needs, checked before anything is bought.
+	if err := d.checkPaid(); err != nil {
+		return oc, err
 	}
 	plan, err := d.plan(ctx, step)
 	if err != nil {
@@ -262,6 +307,44 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 // the Action's authorize, reuse and publish steps run.
 func (d Deps) Steps() gate.Steps {
 	return gate.Steps{Repo: d.Repo, Checks: d.Checks, LocalLabel: d.LocalLabel}
+}
+
+// checkSteps refuses Deps without what every run needs: the GitHub
+// steps' repository and checks.
+func (d Deps) checkSteps() error {
+	switch {
+	case d.Repo == nil:
+		return &DepsError{Field: "Repo", Why: "is nil: the actor's role and the pull request are read through it"}
+	case d.Checks == nil:
+		return &DepsError{Field: "Checks", Why: "is nil: the gate is looked up and published through it"}
+	}
+	return nil
+}
+
+// checkPaid refuses Deps without what the paid path needs, before the
+// catalog is read and anything is bought.
+func (d Deps) checkPaid() error {
+	switch {
+	case d.API == nil:
+		return &DepsError{Field: "API", Why: "is nil: the catalog is read and the pods are bought and deleted through it"}
+	case d.Registry == nil:
+		return &DepsError{Field: "Registry", Why: "is nil: each candidate's runner is registered through it"}
+	case d.Progress == nil:
+		return &DepsError{Field: "Progress", Why: "is nil: the watchdog follows the GPU test job through it"}
+	case d.StartJob == nil:
+		return &DepsError{Field: "StartJob", Why: "is nil: the accepted runner would be handed to no test job"}
+	case d.Image == "":
+		return &DepsError{Field: "Image", Why: "is empty: the pods need the runner image, pinned by digest"}
+	case d.Owner.Repository == "" || d.Owner.RunID == 0:
+		return &DepsError{Field: "Owner", Why: "needs Repository and RunID: the reaper relies on the pods' ownership tags"}
+	}
+	if err := d.Config.Validate(); err != nil {
+		return &DepsError{Field: "Config", Why: "is invalid", Err: err}
+	}
+	if err := d.Watch.Validate(); err != nil {
+		return &DepsError{Field: "Watch", Why: "is invalid: the watchdog could not bound the pod", Err: err}
+	}
+	return nil
 }
 
 // locallyValidated ends a run whose pull request carries the
