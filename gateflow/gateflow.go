@@ -14,9 +14,13 @@
 // request validated on a maintainer's GPU (the local-validation label, read
 // again just before spending and before publishing) buys and publishes
 // nothing; the pod is deleted, confirmed, before the gate is published; and
-// the gate passes only when the watched job concluded success. It checks
-// its Deps before anything is bought (ErrDeps: nothing bought or
-// published).
+// the gate passes only when the watched job concluded success.
+//
+// It checks its Deps before anything is bought (ErrDeps: nothing bought or
+// published), every wait honours the context, and from the first create on
+// every pod it created is deleted, confirmed, or named in its error,
+// whatever ends the run: a failure, a panic in a dependency, or a context
+// that ended (the cleanup then runs under its own bounded context).
 //
 // Its GitHub steps (authorize, reuse, recheck, publish) are gate.Steps
 // (Deps.Steps), the calls the Action's authorize, reuse and publish steps
@@ -31,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,8 +106,11 @@ type Deps struct {
 	Watch    runpod.WatchOptions
 	Owner    runpod.Ownership
 	// StartJob hands the accepted runner to the GPU test job and returns
-	// the job's marks when it ends (a real job reports its own through
-	// the cost evidence: send empty Marks).
+	// at once with a channel that delivers the job's marks when it ends (a
+	// real job reports its own through the cost evidence: send empty
+	// Marks; a nil channel has none). Run reads it for the cost report,
+	// once the pod is deleted and the gate published, and stops waiting
+	// when its context ends.
 	StartJob func(runner string) <-chan cost.Marks
 	Log      *slog.Logger
 
@@ -129,7 +137,7 @@ type Outcome struct {
 	PR          int                `json:"pr"`
 	Class       changepolicy.Class `json:"class"`
 	GPURequired bool               `json:"gpu_required"`
-	Gate        gate.Kind          `json:"gate,omitempty"`
+	Gate        gate.Kind          `json:"gate,omitempty"` // the gate published; empty when none was
 	// LocallyValidated: the pull request carries the local-validation
 	// label, so the paid path stopped and the local relay's gate stands.
 	LocallyValidated bool           `json:"locally_validated,omitempty"`
@@ -137,12 +145,24 @@ type Outcome struct {
 	Cost             *cost.Report   `json:"cost,omitempty"`      // when the accepted pod's record was read
 }
 
+// cleanupTimeout bounds the deletions of a run whose context has ended:
+// each runpod.Delete is bounded by its own budget, this bounds them all.
+const cleanupTimeout = 5 * time.Minute
+
+// cleanupContext is ctx without its cancellation, bounded by
+// cleanupTimeout: a cancelled or timed-out run still deletes its pods.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
 // Run runs the gate for one change listed at listing.HeadSHA, for actor on
 // pull request pr. out receives, as it goes, the numbered steps a
 // maintainer needs to see. Deps Run cannot run with are a *DepsError
 // (ErrDeps), returned before anything is bought or published. A gate
-// published as failed is ErrGateFailed.
-func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (Outcome, error) {
+// published as failed is ErrGateFailed. A context that ends
+// stops every wait: the pod is deleted under its own bounded context,
+// nothing more is published, and the error wraps the context's.
+func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (_ Outcome, err error) {
 	step := func(n int, name, format string, a ...any) {
 		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
 	}
@@ -218,6 +238,15 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	tmpl := d.Startup
 	tmpl.Image, tmpl.Owner, tmpl.Disk = d.Image, d.Owner, 40
 	res, perr := runpod.Provision(ctx, runpod.Deps{API: d.API, Registry: d.Registry, PR: d.PR, Head: a.HeadSHA, LocalLabel: d.LocalLabel, Log: d.Log}, d.Config, plan, tmpl)
+	// From here on every pod this run created is deleted, confirmed, or
+	// named in the returned error, whatever ends the run: a failure, a
+	// panic in a dependency, a context that ended.
+	left := leftovers{accepted: res.PodID, live: res.LivePodID, names: slices.Clone(res.UnresolvedPodNames)}
+	defer func() {
+		if cerr := left.clean(ctx, d.API, out); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	if d.RealTime != nil {
 		d.RealTime.Restate(&res)
 	}
@@ -225,6 +254,10 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	d.attemptTable(out, res)
 	if perr != nil {
 		step(6, "provision", "failed: %v", perr)
+		if ctx.Err() != nil {
+			// Nothing is published with a context that has ended.
+			return oc, fmt.Errorf("gateflow: stopped before the gate was published: %w", stopped(ctx, perr))
+		}
 		oc.Gate = gate.KindFailed
 		if _, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: "provisioning failed: " + perr.Error()}); err != nil {
 			return oc, errors.Join(perr, err)
@@ -243,20 +276,31 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	default:
 		step(8, "watchdog", "%s: %s (%d pod reads)", wres.Outcome, wres.Reason, wres.PodReads)
 	}
-	marks := <-marksCh
-	// Read the billing record before deletion; the pod is gone afterwards.
-	pod, gerr := runpod.RecordBeforeDelete(ctx, d.API, res.PodID)
+	// Cleanup runs under its own bounded context: the caller's may have
+	// ended. The billing record is read before deletion; the pod is gone
+	// afterwards.
+	cctx, cancel := cleanupContext(ctx)
+	pod, gerr := runpod.RecordBeforeDelete(cctx, d.API, res.PodID)
 	var deletedAt time.Time
 	if wres.Deleted && wres.DeletedAt != nil {
 		deletedAt = *wres.DeletedAt
 	} else {
-		if err := runpod.Delete(ctx, d.API, res.PodID); err != nil {
-			step(9, "cleanup", "deletion NOT confirmed: %v — the reaper will retry", err)
-			return oc, err
+		derr := runpod.Delete(cctx, d.API, res.PodID)
+		if derr != nil {
+			cancel()
+			left.accepted = "" // named in the error
+			step(9, "cleanup", "deletion NOT confirmed: %v — the reaper will retry", derr)
+			return oc, derr
 		}
 		deletedAt = time.Now()
 	}
+	cancel()
+	left.accepted = ""
 	step(9, "cleanup", "pod %s deleted (confirmed)", res.PodID)
+	if ctx.Err() != nil {
+		// Nothing is published with a context that has ended.
+		return oc, fmt.Errorf("gateflow: stopped before the gate was published (pod %s deleted): %w", res.PodID, stopped(ctx, werr))
+	}
 	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && wres.Conclusion == "success"
 	kind := gate.KindPaid
 	if !passed {
@@ -281,6 +325,15 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	if d.RealTime != nil {
 		rep, err = d.RealTime.Report(pod, res)
 	} else {
+		var marks cost.Marks
+		if marksCh != nil {
+			select {
+			case marks = <-marksCh:
+			case <-ctx.Done():
+				step(11, "cost", "unknown: the GPU test job's marks never came (%v)", ctx.Err())
+				return oc, fmt.Errorf("gateflow: waiting for the GPU test job's marks: %w", ctx.Err())
+			}
+		}
 		rep, err = cost.NewReport(cost.PodRecordOf(pod), deletedAt, marks, cost.RejectedAttempts(res.Attempts))
 	}
 	if err != nil {
@@ -307,6 +360,15 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 // the Action's authorize, reuse and publish steps run.
 func (d Deps) Steps() gate.Steps {
 	return gate.Steps{Repo: d.Repo, Checks: d.Checks, LocalLabel: d.LocalLabel}
+}
+
+// stopped is err, which ended a run whose context ctx has ended, made to
+// match the context's error too.
+func stopped(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err == nil || !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
 }
 
 // checkSteps refuses Deps without what every run needs: the GitHub
@@ -345,6 +407,52 @@ func (d Deps) checkPaid() error {
 		return &DepsError{Field: "Watch", Why: "is invalid: the watchdog could not bound the pod", Err: err}
 	}
 	return nil
+}
+
+// leftovers are the pods of a run not yet deleted nor named in its error:
+// the accepted pod until its deletion is confirmed, a rejected candidate
+// whose deletion provisioning could not confirm, and pods known only by
+// name (creates whose outcome was unknown).
+type leftovers struct {
+	accepted, live string
+	names          []string
+}
+
+// clean deletes every leftover under its own bounded context (ctx may have
+// ended), saying so on out; a deletion it cannot confirm is in its error,
+// naming the pod.
+func (l *leftovers) clean(ctx context.Context, api runpod.PodAPI, out io.Writer) error {
+	if l.accepted == "" && l.live == "" && len(l.names) == 0 {
+		return nil
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	var errs []error
+	ids := []string{l.accepted}
+	if l.live != l.accepted {
+		ids = append(ids, l.live)
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := runpod.Delete(ctx, api, id); err != nil {
+			fmt.Fprintf(out, "    cleanup: pod %s: deletion NOT confirmed: %v — the reaper will retry\n", id, err)
+			errs = append(errs, fmt.Errorf("gateflow: cleanup: %w", err))
+		} else {
+			fmt.Fprintf(out, "    cleanup: pod %s deleted (confirmed)\n", id)
+		}
+	}
+	for _, name := range l.names {
+		if err := runpod.DeleteByName(ctx, api, name); err != nil {
+			fmt.Fprintf(out, "    cleanup: the pod named %q: NOT resolved: %v — the reaper will retry\n", name, err)
+			errs = append(errs, fmt.Errorf("gateflow: cleanup: the pod named %q, whose create's outcome was unknown: %w", name, err))
+		} else {
+			fmt.Fprintf(out, "    cleanup: the pod named %q resolved by listing: none left running (confirmed)\n", name)
+		}
+	}
+	*l = leftovers{}
+	return errors.Join(errs...)
 }
 
 // locallyValidated ends a run whose pull request carries the

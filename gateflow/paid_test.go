@@ -15,6 +15,7 @@ import (
 	"github.com/gpugate/gpugate/gate/gatetest"
 	"github.com/gpugate/gpugate/gateflow"
 	"github.com/gpugate/gpugate/runpod"
+	"github.com/gpugate/gpugate/runpod/rest"
 	"github.com/gpugate/gpugate/runpod/runpodtest"
 )
 
@@ -161,6 +162,110 @@ func TestRun_ValidatesItsDepsBeforeAnySpend(t *testing.T) {
 				}
 				if running := w.fake.Running(); len(running) != 0 {
 					t.Errorf("pods still running: %v", running)
+				}
+			})
+		})
+	}
+}
+
+// No panic or early return after a create leaves a pod undeleted: a
+// dependency that panics once the pod is bought still has the pod
+// deleted, confirmed, before the panic goes on.
+func TestRun_NoPanicOrEarlyReturnAfterACreateLeavesAPodUndeleted(t *testing.T) {
+	cases := map[string]func(d *gateflow.Deps){
+		"StartJob panics": func(d *gateflow.Deps) {
+			d.StartJob = func(string) <-chan cost.Marks { panic("the job could not start") }
+		},
+		"the time restatement panics": func(d *gateflow.Deps) { d.RealTime = panicky{} },
+	}
+	for name, breakDeps := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newPaidWorld(t)
+				breakDeps(&w.deps)
+				var recovered any
+				func() {
+					defer func() { recovered = recover() }()
+					_, _ = w.run(context.Background())
+				}()
+				if recovered == nil {
+					t.Error("the dependency's panic was swallowed")
+				}
+				if w.creates() == 0 {
+					t.Fatal("no pod was created: the test breaks nothing after a create")
+				}
+				if running := w.fake.Running(); len(running) != 0 {
+					t.Errorf("pods still running after the panic: %v", running)
+				}
+			})
+		})
+	}
+}
+
+// panicky is a Restater that panics.
+type panicky struct{}
+
+func (panicky) Restate(*runpod.Result) { panic("restate failed") }
+
+func (panicky) Notes(runpod.Attempt) []string { return nil }
+
+func (panicky) Report(*rest.Pod, runpod.Result) (cost.Report, error) { return cost.Report{}, nil }
+
+// Every wait in Run honours ctx, and cleanup still runs: a context that
+// ends while the job runs, or while its marks are awaited, ends the run
+// by its deadline with the context's error, and the pod is deleted
+// (under cleanup's own context). Nothing is published with a context that
+// has ended.
+func TestRun_EveryWaitHonoursTheContextAndCleanupStillRuns(t *testing.T) {
+	cases := map[string]struct {
+		deadline  time.Duration
+		completes bool // the job completes (and its gate is published) before the deadline
+	}{
+		"the context ends while the job runs":            {deadline: 2 * time.Minute},
+		"the context ends while the job's marks are due": {deadline: 10 * time.Minute, completes: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newPaidWorld(t)
+				// The job's marks never come.
+				w.deps.StartJob = func(string) <-chan cost.Marks { return w.job("success", false) }
+				if !tc.completes {
+					w.deps.StartJob = func(string) <-chan cost.Marks { return make(chan cost.Marks) }
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), tc.deadline)
+				defer cancel()
+				start := time.Now()
+				type result struct {
+					oc  gateflow.Outcome
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					oc, err := w.run(ctx)
+					done <- result{oc, err}
+				}()
+				var r result
+				select {
+				case r = <-done:
+				case <-time.After(tc.deadline + 5*time.Minute):
+					t.Fatalf("Run still blocked %s past its deadline; pods running: %v", 5*time.Minute, w.fake.Running())
+				}
+				if late := time.Since(start) - tc.deadline; late > time.Minute {
+					t.Errorf("Run returned %s after its deadline", late)
+				}
+				if !errors.Is(r.err, context.DeadlineExceeded) {
+					t.Errorf("err = %v, want it to wrap context.DeadlineExceeded", r.err)
+				}
+				if running := w.fake.Running(); len(running) != 0 || w.creates() == 0 {
+					t.Errorf("%d creates, pods still running: %v; want the pod bought and deleted", w.creates(), running)
+				}
+				gates := w.checks.Published(paidHead)
+				switch {
+				case tc.completes && (len(gates) != 1 || r.oc.Gate != gate.KindPaid):
+					t.Errorf("gate %q, published %v: the job passed before the deadline", r.oc.Gate, gates)
+				case !tc.completes && (len(gates) != 0 || r.oc.Gate != ""):
+					t.Errorf("gate %q, published %v: nothing is published once the context has ended", r.oc.Gate, gates)
 				}
 			})
 		})
