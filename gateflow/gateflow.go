@@ -30,6 +30,7 @@
 package gateflow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,9 +141,13 @@ type Outcome struct {
 	Gate        gate.Kind          `json:"gate,omitempty"` // the gate published; empty when none was
 	// LocallyValidated: the pull request carries the local-validation
 	// label, so the paid path stopped and the local relay's gate stands.
-	LocallyValidated bool           `json:"locally_validated,omitempty"`
-	Result           *runpod.Result `json:"provision,omitempty"` // when provisioning ran
-	Cost             *cost.Report   `json:"cost,omitempty"`      // when the accepted pod's record was read
+	LocallyValidated bool `json:"locally_validated,omitempty"`
+	// Reason is why the paid path failed: provisioning's error or the
+	// watchdog's reason for a gate published as failed, or why the run
+	// stopped before publishing. Empty when the gate passed.
+	Reason string         `json:"reason,omitempty"`
+	Result *runpod.Result `json:"provision,omitempty"` // when provisioning ran
+	Cost   *cost.Report   `json:"cost,omitempty"`      // when the accepted pod's record was read
 }
 
 // cleanupTimeout bounds the deletions of a run whose context has ended:
@@ -159,7 +164,8 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // pull request pr. out receives, as it goes, the numbered steps a
 // maintainer needs to see. Deps Run cannot run with are a *DepsError
 // (ErrDeps), returned before anything is bought or published. A gate
-// published as failed is ErrGateFailed. A context that ends
+// published as failed is ErrGateFailed, wrapping the watchdog's error when
+// it had one (runpod.ErrWatchdog, runpod.ErrObsolete). A context that ends
 // stops every wait: the pod is deleted under its own bounded context,
 // nothing more is published, and the error wraps the context's.
 func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (_ Outcome, err error) {
@@ -256,9 +262,11 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 		step(6, "provision", "failed: %v", perr)
 		if ctx.Err() != nil {
 			// Nothing is published with a context that has ended.
-			return oc, fmt.Errorf("gateflow: stopped before the gate was published: %w", stopped(ctx, perr))
+			stop := stopped(ctx, perr)
+			oc.Reason = stop.Error()
+			return oc, fmt.Errorf("gateflow: stopped before the gate was published: %w", stop)
 		}
-		oc.Gate = gate.KindFailed
+		oc.Gate, oc.Reason = gate.KindFailed, perr.Error()
 		if _, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: "provisioning failed: " + perr.Error()}); err != nil {
 			return oc, errors.Join(perr, err)
 		}
@@ -299,27 +307,41 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 	step(9, "cleanup", "pod %s deleted (confirmed)", res.PodID)
 	if ctx.Err() != nil {
 		// Nothing is published with a context that has ended.
-		return oc, fmt.Errorf("gateflow: stopped before the gate was published (pod %s deleted): %w", res.PodID, stopped(ctx, werr))
+		stop := stopped(ctx, werr)
+		oc.Reason = stop.Error()
+		return oc, fmt.Errorf("gateflow: stopped before the gate was published (pod %s deleted): %w", res.PodID, stop)
 	}
 	passed := werr == nil && wres.Outcome == runpod.WatchCompleted && wres.Conclusion == "success"
 	kind := gate.KindPaid
-	if !passed {
-		kind = gate.KindFailed
-	}
-	g, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: kind},
+	var failure error // the run's error when the gate is published as failed
+	report := gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: kind},
 		Paid: &gate.PaidEvidence{TestsPassed: passed, PodID: res.PodID},
-		Ran:  []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}})
+		Ran:  []string{"CUDA smoke proof on " + res.GPUTypeID, "GPU test job"}, NotRun: []string{"nothing skipped"}}
+	if !passed {
+		kind, report.ID.Kind = gate.KindFailed, gate.KindFailed
+		if werr != nil {
+			oc.Reason, failure = cmp.Or(wres.Reason, werr.Error()), fmt.Errorf("%w: %w", ErrGateFailed, werr)
+		} else {
+			oc.Reason, failure = wres.Reason, fmt.Errorf("%w: %s", ErrGateFailed, wres.Reason)
+		}
+		report.Details = "The GPU test job did not pass: " + oc.Reason
+	}
+	g, err := publish(report)
 	if errors.Is(err, gate.ErrLocallyValidated) {
+		oc.Reason = ""
 		return locallyValidated(oc, step, 10, err)
 	}
 	if err != nil {
+		if failure != nil {
+			return oc, errors.Join(err, failure)
+		}
 		return oc, err
 	}
 	oc.Gate = kind
 	step(10, "publish", "%q: %s (%s)", gate.DefaultCheckName, g.Conclusion, g.ExternalID)
 	if gerr != nil {
 		step(11, "cost", "unknown: the pod record could not be read (%v)", gerr)
-		return oc, nil
+		return oc, failure
 	}
 	var rep cost.Report
 	if d.RealTime != nil {
@@ -331,13 +353,13 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 			case marks = <-marksCh:
 			case <-ctx.Done():
 				step(11, "cost", "unknown: the GPU test job's marks never came (%v)", ctx.Err())
-				return oc, fmt.Errorf("gateflow: waiting for the GPU test job's marks: %w", ctx.Err())
+				return oc, errors.Join(failure, fmt.Errorf("gateflow: waiting for the GPU test job's marks: %w", ctx.Err()))
 			}
 		}
 		rep, err = cost.NewReport(cost.PodRecordOf(pod), deletedAt, marks, cost.RejectedAttempts(res.Attempts))
 	}
 	if err != nil {
-		return oc, err
+		return oc, errors.Join(failure, err)
 	}
 	rep.TestedRef, rep.GateKind, rep.PodID, rep.GPUTypeID = a.TestedRef, string(kind), pod.ID, res.GPUTypeID
 	oc.Cost = &rep
@@ -349,10 +371,7 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 			fmt.Fprintf(out, "    %-22s unknown\n", s.Name)
 		}
 	}
-	if !passed {
-		return oc, fmt.Errorf("%w: %s", ErrGateFailed, wres.Reason)
-	}
-	return oc, nil
+	return oc, failure
 }
 
 // Steps are the gate's GitHub steps over d's repository and checks, with

@@ -99,7 +99,7 @@ func TestRun_APaidGatePassesAndLeavesNoPodRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newPaidWorld(t)
 		oc, err := w.run(context.Background())
-		if err != nil || oc.Gate != gate.KindPaid || oc.Cost == nil {
+		if err != nil || oc.Gate != gate.KindPaid || oc.Reason != "" || oc.Cost == nil {
 			t.Fatalf("%+v, %v; want a passed paid gate with its cost", oc, err)
 		}
 		if running := w.fake.Running(); len(running) != 0 {
@@ -264,10 +264,40 @@ func TestRun_EveryWaitHonoursTheContextAndCleanupStillRuns(t *testing.T) {
 				switch {
 				case tc.completes && (len(gates) != 1 || r.oc.Gate != gate.KindPaid):
 					t.Errorf("gate %q, published %v: the job passed before the deadline", r.oc.Gate, gates)
-				case !tc.completes && (len(gates) != 0 || r.oc.Gate != ""):
-					t.Errorf("gate %q, published %v: nothing is published once the context has ended", r.oc.Gate, gates)
+				case !tc.completes && (len(gates) != 0 || r.oc.Gate != "" || r.oc.Reason == ""):
+					t.Errorf("gate %q (reason %q), published %v: nothing is published once the context has ended", r.oc.Gate, r.oc.Reason, gates)
 				}
 			})
 		})
 	}
+}
+
+// A watch error is wrapped into Run's error, so errors.Is matches it, and
+// its reason is in the outcome (and on the failed gate); invalid watch
+// options are refused before spending (TestRun_ValidatesItsDepsBeforeAnySpend).
+func TestRun_AWatchErrorIsWrappedIntoRunsErrorAndItsReasonIsInTheOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newPaidWorld(t)
+		// The job never starts its tests: the watchdog deletes the pod at
+		// the setup deadline.
+		w.deps.StartJob = func(string) <-chan cost.Marks {
+			ch := make(chan cost.Marks, 1)
+			ch <- cost.Marks{}
+			return ch
+		}
+		w.deps.Watch.SetupDeadline = 5 * time.Minute
+		oc, err := w.run(context.Background())
+		if !errors.Is(err, gateflow.ErrGateFailed) || !errors.Is(err, runpod.ErrWatchdog) {
+			t.Fatalf("err = %v, want ErrGateFailed wrapping runpod.ErrWatchdog", err)
+		}
+		if oc.Gate != gate.KindFailed || !strings.Contains(oc.Reason, "tests did not start") {
+			t.Errorf("gate %q, reason %q: want a failed gate saying why", oc.Gate, oc.Reason)
+		}
+		if gates := w.checks.Published(paidHead); len(gates) != 1 || gates[0].Conclusion != "failure" {
+			t.Errorf("published %v, want the one failed gate", gates)
+		}
+		if running := w.fake.Running(); len(running) != 0 {
+			t.Errorf("pods still running: %v", running)
+		}
+	})
 }
