@@ -167,7 +167,10 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // published as failed is ErrGateFailed, wrapping the watchdog's error when
 // it had one (runpod.ErrWatchdog, runpod.ErrObsolete). A context that ends
 // stops every wait: the pod is deleted under its own bounded context,
-// nothing more is published, and the error wraps the context's.
+// nothing more is published, and the error wraps the context's. A pull
+// request found carrying the local-validation label, whenever it is
+// found, ends the run the same way: Outcome.LocallyValidated, no error,
+// nothing published by the paid path, and every pod created deleted.
 func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string, pr int, out io.Writer) (_ Outcome, err error) {
 	step := func(n int, name, format string, a ...any) {
 		fmt.Fprintf(out, "%2d. %-18s %s\n", n, name, fmt.Sprintf(format, a...))
@@ -266,10 +269,17 @@ func Run(ctx context.Context, d Deps, listing changepolicy.Listing, actor string
 			oc.Reason = stop.Error()
 			return oc, fmt.Errorf("gateflow: stopped before the gate was published: %w", stop)
 		}
-		oc.Gate, oc.Reason = gate.KindFailed, perr.Error()
-		if _, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: "provisioning failed: " + perr.Error()}); err != nil {
+		_, err := publish(gate.Report{HeadSHA: a.HeadSHA, ID: gate.ExternalID{Ref: a.TestedRef, Kind: gate.KindFailed}, Details: "provisioning failed: " + perr.Error()})
+		if errors.Is(err, gate.ErrLocallyValidated) {
+			// The label was added while provisioning ran (which stops at
+			// it, ErrObsolete): the same end as a label seen at Recheck.
+			return locallyValidated(oc, step, 7, err)
+		}
+		oc.Reason = perr.Error()
+		if err != nil {
 			return oc, errors.Join(perr, err)
 		}
+		oc.Gate = gate.KindFailed
 		return oc, perr
 	}
 	step(6, "provision", "accepted %s at $%.2f/h after %d attempts (%.1f s); runner label %s", res.GPUTypeID, res.HourlyPrice, len(res.Attempts), res.StartupSeconds, res.Label)
@@ -475,9 +485,13 @@ func (l *leftovers) clean(ctx context.Context, api runpod.PodAPI, out io.Writer)
 }
 
 // locallyValidated ends a run whose pull request carries the
-// local-validation label: nothing more is bought or published.
+// local-validation label: nothing more is bought, and nothing published.
 func locallyValidated(oc Outcome, step func(int, string, string, ...any), n int, why error) (Outcome, error) {
-	step(n, "local validation", "%v — nothing bought or published; the local relay's gate stands", why)
+	what := "nothing bought or published"
+	if oc.Result != nil && slices.ContainsFunc(oc.Result.Attempts, func(a runpod.Attempt) bool { return a.PodID != "" }) {
+		what = "nothing more bought, nothing published"
+	}
+	step(n, "local validation", "%v — %s; the local relay's gate stands", why, what)
 	oc.LocallyValidated = true
 	return oc, nil
 }

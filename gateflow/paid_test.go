@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -300,4 +301,53 @@ func TestRun_AWatchErrorIsWrappedIntoRunsErrorAndItsReasonIsInTheOutcome(t *test
 			t.Errorf("pods still running: %v", running)
 		}
 	})
+}
+
+// A locally validated pull request is reported the same whenever the
+// label is seen: at the recheck, by provisioning just before a create, or
+// at the publication after the job. Each is LocallyValidated with no
+// error and no failed gate, the paid path publishes nothing, and every pod
+// created is deleted.
+func TestRun_ALocallyValidatedPullRequestIsReportedTheSameWheneverTheLabelIsSeen(t *testing.T) {
+	cases := map[string]struct {
+		// the repository shows the label from this re-read of the pull
+		// request on (1: the recheck, 2: the publication)
+		fromReread int
+		// provisioning's own read shows it before the first create
+		provisioning bool
+		bought       bool
+	}{
+		"seen at the recheck":                      {fromReread: 1, provisioning: true},
+		"added between the recheck and the create": {fromReread: 2, provisioning: true},
+		"added while the job ran, seen at publish": {fromReread: 2, bought: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newPaidWorld(t)
+				rereads := 0
+				w.repo.OnReread = func(pr *gate.PullRequest) {
+					if rereads++; rereads >= tc.fromReread && !slices.Contains(pr.Labels, gate.DefaultLocalLabel) {
+						pr.Labels = append(pr.Labels, gate.DefaultLocalLabel)
+					}
+				}
+				if tc.provisioning {
+					w.pr.Set(runpod.PR{Open: true, HeadSHA: paidHead, Labels: []string{gate.DefaultLocalLabel}}, nil)
+				}
+				oc, err := w.run(context.Background())
+				if err != nil || !oc.LocallyValidated || oc.Gate != "" || oc.Reason != "" {
+					t.Errorf("%+v, %v; want a locally validated outcome, no error and no gate", oc, err)
+				}
+				if gates := w.checks.Published(paidHead); len(gates) != 0 {
+					t.Errorf("the paid path published %v over the local validation", gates)
+				}
+				if bought := w.creates() != 0; bought != tc.bought {
+					t.Errorf("%d pod creates, want bought = %v", w.creates(), tc.bought)
+				}
+				if running := w.fake.Running(); len(running) != 0 {
+					t.Errorf("pods still running: %v", running)
+				}
+			})
+		})
+	}
 }
