@@ -17,13 +17,13 @@ import (
 // preflight: RegisterAgent or RegisterPreflight puts them on a flag set,
 // Config and Preflight read them back.
 type Flags struct {
-	Host                  string
-	WorkRoot, Runner, SMI string
-	RunnerUser            string
-	Every                 time.Duration
-	MinFreeGB             int
-	pf                    PreflightOptions
-	svc                   spark.ShellService
+	Host                   string
+	WorkRoot, Runner, SMI  string
+	RunnerUser, RunnerWork string
+	Every                  time.Duration
+	MinFreeGB              int
+	pf                     PreflightOptions
+	svc                    spark.ShellService
 }
 
 // register puts the named flags on fs.
@@ -38,6 +38,8 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 			fs.StringVar(&f.Runner, name, "/opt/actions-runner/run.sh", "the Actions runner's run.sh, started with the lease's one-job config")
 		case "runner-user":
 			fs.StringVar(&f.RunnerUser, name, "", "the user the runner runs as, owning the lease's work directory (the agent runs as root); set it, so that the job cannot read this host's credential")
+		case "runner-work":
+			fs.StringVar(&f.RunnerWork, name, "", "the runner's own work folder, removed at each cleanup (default: _work beside -runner)")
 		case "every":
 			fs.DurationVar(&f.Every, name, 10*time.Second, "heartbeat and poll cadence")
 		case "nvidia-smi":
@@ -66,7 +68,7 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 // AgentFlags and PreflightFlags are the flags RegisterAgent and
 // RegisterPreflight define.
 var (
-	AgentFlags = []string{"host", "work-root", "runner", "runner-user", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
+	AgentFlags = []string{"host", "work-root", "runner", "runner-user", "runner-work", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
 		"service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd"}
 	PreflightFlags = []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}
 )
@@ -90,7 +92,7 @@ func (f *Flags) Config(cl *spark.APIClient, log *slog.Logger) (Config, error) {
 	}
 	// On the service host, the preflight's service-released check is the
 	// service's own verify command unless another is given.
-	cfg := Config{Client: cl, Host: f.Host, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner, RunnerUser: f.RunnerUser,
+	cfg := Config{Client: cl, Host: f.Host, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner, RunnerUser: f.RunnerUser, RunnerWork: f.RunnerWork,
 		MinFree: uint64(max(f.MinFreeGB, 0)) << 30, Interconnect: f.pf.Interconnect, ServiceReleased: cmp.Or(f.pf.ServiceReleased, f.svc.VerifyReleasedCmd),
 		Every: f.Every, Log: log}
 	switch cmds := []string{f.svc.DrainCmd, f.svc.StopCmd, f.svc.VerifyReleasedCmd, f.svc.StartCmd, f.svc.HealthyCmd}; {

@@ -19,3 +19,9 @@ func asUser(_ *exec.Cmd, _, name string) error { _, _, err := lookupUser(name); 
 func lookupUser(name string) (uint32, uint32, error) {
 	return 0, 0, fmt.Errorf("%w: a runner user (%s) needs a Unix host", ErrConfig, name)
 }
+
+// claimHost returns the agent's ID; the one-agent lock is a Unix host's.
+func claimHost(workRoot string) (string, func(), error) {
+	id, err := agentID(workRoot)
+	return id, func() {}, err
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 )
@@ -45,4 +46,25 @@ func lookupUser(name string) (uid, gid uint32, err error) {
 		return 0, 0, fmt.Errorf("%w: runner user %q has IDs %s:%s, not numbers", ErrConfig, name, u.Uid, u.Gid)
 	}
 	return uint32(id), uint32(g), nil
+}
+
+// claimHost makes this process the host's one agent: it holds an
+// exclusive lock on workRoot/.agent.lock (a second agent for the host
+// fails to start) and returns the agent's ID, kept in workRoot/.agent-id
+// so that a restarted agent is the same agent to the controller.
+func claimHost(workRoot string) (id string, unlock func(), err error) {
+	lock, err := os.OpenFile(filepath.Join(workRoot, ".agent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: the agent's lock: %w", ErrConfig, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return "", nil, fmt.Errorf("%w: another agent runs on this host (it holds %s): run one agent per host", ErrConfig, lock.Name())
+	}
+	id, err = agentID(workRoot)
+	if err != nil {
+		lock.Close()
+		return "", nil, err
+	}
+	return id, func() { lock.Close() }, nil
 }

@@ -2,12 +2,16 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"github.com/gpugate/gpugate/spark"
 )
 
 // LeaseProcesses finds the processes of a lease's job that still run on
@@ -27,10 +31,11 @@ var ErrProcesses = errors.New("agent: processes of the lease remain")
 // "/proc"): every process whose environment holds SPARK_LEASE=<lease>,
 // which the agent gives the runner and every process it starts
 // inherits, or SPARK_LEASE_ID=<lease>, which every process of the lease's
-// dstack run carries (a run's container processes are the host's too). A process that clears its environment and leaves the runner's
-// process group escapes it: run the runner as a user of its own to
-// contain those too. Processes the agent may not read are not the job's
-// (the job runs as the agent's user).
+// dstack run carries (a run's container processes are the host's too). A
+// process that clears its environment and leaves the runner's process
+// group escapes it: with a runner user of its own, ProcUser finds those
+// too. Processes the agent may not read are skipped (run the agent as
+// root to read them all).
 type ProcEnviron struct{ Root string }
 
 // Of lists lease's processes.
@@ -90,8 +95,88 @@ func stopLease(procs LeaseProcesses, lease string) error {
 	return nil
 }
 
+// ProcUser is LeaseProcesses read from Linux's /proc (Root, default
+// "/proc"): every process whose real user is UID, the runner's user,
+// which runs nothing but jobs, whatever lease it names or environment it
+// kept. A zombie (ended, not yet reaped) is not running.
+type ProcUser struct {
+	Root string
+	UID  uint32
+}
+
+// Of lists the user's processes.
+func (p ProcUser) Of(string) ([]int, error) {
+	root := cmp.Or(p.Root, "/proc")
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list processes in %s: %w", ErrProcesses, root, err)
+	}
+	want := strconv.FormatUint(uint64(p.UID), 10)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join(root, e.Name(), "status"))
+		if err != nil {
+			continue // gone already
+		}
+		ended, mine := false, false
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "State:"); ok {
+				st := strings.TrimSpace(rest)
+				ended = strings.HasPrefix(st, "Z") || strings.HasPrefix(st, "X") // a zombie runs nothing
+			}
+			if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+				f := strings.Fields(rest)
+				mine = len(f) > 0 && f[0] == want
+			}
+		}
+		if mine && !ended {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// AnyOf is every process any of its LeaseProcesses finds.
+type AnyOf []LeaseProcesses
+
+// Of lists them, each once.
+func (a AnyOf) Of(lease string) ([]int, error) {
+	seen := map[int]bool{}
+	var pids []int
+	for _, p := range a {
+		found, err := p.Of(lease)
+		if err != nil {
+			return nil, err
+		}
+		for _, pid := range found {
+			if !seen[pid] {
+				seen[pid] = true
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, nil
+}
+
 // noProcesses finds none: where there is no /proc, the runner's process
 // group is all the agent stops.
 type noProcesses struct{}
 
 func (noProcesses) Of(string) ([]int, error) { return nil, nil }
+
+// agentID is the ID in workRoot/.agent-id, made when there is none.
+func agentID(workRoot string) (string, error) {
+	path := filepath.Join(workRoot, ".agent-id")
+	if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		return string(bytes.TrimSpace(data)), nil
+	}
+	id := spark.NewToken()[:16]
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("%w: the agent's ID: %w", ErrConfig, err)
+	}
+	return id, nil
+}

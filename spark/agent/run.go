@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,10 @@ type Config struct {
 	// runner's environment.
 	RunnerCmd string
 	RunnerEnv []string
+	// RunnerWork is the runner's own work folder, where the job's
+	// checkout, actions and tools go (default: _work beside RunnerCmd, the
+	// Actions runner's); it is removed at each cleanup.
+	RunnerWork string
 	// RunnerUser, when set, is the user the runner runs as (the agent
 	// must be able to switch to it: root, or CAP_SETUID and CAP_SETGID),
 	// owning the lease's work directory. Run the runner as a user of its
@@ -111,10 +116,14 @@ func Run(ctx context.Context, cfg Config) error {
 	case cfg.RunnerCmd == "":
 		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
 	}
+	a := &runner{}
+	var runnerUID uint32
 	if cfg.RunnerUser != "" {
-		if _, _, err := lookupUser(cfg.RunnerUser); err != nil {
+		uid, _, err := lookupUser(cfg.RunnerUser)
+		if err != nil {
 			return err
 		}
+		runnerUID = uid
 	}
 	if cfg.GPU == nil {
 		cfg.GPU = spark.NvidiaSMIApps{}
@@ -124,9 +133,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Processes == nil {
 		cfg.Processes = noProcesses{}
-		if runtime.GOOS == "linux" {
+		switch {
+		case runtime.GOOS == "linux" && cfg.RunnerUser != "":
+			// The runner's user runs nothing but jobs: every process of
+			// it is a job's, whatever environment it kept.
+			cfg.Processes = AnyOf{ProcEnviron{}, ProcUser{UID: runnerUID}}
+			a.runnerUser = ProcUser{UID: runnerUID}
+		case runtime.GOOS == "linux":
 			cfg.Processes = ProcEnviron{}
 		}
+	}
+	if cfg.RunnerWork == "" {
+		cfg.RunnerWork = filepath.Join(filepath.Dir(cfg.RunnerCmd), "_work")
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = 10 * time.Second
@@ -140,7 +158,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.RunnerUser == "" {
 		cfg.Log.Warn("agent.runner_user", "host", cfg.Host, "why", "the runner runs as the agent's own user, so a job could read this host's credential: set a runner user (-runner-user)")
 	}
-	a := &runner{cfg: cfg, instance: spark.NewToken()[:16]}
+	// The work root is the agent's, entered by the runner's user: each
+	// lease's directory in it is the runner's alone.
+	if err := os.MkdirAll(cfg.WorkRoot, 0o755); err != nil {
+		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
+	}
+	id, unlock, err := claimHost(cfg.WorkRoot)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	a.cfg, a.instance = cfg, id
 	var wg sync.WaitGroup
 	if cfg.Service != nil {
 		wg.Go(func() { a.orders(ctx) })
@@ -162,7 +190,10 @@ func Run(ctx context.Context, cfg Config) error {
 type runner struct {
 	cfg      Config
 	job      *job
-	instance string // this agent process, for the controller: only it takes its leases' configs again
+	instance string // this host's agent, across restarts: only it takes its leases' configs again
+	// runnerUser finds the runner user's processes (when it has one of
+	// its own, on Linux).
+	runnerUser LeaseProcesses
 }
 
 func (a *runner) event(kind, lease string, err error) {
@@ -243,6 +274,15 @@ func (a *runner) start(ctx context.Context, lease string) {
 		fail("preflight-failed", err)
 		return
 	}
+	// Nothing of the runner's user may run before the job's runner
+	// starts: a process left from earlier work could read the job's
+	// credentials.
+	if a.runnerUser != nil {
+		if pids, err := a.runnerUser.Of(lease); err != nil || len(pids) > 0 {
+			fail("preflight-failed", cmp.Or(err, fmt.Errorf("%w: %d process(es) of the runner's user run before this lease's job (pids %v): stop them", ErrProcesses, len(pids), pids)))
+			return
+		}
+	}
 	pf := PreflightOptions{Host: a.cfg.Host, WorkDir: dir, MinFree: a.cfg.MinFree, Interconnect: a.cfg.Interconnect,
 		ServiceReleased: a.cfg.ServiceReleased, GPU: a.cfg.GPU, Disk: a.cfg.Disk}
 	if err := Preflight(ctx, cl, lease, pf); err != nil {
@@ -316,9 +356,13 @@ func (a *runner) cleanup(ctx context.Context, lease string) {
 		a.event("cleaned", lease, err)
 		return
 	}
-	if err := os.RemoveAll(filepath.Join(a.cfg.WorkRoot, lease)); err != nil {
-		a.event("cleaned", lease, err)
-		return
+	// The lease's directory, and the runner's own work folder, where the
+	// job's checkout, actions and tools are: the next job starts clean.
+	for _, dir := range []string{filepath.Join(a.cfg.WorkRoot, lease), a.cfg.RunnerWork} {
+		if err := os.RemoveAll(dir); err != nil {
+			a.event("cleaned", lease, err)
+			return
+		}
 	}
 	apps, err := a.cfg.GPU.ComputeApps(ctx)
 	if err != nil {

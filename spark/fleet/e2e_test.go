@@ -362,7 +362,8 @@ lend_min_priority: 90
 			t.Fatalf("the job's own preflight on %s: %v\n%+v", ran.name, err, ev)
 		}
 		if _, err := job.UploadReceipt(ctx, lease, []byte("suite=smoke passed=12 failed=0\n")); err != nil {
-			t.Fatal(err)
+			ev, _ := d.Controller.Events(ctx, 30)
+			t.Fatalf("the job's receipt on %s: %v\n%+v\npast %+v %+v", ran.name, err, ev, first.past, last.past)
 		}
 		if err := job.Heartbeat(ctx, ran.name, 0); !errors.Is(err, spark.ErrUnauthorized) {
 			t.Errorf("the job's token reported its host clean: %v", err)
