@@ -86,7 +86,7 @@ func NewHandler(c *Controller, token string) (http.Handler, error) {
 	if len(token) < 16 {
 		return nil, fmt.Errorf("%w: the API token must be at least 16 characters", ErrInvalid)
 	}
-	return NewAuthHandler(c, Tokens{token: {Role: RoleOperator, Name: "operator"}})
+	return NewAuthHandler(c, Tokens{token: {Role: RoleOperator, Name: OwnerOperator}})
 }
 
 // NewAuthHandler serves the agent, host and CLI API over the controller,
@@ -310,6 +310,10 @@ func NewAuthHandler(c *Controller, creds Credentials, opts ...HandlerOption) (ht
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /v1/hosts", func(w http.ResponseWriter, r *http.Request) {
+		if cred := credentialOf(r.Context()); cred.Role == RoleJob {
+			fail(w, forbidden(cred, "list the hosts"))
+			return
+		}
 		hosts, err := c.Hosts(r.Context())
 		if err != nil {
 			fail(w, err)

@@ -141,7 +141,8 @@ func LoadTokenFile(path string, opts ...TokenFileOption) (*TokenFile, error) {
 // The owners the controller's own integrations submit requests as: pull
 // requests' work (spark/sparkgh), the merge queue's, each schedule's
 // (OwnerSchedulePrefix and the schedule's name) and the agent tools'
-// (spark/sparkmcp, with no owner configured). The API treats a request
+// (spark/sparkmcp, with no owner configured), and the operator of a plain
+// operator token (sparkd -token-file). The API treats a request
 // whose owner is an agent credential's name as that agent's (it sees the
 // lease's fencing token and may release it), so no agent or operator
 // token is named like one of them (ReservedName).
@@ -150,6 +151,7 @@ const (
 	OwnerMergeQueue     = "merge-queue"
 	OwnerSchedulePrefix = "schedule:"
 	OwnerAgentTools     = "agent"
+	OwnerOperator       = "operator"
 )
 
 // ReservedName reports whether name is, or may become, an owner the
@@ -160,7 +162,7 @@ func ReservedName(name string) bool {
 	if strings.Contains(name, ":") {
 		return true
 	}
-	for _, o := range []string{OwnerGitHub, OwnerMergeQueue, OwnerAgentTools} {
+	for _, o := range []string{OwnerGitHub, OwnerMergeQueue, OwnerAgentTools, OwnerOperator} {
 		if strings.EqualFold(name, o) {
 			return true
 		}

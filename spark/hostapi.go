@@ -331,7 +331,9 @@ func ReceiptDigest(r Request) string { return r.Annotations[receiptKey] }
 
 // RecordReceipt stores the digest of active lease id's evidence receipt
 // (what its test entry point printed, 1 byte to MaxReceipt) with the
-// lease and returns it; a lease's check passes only with one.
+// lease and returns it; a lease's check passes only with one. A lease has
+// one receipt: the same one again is accepted (an answer lost on the way),
+// another is ErrConflict.
 func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byte) (string, error) {
 	if len(receipt) == 0 || len(receipt) > MaxReceipt {
 		return "", fmt.Errorf("%w: a receipt is 1 byte to %d KiB (large logs stay in the work directory)", ErrInvalid, MaxReceipt>>10)
@@ -345,6 +347,12 @@ func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byt
 	}
 	sum := sha256.Sum256(receipt)
 	digest := "sha256:" + hex.EncodeToString(sum[:])
+	switch had := ReceiptDigest(st.Request); {
+	case had == digest:
+		return digest, nil
+	case had != "":
+		return "", fmt.Errorf("%w: lease %s has its evidence receipt (%s) already; a lease has one", ErrConflict, id, had)
+	}
 	return digest, c.Annotate(ctx, id, receiptKey, digest)
 }
 
@@ -495,6 +503,10 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 	})
 	mux.HandleFunc("POST /v1/leases/{id}/receipt", func(w http.ResponseWriter, r *http.Request) {
 		cred := credentialOf(r.Context())
+		if cred.Role != RoleHost && !(cred.Role == RoleJob && cred.Name == r.PathValue("id")) {
+			fail(w, forbidden(cred, "record the evidence receipt of lease "+r.PathValue("id")))
+			return
+		}
 		st, err := c.Status(r.Context(), r.PathValue("id"))
 		if err != nil {
 			fail(w, err)

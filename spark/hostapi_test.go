@@ -314,6 +314,8 @@ func TestJob_TheJobsTokenDoesItsPreflightAndReceiptAndNothingElse(t *testing.T) 
 	refused("taking the runner config", err)
 	_, err = job.Request(ctx, spark.LeaseRequest{Class: spark.Development})
 	refused("asking for a lease", err)
+	_, err = job.Hosts(ctx)
+	refused("listing the hosts", err)
 
 	if err := h2.Release(ctx, id, a.Token); err != nil {
 		t.Fatal(err)
@@ -376,4 +378,27 @@ func apiAs(t *testing.T, cl *spark.APIClient, token string) *spark.APIClient {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A lease has one evidence receipt: the same one again is accepted, as an
+// answer lost on the way; another is ErrConflict, so a later upload
+// cannot replace the receipt the check names.
+func TestReceipt_ALeaseHasOneReceipt(t *testing.T) {
+	ctx := context.Background()
+	c, _, _, ops, _, h2 := agentFleet(t, true)
+	st, _ := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	first, err := h2.UploadReceipt(ctx, st.Request.ID, []byte(`{"passed":12}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := h2.UploadReceipt(ctx, st.Request.ID, []byte(`{"passed":12}`)); err != nil || again != first {
+		t.Errorf("the same receipt again: %q %v, want %q accepted", again, err, first)
+	}
+	if _, err := h2.UploadReceipt(ctx, st.Request.ID, []byte(`{"passed":13}`)); !errors.Is(err, spark.ErrConflict) {
+		t.Errorf("another receipt: %v, want ErrConflict", err)
+	}
+	if got, _ := ops.Status(ctx, st.Request.ID); spark.ReceiptDigest(got.Request) != first {
+		t.Errorf("the stored digest is %q, want the first receipt's %q", spark.ReceiptDigest(got.Request), first)
+	}
 }

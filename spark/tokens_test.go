@@ -31,6 +31,7 @@ func TestTokens_AnAgentOrOperatorIsNeverNamedLikeAnInternalOwner(t *testing.T) {
 		{spark.RoleAgent, spark.OwnerSchedulePrefix + "nightly"},
 		{spark.RoleOperator, spark.OwnerSchedulePrefix},
 		{spark.RoleAgent, spark.OwnerAgentTools},
+		{spark.RoleAgent, spark.OwnerOperator}, // the plain operator token's holder
 		{spark.RoleAgent, "agent:alice"},
 		{spark.RoleAgent, "alice:laptop"},
 	} {

@@ -162,7 +162,7 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		if d.Runners != nil {
 			for _, id := range d.Runners.Sweep(ctx, c) {
-				log.Warn("sparkd.jit_revoked", "request", id, "why", "the lease is no longer active and its runner never started")
+				log.Info("sparkd.runner_config_dropped", "request", id, "why", "the lease ended")
 			}
 		}
 		select {

@@ -89,7 +89,7 @@ func Start(ctx context.Context, f File, s Settings) (d *Daemon, err error) {
 		if token, tokenFile, err = spark.OperatorToken(s.OperatorTokenFile, filepath.Dir(s.DB)); err != nil {
 			return nil, err
 		}
-		creds = append(creds, spark.Tokens{token: {Role: spark.RoleOperator, Name: "operator"}})
+		creds = append(creds, spark.Tokens{token: {Role: spark.RoleOperator, Name: spark.OwnerOperator}})
 	}
 	store, err := openStore(s.DB, s.Init)
 	if err != nil {
