@@ -1,7 +1,7 @@
 // Package retry is the one way the packages retry: a Policy value (how
 // long the first pause is, how it grows, how many tries) turned into
-// cenkalti/backoff's BackOff, which the caller runs with backoff.Retry or
-// reads a pause at a time (NextBackOff) in its own loop.
+// cenkalti/backoff's BackOff, which the caller runs with backoff.Retry
+// (Context) or reads a pause at a time (NextBackOff) in its own loop.
 package retry
 
 import (
@@ -23,9 +23,8 @@ type Policy struct {
 	Retries      uint64
 }
 
-// BackOff is the policy as a BackOff that stops when ctx ends (ctx nil:
-// only the policy's bound stops it).
-func (p Policy) BackOff(ctx context.Context) backoff.BackOff {
+// BackOff is the policy as a BackOff, for a loop that reads its pauses.
+func (p Policy) BackOff() backoff.BackOff {
 	mult := p.Multiplier
 	if mult < 1 {
 		mult = 1
@@ -41,12 +40,14 @@ func (p Policy) BackOff(ctx context.Context) backoff.BackOff {
 		backoff.WithRandomizationFactor(p.Jitter),
 		backoff.WithMaxElapsedTime(0),
 	)
-	var out backoff.BackOff = b
 	if p.Retries > 0 {
-		out = backoff.WithMaxRetries(out, p.Retries)
+		return backoff.WithMaxRetries(b, p.Retries)
 	}
-	if ctx != nil {
-		out = backoff.WithContext(out, ctx)
-	}
-	return out
+	return b
+}
+
+// Context is the policy as a BackOff that also stops when ctx ends, for
+// backoff.Retry.
+func (p Policy) Context(ctx context.Context) backoff.BackOff {
+	return backoff.WithContext(p.BackOff(), ctx)
 }

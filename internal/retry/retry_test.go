@@ -39,17 +39,17 @@ func TestPolicy_PausesGrowToTheCapAndStopAtTheBound(t *testing.T) {
 		"bounded retries":    {retry.Policy{Initial: 2 * s, Multiplier: 2, Retries: 2}, []time.Duration{2 * s, 4 * s}},
 		"no cap, no elapsed": {retry.Policy{Initial: time.Hour, Multiplier: 3}, []time.Duration{time.Hour, 3 * time.Hour, 9 * time.Hour, 27 * time.Hour, 81 * time.Hour}},
 	} {
-		if diff := cmp.Diff(tc.want, pauses(tc.p.BackOff(nil), 5)); diff != "" {
+		if diff := cmp.Diff(tc.want, pauses(tc.p.BackOff(), 5)); diff != "" {
 			t.Errorf("%s: pauses (-want +got):\n%s", name, diff)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got := pauses(retry.Policy{Initial: s}.BackOff(ctx), 3); len(got) != 0 {
+	if got := pauses(retry.Policy{Initial: s}.Context(ctx), 3); len(got) != 0 {
 		t.Errorf("after the context ended: %v, want no pause", got)
 	}
 	tries := 0
-	err := backoff.Retry(func() error { tries++; return errors.New("down") }, retry.Policy{Initial: time.Nanosecond, Retries: 2}.BackOff(context.Background()))
+	err := backoff.Retry(func() error { tries++; return errors.New("down") }, retry.Policy{Initial: time.Nanosecond, Retries: 2}.Context(context.Background()))
 	if err == nil || tries != 3 {
 		t.Errorf("backoff.Retry with 2 retries: %d tries, %v", tries, err)
 	}

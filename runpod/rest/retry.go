@@ -88,7 +88,7 @@ func (p RetryPolicy) Run(ctx context.Context, cool func() time.Duration, attempt
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	b := retry.Policy{Initial: p.InitialInterval, Max: p.MaxInterval, Multiplier: p.Multiplier, Jitter: p.Jitter}.BackOff(nil)
+	b := retry.Policy{Initial: p.InitialInterval, Max: p.MaxInterval, Multiplier: p.Multiplier, Jitter: p.Jitter}.BackOff()
 	for n := 1; ; n++ {
 		if cool != nil {
 			if d := cool(); d > 0 {

@@ -45,9 +45,6 @@ func TestProcUser_FindsEveryProcessOfTheRunnersUser(t *testing.T) {
 // start, and its ID survives a restart, so a restarted agent takes its
 // lease's runner config again.
 func TestAgent_OneAgentPerHostAndTheSameAgentAfterARestart(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the one-agent lock is a Unix host's")
-	}
 	_, _, host, lease := leasedHost(t)
 	dir := t.TempDir()
 	runner, fifo := fifoRunner(t, dir)

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -70,9 +69,6 @@ func fifoRunner(t *testing.T, dir string) (runner, fifo string) {
 // controller's address and the host's preflight commands, so the job's
 // preflight and receipt steps work and it can act as nothing else.
 func TestRunner_TheJobGetsItsOwnTokenNeverTheHosts(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("a FIFO and a shell runner")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, _, host, lease := leasedHost(t)
@@ -110,9 +106,6 @@ func TestRunner_TheJobGetsItsOwnTokenNeverTheHosts(t *testing.T) {
 // A second agent process for the host never starts a second runner for
 // the job, and never releases the lease under the first one.
 func TestAgent_ASecondAgentForTheHostNeverStartsOrReleasesTheJob(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("a FIFO and a shell runner")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, _, host, lease := leasedHost(t)

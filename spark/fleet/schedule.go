@@ -156,7 +156,7 @@ func RunSchedules(ctx context.Context, scheds []Schedule, submit func(context.Co
 			regular := s.first(now, last, asked && err == nil)
 			due := regular
 			log.Info("schedule", "schedule", s.Name, "class", s.Class, "repo", s.Repo, "branch", s.Branch, "first", due.UTC().Format(time.RFC3339))
-			pause := retry.Policy{Initial: retryFirst, Max: retryMax, Multiplier: 2}.BackOff(nil)
+			pause := retry.Policy{Initial: retryFirst, Max: retryMax, Multiplier: 2}.BackOff()
 			for {
 				t := time.NewTimer(time.Until(due))
 				select {

@@ -400,7 +400,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 
 // run is Run's loop over any pass, for tests.
 func run(ctx context.Context, pass func(context.Context) error, opts Options) error {
-	b := retry.Policy{Initial: time.Second, Multiplier: 2, Max: opts.MaxBackoff}.BackOff(nil)
+	b := retry.Policy{Initial: time.Second, Multiplier: 2, Max: opts.MaxBackoff}.BackOff()
 	failing := 0
 	for {
 		wait := opts.Every

@@ -36,7 +36,7 @@ func Start(ctx context.Context, c *spark.Controller, uri string, opts Options) (
 		if client == nil {
 			// Retried every 30 s until it connects or the mirror stops.
 			log.Warn("sparkd.mirror_unreachable", "err", err, "retry_in", "30s")
-			if backoff.Retry(func() (err error) { client, err = Connect(uri); return err }, retry.Policy{Initial: 30 * time.Second}.BackOff(ctx)) != nil {
+			if backoff.Retry(func() (err error) { client, err = Connect(uri); return err }, retry.Policy{Initial: 30 * time.Second}.Context(ctx)) != nil {
 				return // stopped before it connected
 			}
 		}

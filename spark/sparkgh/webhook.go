@@ -281,7 +281,7 @@ func (wh *Webhook) process(ctx context.Context, d delivery) error {
 			wh.in.log.Warn("sparkgh.process_retry", "delivery", d.id, "event", d.event, "error", err)
 		}
 		return err
-	}, retry.Policy{Initial: 2 * time.Second, Multiplier: 2, Retries: processRetries}.BackOff(ctx))
+	}, retry.Policy{Initial: 2 * time.Second, Multiplier: 2, Retries: processRetries}.Context(ctx))
 }
 
 // ErrBehind is matched by Process errors when GitHub's API shows a pull
