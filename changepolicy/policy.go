@@ -1,7 +1,6 @@
 package changepolicy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -128,12 +127,12 @@ type Policy struct {
 // unknown keys, duplicate keys, invalid globs, undefined lanes and unknown
 // job selectors are errors that name their line.
 func Load(data []byte) (*Policy, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &PolicyError{Msg: "the policy is empty: list at least the docs and ci globs"}
-	}
 	var p Policy
 	var second *strictyaml.DocumentError
-	if err := strictyaml.Decode(data, &p); errors.As(err, &second) {
+	if err := strictyaml.Decode(data, &p); errors.Is(err, strictyaml.ErrEmpty) {
+		// Nothing but whitespace and comments: one rule, one message.
+		return nil, &PolicyError{Msg: "the policy is empty: list at least the docs and ci globs"}
+	} else if errors.As(err, &second) {
 		return nil, &PolicyError{Line: second.Line, Msg: "a policy file holds one YAML document; remove the extra '---' document"}
 	} else if err != nil {
 		return nil, yamlError(err)

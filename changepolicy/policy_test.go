@@ -131,3 +131,14 @@ func TestLoadFile_Errors(t *testing.T) {
 		t.Errorf("absolute path outside a work tree: %v", err)
 	}
 }
+
+// A policy of nothing but whitespace and comments is the empty policy,
+// refused with the one message that says what to list.
+func TestLoad_ACommentsOnlyPolicyIsTheEmptyPolicy(t *testing.T) {
+	blank, err1 := Load([]byte(" \n"))
+	comments, err2 := Load([]byte("# docs: ['docs/**']\n  # later\n"))
+	var pe1, pe2 *PolicyError
+	if blank != nil || comments != nil || !errors.As(err1, &pe1) || !errors.As(err2, &pe2) || pe1.Msg != pe2.Msg {
+		t.Errorf("blank: %v; comments only: %v; want the same refusal", err1, err2)
+	}
+}
