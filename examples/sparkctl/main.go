@@ -217,40 +217,38 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 		ctx, cancel = context.WithTimeout(ctx, v.timeout)
 		defer cancel()
 	}
-	print := func(x any) { out, _ := json.MarshalIndent(x, "", "  "); fmt.Fprintln(stdout, string(out)) }
+	show := func(x any, err error) error {
+		if err == nil {
+			out, _ := json.MarshalIndent(x, "", "  ")
+			fmt.Fprintln(stdout, string(out))
+		}
+		return err
+	}
+	status := func(st spark.Status, err error) error { return show(statusOutput(st), err) }
+	say := func(err error, format string, args ...any) error {
+		if err == nil {
+			fmt.Fprintf(stdout, format+"\n", args...)
+		}
+		return err
+	}
 	switch v.name {
 	case "request":
 		if s.duration < 0 {
 			return cli.Refuse(fs, "-duration %s: want a positive lease length (or none for the class's)", s.duration)
 		}
-		st, err := cl.Request(ctx, spark.LeaseRequest{Class: spark.Class(s.class), Topology: spark.Topology(s.topology), Host: s.host,
-			Owner: s.owner, DurationSeconds: int(s.duration.Seconds())})
-		if err != nil {
-			return err
-		}
-		print(statusOutput(st))
+		return status(cl.Request(ctx, spark.LeaseRequest{Class: spark.Class(s.class), Topology: spark.Topology(s.topology), Host: s.host,
+			Owner: s.owner, DurationSeconds: int(s.duration.Seconds())}))
 	case "wait":
-		st, err := cl.Wait(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		print(statusOutput(st))
+		return status(cl.Wait(ctx, args[0]))
 	case "status":
-		st, err := cl.Status(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		print(statusOutput(st))
+		return status(cl.Status(ctx, args[0]))
 	case "release":
 		tok, perr := strconv.ParseInt(args[1], 10, 64)
 		if perr != nil {
 			return cli.Refuse(fs, "TOKEN %q must be the lease's numeric fencing token", args[1])
 		}
 		_, ack, err := sparkmcp.Release(ctx, cl, args[0], tok)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "released %s%s\n", args[0], map[bool]string{true: ": " + ack}[ack != ""])
+		return say(err, "released %s%s", args[0], map[bool]string{true: ": " + ack}[ack != ""])
 	case "cancel":
 		return cl.Cancel(ctx, args[0])
 	case "preflight":
@@ -258,20 +256,14 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 		if err != nil {
 			return cli.Refuse(fs, "%v", err)
 		}
-		if err := agent.Preflight(ctx, cl, args[0], pf); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "preflight passed for lease %s\n", args[0])
+		return say(agent.Preflight(ctx, cl, args[0], pf), "preflight passed for lease %s", args[0])
 	case "heartbeat":
 		h := cmp.Or(s.host, getenv("SPARK_HOST"))
 		if h == "" {
 			return cli.Refuse(fs, "needs -host or SPARK_HOST: the managed host this runs on")
 		}
 		n, err := agent.Heartbeat(ctx, cl, h, spark.NvidiaSMIApps{})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "heartbeat for %s: %d GPU process(es)\n", h, n)
+		return say(err, "heartbeat for %s: %d GPU process(es)", h, n)
 	case "mcp":
 		// stdout carries the protocol; anything else goes to stderr.
 		server := sparkmcp.NewServer(cl, sparkmcp.Options{Owner: "agent:" + cmp.Or(s.owner, "unknown")})
@@ -286,26 +278,16 @@ func (s *settings) do(ctx context.Context, v verb, fs *flag.FlagSet, args []stri
 		}
 		return err
 	case "clear-cleanup":
-		if err := cl.ClearCleanup(ctx, args[0], args[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "cleanup of %s after %s cleared: it takes work once a heartbeat shows its GPU clean\n", args[0], args[1])
+		return say(cl.ClearCleanup(ctx, args[0], args[1]), "cleanup of %s after %s cleared: it takes work once a heartbeat shows its GPU clean", args[0], args[1])
 	case "receipt":
 		data, err := os.ReadFile(args[1])
 		if err != nil {
 			return cli.Refuse(fs, "FILE: %v", err)
 		}
 		digest, err := cl.UploadReceipt(ctx, args[0], data)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "evidence receipt of %s recorded: %s\n", args[0], digest)
+		return say(err, "evidence receipt of %s recorded: %s", args[0], digest)
 	case "hosts":
-		hosts, err := cl.Hosts(ctx)
-		if err != nil {
-			return err
-		}
-		print(hosts)
+		return show(cl.Hosts(ctx))
 	}
 	return nil
 }
