@@ -465,18 +465,27 @@ func mustRequest(tx Tx, id string) (Request, error) {
 
 // Annotate sets one annotation on a request.
 func (c *Controller) Annotate(ctx context.Context, id, key, value string) error {
-	return c.tx(ctx, func(tx Tx) error {
-		r, err := mustRequest(tx, id)
-		if err != nil {
+	return c.tx(ctx, func(tx Tx) error { return annotate(tx, id, key, value, nil) })
+}
+
+// annotate sets request id's annotation key to value in tx, when check
+// (nil: none) finds the request as it is in tx fit for it.
+func annotate(tx Tx, id, key, value string, check func(Request) error) error {
+	r, err := mustRequest(tx, id)
+	if err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(r); err != nil {
 			return err
 		}
-		r.Annotations = maps.Clone(r.Annotations) // never mutate the stored copy in place
-		if r.Annotations == nil {
-			r.Annotations = map[string]string{}
-		}
-		r.Annotations[key] = value
-		return tx.PutRequest(r)
-	})
+	}
+	r.Annotations = maps.Clone(r.Annotations) // never mutate the stored copy in place
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[key] = value
+	return tx.PutRequest(r)
 }
 
 // Release ends an active lease. The token must be the lease's: a stale
@@ -549,16 +558,9 @@ func (c *Controller) hostConfig(name string) HostConfig {
 // is ErrStaleToken: it changes nothing.
 func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProcesses int) error {
 	return c.tx(ctx, func(tx Tx) error {
-		hosts, err := tx.Hosts()
+		h, err := cleaningHost(tx, host, lease)
 		if err != nil {
 			return err
-		}
-		h := hostByName(hosts, host)
-		switch {
-		case h.Name == "":
-			return fmt.Errorf("%w: host %s", ErrNotFound, host)
-		case h.Mode != Cleaning || h.Ended != lease:
-			return fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
 		}
 		h.Ended, h.CleaningSince, h.CleanupOverdue = "", time.Time{}, false
 		h.GPUProcesses, h.LastHeartbeat = gpuProcesses, time.Now()
@@ -579,6 +581,23 @@ func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProc
 	})
 }
 
+// cleaningHost is host while it cleans up after lease: an unknown host is
+// ErrNotFound, one not cleaning up after lease ErrStaleToken.
+func cleaningHost(tx Tx, host, lease string) (Host, error) {
+	hosts, err := tx.Hosts()
+	if err != nil {
+		return Host{}, err
+	}
+	h := hostByName(hosts, host)
+	switch {
+	case h.Name == "":
+		return h, fmt.Errorf("%w: host %s", ErrNotFound, host)
+	case h.Mode != Cleaning || h.Ended != lease:
+		return h, fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
+	}
+	return h, nil
+}
+
 // ClearCleanup is the operator's way out for a host whose agent never
 // acknowledged its cleanup after lease (the agent is gone, or cannot
 // count the GPU's processes): the host becomes ReleaseRequired, so it
@@ -587,16 +606,9 @@ func (c *Controller) AckCleanup(ctx context.Context, host, lease string, gpuProc
 // that is not cleaning up after lease is ErrStaleToken.
 func (c *Controller) ClearCleanup(ctx context.Context, host, lease, by string) error {
 	return c.tx(ctx, func(tx Tx) error {
-		hosts, err := tx.Hosts()
+		h, err := cleaningHost(tx, host, lease)
 		if err != nil {
 			return err
-		}
-		h := hostByName(hosts, host)
-		switch {
-		case h.Name == "":
-			return fmt.Errorf("%w: host %s", ErrNotFound, host)
-		case h.Mode != Cleaning || h.Ended != lease:
-			return fmt.Errorf("%w: host %s is %s, not cleaning up after %s", ErrStaleToken, host, h.Mode, lease)
 		}
 		h.Mode, h.Ended, h.CleaningSince, h.CleanupOverdue = ReleaseRequired, "", time.Time{}, false
 		if err := tx.PutHost(h); err != nil {

@@ -338,22 +338,33 @@ func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byt
 	if len(receipt) == 0 || len(receipt) > MaxReceipt {
 		return "", fmt.Errorf("%w: a receipt is 1 byte to %d KiB (large logs stay in the work directory)", ErrInvalid, MaxReceipt>>10)
 	}
-	st, err := c.Status(ctx, id)
+	sum := sha256.Sum256(receipt)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	same := false
+	err := c.tx(ctx, func(tx Tx) error {
+		same = false
+		// Checked and written in one transaction: two uploads at once
+		// cannot both win.
+		return annotate(tx, id, receiptKey, digest, func(r Request) error {
+			switch had := ReceiptDigest(r); {
+			case r.State != Active:
+				return fmt.Errorf("%w: lease %s is %s: a receipt is recorded while its job runs", ErrStaleToken, id, r.State)
+			case had == digest:
+				same = true
+				return errRollback
+			case had != "":
+				return fmt.Errorf("%w: lease %s has its evidence receipt (%s) already; a lease has one", ErrConflict, id, had)
+			}
+			return nil
+		})
+	})
+	if same && errors.Is(err, errRollback) {
+		err = nil
+	}
 	if err != nil {
 		return "", err
 	}
-	if st.Request.State != Active {
-		return "", fmt.Errorf("%w: lease %s is %s: a receipt is recorded while its job runs", ErrStaleToken, id, st.Request.State)
-	}
-	sum := sha256.Sum256(receipt)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
-	switch had := ReceiptDigest(st.Request); {
-	case had == digest:
-		return digest, nil
-	case had != "":
-		return "", fmt.Errorf("%w: lease %s has its evidence receipt (%s) already; a lease has one", ErrConflict, id, had)
-	}
-	return digest, c.Annotate(ctx, id, receiptKey, digest)
+	return digest, nil
 }
 
 // sendAssignment answers a runner assignment with its secrets revealed,

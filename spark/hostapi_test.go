@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -400,5 +402,43 @@ func TestReceipt_ALeaseHasOneReceipt(t *testing.T) {
 	}
 	if got, _ := ops.Status(ctx, st.Request.ID); spark.ReceiptDigest(got.Request) != first {
 		t.Errorf("the stored digest is %q, want the first receipt's %q", spark.ReceiptDigest(got.Request), first)
+	}
+}
+
+// Two receipts uploaded at once cannot both win: exactly one is recorded,
+// the one whose upload succeeded, and the other is ErrConflict.
+func TestReceipt_TwoUploadsAtOnceCannotBothWin(t *testing.T) {
+	ctx := context.Background()
+	c, _, _, ops, _, _ := agentFleet(t, true)
+	for i := range 400 {
+		st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sparktest.Admit(ctx, c, "spark-1", "spark-2")
+		id := st.Request.ID
+		digests, errs := make([]string, 2), make([]error, 2)
+		var wg sync.WaitGroup
+		for j := range 2 {
+			wg.Go(func() { digests[j], errs[j] = c.RecordReceipt(ctx, id, []byte(fmt.Sprint("receipt ", i, j))) })
+		}
+		wg.Wait()
+		won := 0
+		for j := range 2 {
+			if errs[j] == nil {
+				won++
+				if got, _ := c.Status(ctx, id); spark.ReceiptDigest(got.Request) != digests[j] {
+					t.Fatalf("lease %d: upload %d succeeded but the stored receipt is another", i, j)
+				}
+			} else if !errors.Is(errs[j], spark.ErrConflict) {
+				t.Fatalf("lease %d: %v", i, errs[j])
+			}
+		}
+		if won != 1 {
+			t.Fatalf("lease %d: %d uploads won, want exactly one", i, won)
+		}
+		got, _ := c.Status(ctx, id)
+		c.Release(ctx, id, got.Request.Token)
+		c.AckCleanup(ctx, "spark-2", id, 0)
 	}
 }
