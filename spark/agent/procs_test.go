@@ -5,7 +5,6 @@ package agent_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/gpugate/gpugate/spark"
 	"github.com/gpugate/gpugate/spark/agent"
-	"github.com/gpugate/gpugate/spark/sparktest"
 )
 
 // alive reports whether pid runs (a zombie has ended).
@@ -41,26 +39,7 @@ func TestCleanup_NoProcessOfTheLeaseSurvivesItsCleanup(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := spark.DefaultOptions()
-	opts.Service = &sparktest.Service{}
-	for i := range opts.Hosts {
-		opts.Hosts[i].Agent = true
-	}
-	c, err := spark.New(sparktest.NewStore(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vault := spark.NewRunnerConfigs()
-	h, err := spark.NewAuthHandler(c, spark.Tokens{opsToken: {Role: spark.RoleOperator, Name: "ops"}, hostToken: {Role: spark.RoleHost, Name: "spark-2"}},
-		spark.WithRunnerConfigs(vault))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	ops, _ := spark.NewAPIClient(srv.URL, opsToken, nil)
-	hostCl, _ := spark.NewAPIClient(srv.URL, hostToken, nil)
-
+	c, ops, hostCl, lease := leasedHost(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "escaped")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -68,12 +47,6 @@ func TestCleanup_NoProcessOfTheLeaseSurvivesItsCleanup(t *testing.T) {
 	}
 	runner := filepath.Join(dir, "run.sh")
 	os.WriteFile(runner, []byte("#!/bin/sh\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! > \"$FAKE_ESCAPED\"\nexec sleep 300\n"), 0o755)
-	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sparktest.Admit(ctx, c, "spark-1", "spark-2")
-	vault.Put(st.Request.ID, "runner-"+st.Request.ID, "JIT")
 
 	events := make(chan agent.Event, 64)
 	var escaped atomic.Int64
@@ -96,8 +69,8 @@ func TestCleanup_NoProcessOfTheLeaseSurvivesItsCleanup(t *testing.T) {
 	}
 	escaped.Store(int64(pid))
 	defer syscall.Kill(pid, syscall.SIGKILL)
-	lease, _ := ops.Status(ctx, st.Request.ID)
-	if err := ops.Release(ctx, st.Request.ID, lease.Request.Token); err != nil {
+	st, _ := ops.Status(ctx, lease)
+	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
 		t.Fatal(err)
 	}
 	if <-cleanedWhileAlive {
