@@ -68,3 +68,14 @@ func claimHost(workRoot string) (id string, unlock func(), err error) {
 	}
 	return id, func() { lock.Close() }, nil
 }
+
+// killUser kills every process of user uid: a shell running as uid sends
+// SIGKILL to every process it may signal (kill -1: that user's, but
+// itself), again until none is left, at most 100 times (a zombie no one
+// reaps still counts as signalled).
+func killUser(uid, gid uint32) {
+	cmd := exec.Command("/bin/sh", "-c", `n=0; while kill -9 -1 2>/dev/null; do n=$((n+1)); [ "$n" -lt 100 ] || exit 1; done`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
+	_ = cmd.Run()
+}

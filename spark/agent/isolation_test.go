@@ -5,7 +5,9 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -144,5 +146,105 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	}
 	if hs, _ := c.HostState(ctx, "spark-2"); hs.Mode != spark.Idle {
 		t.Errorf("after the cleanup the host is %s", hs.Mode)
+	}
+}
+
+// escapees are C programs a hostile job leaves behind: each opens the FIFO
+// in argv[1] for writing and keeps it open while any part of it runs.
+var escapees = map[string]string{
+	// Its main thread exits alone: the process is a zombie whose other
+	// thread runs on.
+	"half-dead": `#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static void *spin(void *a) { for (;;) pause(); return a; }
+int main(int argc, char **argv) {
+	int fd = open(argv[1], O_WRONLY); write(fd, "up\n", 3);
+	pthread_t t; pthread_create(&t, 0, spin, 0);
+	syscall(SYS_exit, 0);
+}`,
+	// It forks and exits without pause, so its PID changes faster than
+	// /proc can be read.
+	"hopper": `#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	int fd = open(argv[1], O_WRONLY); write(fd, "up\n", 3);
+	for (;;) if (fork() != 0) _exit(0);
+}`,
+}
+
+// Nothing a job leaves behind survives the cleanup of a runner user's
+// lease: a process whose main thread exited alone, or one that changes
+// its PID faster than /proc is read, is stopped too, before the cleanup
+// is acknowledged. (Root with a C compiler: the agent switches users.)
+func TestCleanup_NoEscapeeOfTheRunnersUserSurvives(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("switching the runner's user needs root on Linux")
+	}
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler for the escapees")
+	}
+	for name, src := range escapees {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, ops, host, lease := leasedHost(t)
+			dir := t.TempDir()
+			os.Chmod(filepath.Dir(dir), 0o755)
+			os.Chmod(dir, 0o755)
+			bin := filepath.Join(dir, name)
+			os.WriteFile(bin+".c", []byte(src), 0o644)
+			if out, err := exec.Command(cc, "-pthread", "-o", bin, bin+".c").CombinedOutput(); err != nil {
+				t.Skipf("cc: %v: %s", err, out)
+			}
+			fifo := filepath.Join(dir, "held")
+			if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(fifo, 0o666)
+			runner := filepath.Join(dir, "run.sh")
+			os.WriteFile(runner, []byte("#!/bin/sh\nsetsid env -i "+bin+" "+fifo+" </dev/null >/dev/null 2>&1 &\nexec sleep 300\n"), 0o755)
+			up, gone := make(chan struct{}), make(chan struct{})
+			go func() { // EOF: no process holds the FIFO open any more
+				f, err := os.Open(fifo)
+				if err != nil {
+					return
+				}
+				defer f.Close()
+				buf := make([]byte, 3)
+				if _, err := f.Read(buf); err == nil {
+					close(up)
+				}
+				io.Copy(io.Discard, f)
+				close(gone)
+			}()
+			events := make(chan agent.Event, 1024)
+			go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
+				RunnerCmd: runner, RunnerUser: "nobody", Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+			select {
+			case <-up:
+			case <-ctx.Done():
+				t.Fatal("the escapee never started")
+			}
+			st, _ := ops.Status(ctx, lease)
+			if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
+				t.Fatal(err)
+			}
+			for acked := false; !acked; {
+				select {
+				case e := <-events:
+					acked = e.Kind == "cleaned" && e.Err == nil
+				case <-ctx.Done():
+					t.Fatal("the cleanup was never acknowledged")
+				}
+			}
+			select {
+			case <-gone:
+			case <-ctx.Done():
+				t.Errorf("the %s escapee still runs after the cleanup was acknowledged", name)
+			}
+		})
 	}
 }

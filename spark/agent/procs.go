@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gpugate/gpugate/spark"
 )
@@ -73,6 +74,11 @@ func (p ProcEnviron) Of(lease string) ([]int, error) {
 // stopLease stops every process of lease that procs finds and reports
 // ErrProcesses when any remains.
 func stopLease(procs LeaseProcesses, lease string) error {
+	// What can be killed in one step is, first: a process that forks and
+	// exits faster than /proc is read is never caught by its PID.
+	if k, ok := procs.(allKiller); ok {
+		k.killAll()
+	}
 	pids, err := procs.Of(lease)
 	if err != nil {
 		return err
@@ -82,12 +88,14 @@ func stopLease(procs LeaseProcesses, lease string) error {
 			_ = p.Signal(syscall.SIGKILL)
 		}
 	}
-	if len(pids) == 0 {
-		return nil
-	}
-	left, err := procs.Of(lease)
-	if err != nil {
-		return err
+	left := pids
+	// A killed process takes a moment to exit: look again for up to a
+	// second before saying it survived.
+	for try := 0; len(left) > 0 && try < 20; try++ {
+		time.Sleep(50 * time.Millisecond)
+		if left, err = procs.Of(lease); err != nil {
+			return err
+		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("%w: %d process(es) of lease %s still run after SIGKILL (pids %v): stop them, or the host stays out of service", ErrProcesses, len(left), lease, left)
@@ -95,13 +103,18 @@ func stopLease(procs LeaseProcesses, lease string) error {
 	return nil
 }
 
+// allKiller is LeaseProcesses that can also stop every process it finds
+// in one step.
+type allKiller interface{ killAll() }
+
 // ProcUser is LeaseProcesses read from Linux's /proc (Root, default
 // "/proc"): every process whose real user is UID, the runner's user,
 // which runs nothing but jobs, whatever lease it names or environment it
-// kept. A zombie (ended, not yet reaped) is not running.
+// kept. A zombie (ended, not yet reaped) is not running, unless one of
+// its threads is. At cleanup it first kills them all in one step.
 type ProcUser struct {
-	Root string
-	UID  uint32
+	Root     string
+	UID, GID uint32 // the user, and the group its killing helper runs as
 }
 
 // Of lists the user's processes.
@@ -133,15 +146,48 @@ func (p ProcUser) Of(string) ([]int, error) {
 				mine = len(f) > 0 && f[0] == want
 			}
 		}
-		if mine && !ended {
+		if mine && (!ended || liveThread(filepath.Join(root, e.Name(), "task"))) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids, nil
 }
 
+// liveThread reports whether a thread in task (a /proc/<pid>/task
+// directory) is not a zombie: a process whose main thread exited alone
+// runs on in its other threads.
+func liveThread(task string) bool {
+	threads, _ := os.ReadDir(task)
+	for _, th := range threads {
+		status, err := os.ReadFile(filepath.Join(task, th.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "State:"); ok {
+				if st := strings.TrimSpace(rest); !strings.HasPrefix(st, "Z") && !strings.HasPrefix(st, "X") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// killAll kills every process of the user in one step: a helper running
+// as the user signals them all (kill -1), again until none is left.
+func (p ProcUser) killAll() { killUser(p.UID, p.GID) }
+
 // AnyOf is every process any of its LeaseProcesses finds.
 type AnyOf []LeaseProcesses
+
+func (a AnyOf) killAll() {
+	for _, p := range a {
+		if k, ok := p.(allKiller); ok {
+			k.killAll()
+		}
+	}
+}
 
 // Of lists them, each once.
 func (a AnyOf) Of(lease string) ([]int, error) {

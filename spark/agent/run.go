@@ -117,13 +117,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
 	}
 	a := &runner{}
-	var runnerUID uint32
+	var runnerUID, runnerGID uint32
 	if cfg.RunnerUser != "" {
-		uid, _, err := lookupUser(cfg.RunnerUser)
+		uid, gid, err := lookupUser(cfg.RunnerUser)
 		if err != nil {
 			return err
 		}
-		runnerUID = uid
+		runnerUID, runnerGID = uid, gid
 	}
 	if cfg.GPU == nil {
 		cfg.GPU = spark.NvidiaSMIApps{}
@@ -133,15 +133,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Processes == nil {
 		cfg.Processes = noProcesses{}
-		switch {
-		case runtime.GOOS == "linux" && cfg.RunnerUser != "":
-			// The runner's user runs nothing but jobs: every process of
-			// it is a job's, whatever environment it kept.
-			cfg.Processes = AnyOf{ProcEnviron{}, ProcUser{UID: runnerUID}}
-			a.runnerUser = ProcUser{UID: runnerUID}
-		case runtime.GOOS == "linux":
+		if runtime.GOOS == "linux" {
 			cfg.Processes = ProcEnviron{}
 		}
+	}
+	if runtime.GOOS == "linux" && cfg.RunnerUser != "" {
+		// The runner's user runs nothing but jobs: every process of it
+		// is a job's, whatever environment it kept, whatever finds the
+		// lease's other processes.
+		a.runnerUser = ProcUser{UID: runnerUID, GID: runnerGID}
+		cfg.Processes = AnyOf{cfg.Processes, a.runnerUser}
 	}
 	if cfg.RunnerWork == "" {
 		cfg.RunnerWork = filepath.Join(filepath.Dir(cfg.RunnerCmd), "_work")
