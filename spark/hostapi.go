@@ -398,7 +398,16 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 		return true
 	}
 	mux.HandleFunc("POST /v1/hosts/{host}/runner", func(w http.ResponseWriter, r *http.Request) {
-		if !self(w, r, "take the runner config") {
+		// The agent's ID travels in the body, never the URL: URLs land in
+		// access logs, and the ID is what lets a process take the config.
+		var body struct {
+			Agent string `json:"agent"`
+		}
+		if !self(w, r, "take the runner config") || !decode(w, r, &body) {
+			return
+		}
+		if body.Agent == "" {
+			fail(w, fmt.Errorf("%w: the agent's ID is required to take a runner config", ErrInvalid))
 			return
 		}
 		st, err := c.HostState(r.Context(), r.PathValue("host"))
@@ -426,7 +435,7 @@ func hostRoutes(mux *http.ServeMux, c *Controller, o handlerOptions, write func(
 			sendAssignment(w, RunnerAssignment{Lease: st.Lease, Token: lease.Request.Token, Topology: lease.Request.Topology})
 			return
 		}
-		a, err := o.runners.take(st.Lease, r.URL.Query().Get("agent"))
+		a, err := o.runners.take(st.Lease, body.Agent)
 		if err != nil {
 			fail(w, err)
 			return
@@ -551,7 +560,7 @@ func (a *APIClient) TakeRunner(ctx context.Context, host, agent string) (RunnerA
 		JITConfig string `json:"jit_config"`
 		JobToken  string `json:"job_token"`
 	}
-	err := a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/runner", url.Values{"agent": {agent}}, nil, &out)
+	err := a.do(ctx, http.MethodPost, "/v1/hosts/"+url.PathEscape(host)+"/runner", nil, map[string]string{"agent": agent}, &out)
 	out.RunnerAssignment.JITConfig, out.RunnerAssignment.JobToken = secret.Secret(out.JITConfig), secret.Secret(out.JobToken)
 	return out.RunnerAssignment, err
 }

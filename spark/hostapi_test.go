@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -440,5 +442,44 @@ func TestReceipt_TwoUploadsAtOnceCannotBothWin(t *testing.T) {
 		got, _ := c.Status(ctx, id)
 		c.Release(ctx, id, got.Request.Token)
 		c.AckCleanup(ctx, "spark-2", id, 0)
+	}
+}
+
+// urlRecorder is a transport that keeps every request's URL.
+type urlRecorder struct{ urls []string }
+
+func (u *urlRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	u.urls = append(u.urls, r.URL.String())
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The agent's ID lets a process take its lease's runner config again, so
+// it never travels in a URL, which access logs keep: it is in the body,
+// and a take without one is refused.
+func TestTakeRunner_TheAgentsIDNeverInTheURL(t *testing.T) {
+	ctx := context.Background()
+	c, vault, _, ops, _, h2 := agentFleet(t, true)
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	vault.Put(st.Request.ID, "runner", "JIT")
+	rec := &urlRecorder{}
+	cl, _ := spark.NewAPIClient(h2.Addr(), "host-2-token-0123456", &http.Client{Transport: rec})
+	const id = "agent-id-4f1c9e"
+	if _, err := cl.TakeRunner(ctx, "spark-2", id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.TakeRunner(ctx, "spark-2", "another-agent"); !errors.Is(err, spark.ErrConflict) {
+		t.Errorf("the ID did not reach the controller: another agent took the config too (%v)", err)
+	}
+	for _, u := range rec.urls {
+		if strings.Contains(u, id) {
+			t.Errorf("the agent's ID is in the URL %s", u)
+		}
+	}
+	if _, err := cl.TakeRunner(ctx, "spark-2", ""); !errors.Is(err, spark.ErrInvalid) {
+		t.Errorf("a take with no agent ID: %v, want ErrInvalid", err)
 	}
 }
