@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ type Flags struct {
 	Host                   string
 	WorkRoot, Runner, SMI  string
 	RunnerUser, RunnerWork string
+	Scratch                string
 	Every                  time.Duration
 	MinFreeGB              int
 	pf                     PreflightOptions
@@ -37,9 +39,11 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 		case "runner":
 			fs.StringVar(&f.Runner, name, "/opt/actions-runner/run.sh", "the Actions runner's run.sh, started with the lease's one-job config")
 		case "runner-user":
-			fs.StringVar(&f.RunnerUser, name, "", "the user the runner runs as, owning the lease's work directory (the agent runs as root); set it, so that the job cannot read this host's credential")
+			fs.StringVar(&f.RunnerUser, name, "", "the user the runner runs as (the agent runs as root); set it, so that the job cannot read this host's credential: each job then runs its own copy of the runner's install, which that user must not be able to write, and what that user owns in -scratch is removed after each lease")
 		case "runner-work":
-			fs.StringVar(&f.RunnerWork, name, "", "the runner's own work folder, removed at each cleanup (default: _work beside -runner)")
+			fs.StringVar(&f.RunnerWork, name, "", "without -runner-user: the runner's own work folder, removed at each cleanup (default: _work beside -runner)")
+		case "scratch":
+			fs.StringVar(&f.Scratch, name, "", "with -runner-user: comma-separated directories where that user can leave files; everything it owns there is removed after each lease (default: /tmp,/var/tmp,/dev/shm and its home directory)")
 		case "every":
 			fs.DurationVar(&f.Every, name, 10*time.Second, "heartbeat and poll cadence")
 		case "nvidia-smi":
@@ -68,7 +72,7 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 // AgentFlags and PreflightFlags are the flags RegisterAgent and
 // RegisterPreflight define.
 var (
-	AgentFlags = []string{"host", "work-root", "runner", "runner-user", "runner-work", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
+	AgentFlags = []string{"host", "work-root", "runner", "runner-user", "runner-work", "scratch", "every", "nvidia-smi", "min-free-gb", "interconnect-cmd", "service-released-cmd",
 		"service-drain-cmd", "service-stop-cmd", "service-verify-cmd", "service-start-cmd", "service-healthy-cmd"}
 	PreflightFlags = []string{"host", "workdir", "min-free-gb", "service-host", "interconnect-cmd", "service-released-cmd"}
 )
@@ -92,7 +96,16 @@ func (f *Flags) Config(cl *spark.APIClient, log *slog.Logger) (Config, error) {
 	}
 	// On the service host, the preflight's service-released check is the
 	// service's own verify command unless another is given.
-	cfg := Config{Client: cl, Host: f.Host, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner, RunnerUser: f.RunnerUser, RunnerWork: f.RunnerWork,
+	var scratch []string
+	if f.Scratch != "" {
+		for _, d := range strings.Split(f.Scratch, ",") {
+			if d = strings.TrimSpace(d); !filepath.IsAbs(d) {
+				return Config{}, fmt.Errorf("%w: -scratch %q: each directory must be an absolute path", ErrConfig, d)
+			}
+			scratch = append(scratch, filepath.Clean(d))
+		}
+	}
+	cfg := Config{Client: cl, Host: f.Host, Scratch: scratch, GPU: spark.NvidiaSMIApps{Path: f.SMI}, WorkRoot: f.WorkRoot, RunnerCmd: f.Runner, RunnerUser: f.RunnerUser, RunnerWork: f.RunnerWork,
 		MinFree: uint64(max(f.MinFreeGB, 0)) << 30, Interconnect: f.pf.Interconnect, ServiceReleased: cmp.Or(f.pf.ServiceReleased, f.svc.VerifyReleasedCmd),
 		Every: f.Every, Log: log}
 	switch cmds := []string{f.svc.DrainCmd, f.svc.StopCmd, f.svc.VerifyReleasedCmd, f.svc.StartCmd, f.svc.HealthyCmd}; {

@@ -12,7 +12,8 @@ import (
 // The agent's flags make its Config: a host is required (SPARK_HOST by
 // default), the resident service takes all five commands or none, and on
 // the service host the preflight's service-released check is the
-// service's verify command unless another is given.
+// service's verify command unless another is given; -scratch takes
+// absolute directories only.
 func TestFlags_AHostAndAllFiveServiceCommandsOrNone(t *testing.T) {
 	env := map[string]string{"SPARK_HOST": "spark-1"}
 	parse := func(args ...string) (agent.Config, error) {
@@ -35,6 +36,12 @@ func TestFlags_AHostAndAllFiveServiceCommandsOrNone(t *testing.T) {
 	}
 	if _, err := parse(all[:4]...); !errors.Is(err, agent.ErrConfig) {
 		t.Errorf("two of five service commands: %v, want ErrConfig", err)
+	}
+	if cfg, err := parse("-scratch", "/tmp, /scratch/"); err != nil || len(cfg.Scratch) != 2 || cfg.Scratch[1] != "/scratch" {
+		t.Errorf("-scratch: %q %v", cfg.Scratch, err)
+	}
+	if _, err := parse("-scratch", "/tmp,scratch"); !errors.Is(err, agent.ErrConfig) {
+		t.Errorf("a relative -scratch directory: %v, want ErrConfig", err)
 	}
 	delete(env, "SPARK_HOST")
 	if _, err := parse(); !errors.Is(err, agent.ErrConfig) {

@@ -21,8 +21,8 @@ func lookupUser(name string) (uint32, uint32, error) {
 }
 
 // claimHost returns the agent's ID; the one-agent lock is a Unix host's.
-func claimHost(workRoot string) (string, func(), error) {
-	id, err := agentID(workRoot)
+func claimHost(workRoot, host string) (string, func(), error) {
+	id, err := agentID(workRoot, host)
 	return id, func() {}, err
 }
 

@@ -52,7 +52,7 @@ func lookupUser(name string) (uid, gid uint32, err error) {
 // exclusive lock on workRoot/.agent.lock (a second agent for the host
 // fails to start) and returns the agent's ID, kept in workRoot/.agent-id
 // so that a restarted agent is the same agent to the controller.
-func claimHost(workRoot string) (id string, unlock func(), err error) {
+func claimHost(workRoot, host string) (id string, unlock func(), err error) {
 	lock, err := os.OpenFile(filepath.Join(workRoot, ".agent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: the agent's lock: %w", ErrConfig, err)
@@ -61,7 +61,7 @@ func claimHost(workRoot string) (id string, unlock func(), err error) {
 		lock.Close()
 		return "", nil, fmt.Errorf("%w: another agent runs on this host (it holds %s): run one agent per host", ErrConfig, lock.Name())
 	}
-	id, err = agentID(workRoot)
+	id, err = agentID(workRoot, host)
 	if err != nil {
 		lock.Close()
 		return "", nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -84,8 +85,10 @@ func TestAgent_OneAgentPerHostAndTheSameAgentAfterARestart(t *testing.T) {
 
 // With a runner user of its own, every process of that user is stopped
 // at cleanup, one that cleared its environment and left the runner's
-// process group too, and none runs into the next lease; the runner's own
-// work folder is removed. (Root only: the agent switches users.)
+// process group too, and none runs into the next lease; and nothing that
+// user wrote outlives the lease: not its copy of the runner (the install
+// itself unchanged), its home, its temporary directory or what it owns
+// in a shared scratch directory. (Root only: the agent switches users.)
 func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
 		t.Skip("switching the runner's user needs root on Linux")
@@ -97,11 +100,25 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	os.Chmod(filepath.Dir(dir), 0o755) // the runner's user walks to its runner
 	os.Chmod(dir, 0o755)
 	pidFile := filepath.Join(dir, "escaped")
+	scratch := filepath.Join(dir, "scratch")
+	os.Mkdir(scratch, 0o1777)
+	os.Chmod(scratch, 0o1777)
+	os.WriteFile(filepath.Join(scratch, "roots"), []byte("kept"), 0o644)
 	runnerDir := filepath.Join(dir, "actions-runner")
-	os.MkdirAll(filepath.Join(runnerDir, "_work", "repo"), 0o755)
+	os.MkdirAll(runnerDir, 0o755)
 	runner := filepath.Join(runnerDir, "run.sh")
-	// The escapee: a new session, an empty environment.
-	os.WriteFile(runner, []byte("#!/bin/sh\nsetsid env -i /bin/sh -c 'echo $$ > \"$0\"; exec sleep 300' "+pidFile+" </dev/null >/dev/null 2>&1 &\nexec sleep 300\n"), 0o755)
+	// The escapee: a new session, an empty environment. Then what a
+	// hostile job writes for the next one.
+	script := "#!/bin/sh\nsetsid env -i /bin/sh -c 'echo $$ > \"$0\"; exec sleep 300' " + pidFile + " </dev/null >/dev/null 2>&1 &\n" +
+		`own=$(dirname "$0")
+mkdir -p "$own/_work/repo" "$own/_diag" && echo poison > "$own/_work/repo/hook"
+cp "$0" "$own/x" && rm -f "$0" && { cat "$own/x"; echo 'echo poisoned'; } > "$0"
+echo poison > "$HOME/.bashrc"; echo poison > "$TMPDIR/t"
+mkdir -p "$SCRATCH/d/e" && echo poison > "$SCRATCH/d/e/f" && echo poison > "$SCRATCH/g"
+echo written > "$SCRATCH/done"
+exec sleep 300
+`
+	os.WriteFile(runner, []byte(script), 0o755)
 	os.WriteFile(pidFile, nil, 0o600)
 	os.Chmod(pidFile, 0o666) // the escapee, as the runner's user, writes its PID
 	events := make(chan agent.Event, 1024)
@@ -116,9 +133,10 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 		}
 	}
 	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
-		RunnerCmd: runner, RunnerUser: "nobody", Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+		RunnerCmd: runner, RunnerUser: "nobody", Scratch: []string{scratch}, RunnerEnv: []string{"SCRATCH=" + scratch},
+		Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
 	var pid int
-	for pid == 0 {
+	for written := false; pid == 0 || !written; {
 		e := next()
 		if e.Kind == "runner-started" && e.Err != nil || e.Kind == "preflight-failed" {
 			t.Fatalf("%s: %v", e.Kind, e.Err)
@@ -126,6 +144,8 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 		if data, _ := os.ReadFile(pidFile); len(strings.TrimSpace(string(data))) > 0 {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		}
+		_, err := os.Stat(filepath.Join(scratch, "done"))
+		written = err == nil
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	st, _ := ops.Status(ctx, lease)
@@ -141,11 +161,62 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("process %d of the runner's user, with no environment and a session of its own, outlived the cleanup", pid)
 	}
-	if _, err := os.Stat(filepath.Join(runnerDir, "_work")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the runner's work folder survived the cleanup: %v", err)
+	if data, _ := os.ReadFile(runner); string(data) != script {
+		t.Errorf("the runner's install was changed by a job: %q", data)
+	}
+	for _, path := range []string{filepath.Join(runnerDir, "_work"), filepath.Join(runnerDir, "_diag"), filepath.Join(dir, "work", lease),
+		filepath.Join(scratch, "d"), filepath.Join(scratch, "g"), filepath.Join(scratch, "done")} {
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s survived the cleanup: %v", path, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "roots")); err != nil {
+		t.Errorf("a file the runner's user does not own was removed from the scratch directory: %v", err)
 	}
 	if hs, _ := c.HostState(ctx, "spark-2"); hs.Mode != spark.Idle {
 		t.Errorf("after the cleanup the host is %s", hs.Mode)
+	}
+}
+
+// A runner install the runner's user could change is refused, as is a
+// work root inside it: a job could otherwise rewrite the runner that
+// runs the next job. (Root only: the check is for a user of its own.)
+func TestAgent_ARunnerInstallTheRunnersUserCanWriteIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	_, _, host, _ := leasedHost(t)
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	nobody, _ := strconv.Atoi(u.Uid)
+	for name, setup := range map[string]func(install string){
+		"a file it owns":      func(install string) { os.Chown(filepath.Join(install, "bin", "Runner.Listener"), nobody, nobody) },
+		"a file others write": func(install string) { os.Chmod(filepath.Join(install, "bin", "Runner.Listener"), 0o757) },
+		"its directory":       func(install string) { os.Chown(install, nobody, nobody) },
+		"the work root in it": func(string) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.Chmod(dir, 0o755)
+			install := filepath.Join(dir, "actions-runner")
+			os.MkdirAll(filepath.Join(install, "bin"), 0o755)
+			os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+			os.WriteFile(filepath.Join(install, "bin", "Runner.Listener"), nil, 0o755)
+			setup(install)
+			work := filepath.Join(dir, "work")
+			if name == "the work root in it" {
+				work = filepath.Join(install, "work")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // an agent that starts runs until then
+			defer cancel()
+			err := agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", WorkRoot: work,
+				RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody"})
+			if !errors.Is(err, agent.ErrConfig) {
+				t.Errorf("an install with %s: %v, want ErrConfig", name, err)
+			}
+		})
 	}
 }
 
@@ -204,7 +275,8 @@ func TestCleanup_NoEscapeeOfTheRunnersUserSurvives(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Chmod(fifo, 0o666)
-			runner := filepath.Join(dir, "run.sh")
+			os.Mkdir(filepath.Join(dir, "actions-runner"), 0o755)
+			runner := filepath.Join(dir, "actions-runner", "run.sh")
 			os.WriteFile(runner, []byte("#!/bin/sh\nsetsid env -i "+bin+" "+fifo+" </dev/null >/dev/null 2>&1 &\nexec sleep 300\n"), 0o755)
 			up, gone := make(chan struct{}), make(chan struct{})
 			go func() { // EOF: no process holds the FIFO open any more
@@ -222,7 +294,7 @@ func TestCleanup_NoEscapeeOfTheRunnersUserSurvives(t *testing.T) {
 			}()
 			events := make(chan agent.Event, 1024)
 			go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
-				RunnerCmd: runner, RunnerUser: "nobody", Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+				RunnerCmd: runner, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
 			select {
 			case <-up:
 			case <-ctx.Done():
@@ -244,6 +316,176 @@ func TestCleanup_NoEscapeeOfTheRunnersUserSurvives(t *testing.T) {
 			case <-gone:
 			case <-ctx.Done():
 				t.Errorf("the %s escapee still runs after the cleanup was acknowledged", name)
+			}
+		})
+	}
+}
+
+// A restarted agent stops what the agent before it left running (a
+// killed agent's runner goes on as an orphan) before it takes its lease's
+// config again, and starts the job in a fresh directory: no second
+// runner, and, with a runner user, no job refused for the old one.
+func TestAgent_ARestartedAgentStopsWhatTheOldOneLeftRunning(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("lease processes are found through Linux's /proc")
+	}
+	for _, user := range []string{"", "nobody"} {
+		t.Run("runner user "+user, func(t *testing.T) {
+			if user != "" && os.Geteuid() != 0 {
+				t.Skip("a runner user needs root")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _, host, lease := leasedHost(t)
+			dir := t.TempDir()
+			os.Chmod(filepath.Dir(dir), 0o755) // the runner's user walks to its runner
+			os.Chmod(dir, 0o755)
+			_, fifo := fifoRunner(t, dir)
+			os.Chmod(fifo, 0o666)
+			os.Mkdir(filepath.Join(dir, "actions-runner"), 0o755)
+			runner := filepath.Join(dir, "actions-runner", "run.sh")
+			os.WriteFile(runner, []byte("#!/bin/sh\nenv > \""+fifo+"\"\nexec sleep 300\n"), 0o755)
+			work := filepath.Join(dir, "work")
+			os.MkdirAll(filepath.Join(work, lease), 0o755)
+			os.WriteFile(filepath.Join(work, lease, "stale"), nil, 0o644)
+			// The old agent's runner, still running: it carries the
+			// job's work directory, or only the runner's user.
+			orphan := exec.Command("sleep", "300")
+			orphan.Env = []string{"SPARK_LEASE=" + lease, "SPARK_WORK_DIR=" + filepath.Join(work, lease)}
+			orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if user != "" {
+				orphan.Env = nil
+				orphan.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+			}
+			if err := orphan.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer orphan.Process.Kill()
+			go orphan.Wait()
+			events := make(chan agent.Event, 1024)
+			go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: work,
+				RunnerCmd: runner, RunnerUser: user, Scratch: []string{}, Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+			started := make(chan error, 1)
+			go func() { _, err := os.ReadFile(fifo); started <- err }()
+			select { // the job's runner started
+			case err := <-started:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-ctx.Done():
+				t.Fatal("the restarted agent never started the job's runner")
+			}
+			if alive(orphan.Process.Pid) {
+				t.Errorf("the old agent's runner %d still runs beside the new one", orphan.Process.Pid)
+			}
+			if _, err := os.Stat(filepath.Join(work, lease, "stale")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the job started in the old try's directory: %v", err)
+			}
+			for len(events) > 0 {
+				if e := <-events; e.Kind == "preflight-failed" || e.Kind == "released" {
+					t.Errorf("%s: %v", e.Kind, e.Err)
+				}
+			}
+		})
+	}
+}
+
+// A tree deeper than the agent may hold descriptors for, which defeats
+// os.RemoveAll, is removed at cleanup too: a job cannot keep its host
+// from being cleaned.
+func TestCleanup_ATreeTooDeepForRemoveAllIsRemovedToo(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the descriptor count is read from Linux's /proc")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, ops, host, lease := leasedHost(t)
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "actions-runner"), 0o755)
+	runner := filepath.Join(dir, "actions-runner", "run.sh")
+	const depth = 600
+	os.WriteFile(runner, []byte("#!/bin/sh\nmkdir -p \"$SPARK_WORK_DIR/"+strings.Repeat("d/", depth)+"\" && echo made > \"$SPARK_WORK_DIR/made\"\nexec sleep 300\n"), 0o755)
+	fds, _ := os.ReadDir("/proc/self/fd")
+	var old syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old)
+	low := syscall.Rlimit{Cur: uint64(len(fds) + 200), Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Skip(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	events := make(chan agent.Event, 1024)
+	work := filepath.Join(dir, "work")
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: work,
+		RunnerCmd: runner, Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+	for made := false; !made; {
+		select {
+		case <-events:
+		case <-ctx.Done():
+			t.Fatal("the runner never made its tree")
+		}
+		_, err := os.Stat(filepath.Join(work, lease, "made"))
+		made = err == nil
+	}
+	st, _ := ops.Status(ctx, lease)
+	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == "cleaned" && e.Err == nil {
+				if _, err := os.Lstat(filepath.Join(work, lease)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the cleanup was acknowledged with the lease's directory there: %v", err)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the cleanup of a deep tree was never acknowledged")
+		}
+	}
+}
+
+// An agent's ID is its host's on its machine: one read from a disk image
+// cloned from another host or machine is not its own, so the clone cannot
+// take the config the original took; its own ID is.
+func TestAgent_AnIDClonedFromAnotherHostOrMachineIsNotItsOwn(t *testing.T) {
+	machine, err := os.ReadFile("/etc/machine-id")
+	if err != nil || len(strings.TrimSpace(string(machine))) == 0 {
+		t.Skip("no /etc/machine-id")
+	}
+	mid := strings.TrimSpace(string(machine))
+	for file, own := range map[string]bool{
+		"spark-2 " + mid + " original":                      true,
+		"spark-2 0123456789abcdef0123456789abcdef original": false,
+		"spark-9 " + mid + " original":                      false,
+		"original":                                          false,
+	} {
+		t.Run(file, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _, host, _ := leasedHost(t)
+			if _, err := host.TakeRunner(ctx, "spark-2", "original"); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			runner, _ := fifoRunner(t, dir)
+			work := filepath.Join(dir, "work")
+			os.Mkdir(work, 0o755)
+			os.WriteFile(filepath.Join(work, ".agent-id"), []byte(file+"\n"), 0o600)
+			took := make(chan error, 16)
+			go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: work,
+				RunnerCmd: runner, Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) {
+					if e.Kind == "runner-started" || e.Kind == "runner-config" {
+						took <- e.Err
+					}
+				}})
+			select {
+			case err := <-took:
+				if own && err != nil || !own && !errors.Is(err, spark.ErrConflict) {
+					t.Errorf("the agent with %q took the original's config: %v (its own: %v)", file, err, own)
+				}
+			case <-ctx.Done():
+				t.Fatal("the agent never tried the config")
 			}
 		})
 	}

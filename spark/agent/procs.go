@@ -15,6 +15,11 @@ import (
 	"github.com/gpugate/gpugate/spark"
 )
 
+// ErrLeftovers means files of the runner's user remain after a lease:
+// the cleanup is not acknowledged, and the host takes no work until they
+// are gone (or an operator clears it).
+var ErrLeftovers = errors.New("agent: files of the runner's user outlive the lease")
+
 // LeaseProcesses finds the processes of a lease's job that still run on
 // the host. The agent stops the runner's whole process group first; this
 // finds what left the group (a daemon, a setsid child) so that no process
@@ -41,15 +46,25 @@ type ProcEnviron struct{ Root string }
 
 // Of lists lease's processes.
 func (p ProcEnviron) Of(lease string) ([]int, error) {
-	root := p.Root
-	if root == "" {
-		root = "/proc"
-	}
+	markers := [][]byte{[]byte("SPARK_LEASE=" + lease + "\x00"), []byte("SPARK_LEASE_ID=" + lease + "\x00")}
+	return scanEnviron(p.Root, func(env []byte) bool {
+		for _, m := range markers {
+			if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// scanEnviron lists the processes in root (default "/proc"), but this
+// one, whose environment (NUL-separated) match accepts.
+func scanEnviron(root string, match func(env []byte) bool) ([]int, error) {
+	root = cmp.Or(root, "/proc")
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("%w: list processes in %s: %w", ErrProcesses, root, err)
 	}
-	markers := [][]byte{[]byte("SPARK_LEASE=" + lease + "\x00"), []byte("SPARK_LEASE_ID=" + lease + "\x00")}
 	self := os.Getpid()
 	var pids []int
 	for _, e := range entries {
@@ -61,14 +76,23 @@ func (p ProcEnviron) Of(lease string) ([]int, error) {
 		if err != nil {
 			continue // gone already, or another user's
 		}
-		for _, m := range markers {
-			if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
-				pids = append(pids, pid)
-				break
-			}
+		if match(env) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids, nil
+}
+
+// workProcs finds every process of any lease whose runner this host's
+// agent started in a directory under workRoot (its SPARK_WORK_DIR): what
+// an agent that was killed left running.
+type workProcs struct{ root, workRoot string }
+
+func (w workProcs) Of(string) ([]int, error) {
+	marker := []byte("SPARK_WORK_DIR=" + filepath.Clean(w.workRoot) + string(filepath.Separator))
+	return scanEnviron(w.root, func(env []byte) bool {
+		return bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...))
+	})
 }
 
 // stopLease stops every process of lease that procs finds and reports
@@ -214,15 +238,35 @@ type noProcesses struct{}
 
 func (noProcesses) Of(string) ([]int, error) { return nil, nil }
 
-// agentID is the ID in workRoot/.agent-id, made when there is none.
-func agentID(workRoot string) (string, error) {
+// agentID is the ID of host's agent on this machine, kept in
+// workRoot/.agent-id as "HOST MACHINE-ID ID": it is made anew when there
+// is none, or when the file names another host or machine (a disk image
+// cloned from another host's: two machines with one ID could both take a
+// lease's config).
+func agentID(workRoot, host string) (string, error) {
 	path := filepath.Join(workRoot, ".agent-id")
-	if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
-		return string(bytes.TrimSpace(data)), nil
+	machine := "unknown"
+	if data, err := os.ReadFile("/etc/machine-id"); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		machine = string(bytes.TrimSpace(data))
+	}
+	if data, err := os.ReadFile(path); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 3 && f[0] == host && f[1] == machine {
+			return f[2], nil
+		}
 	}
 	id := spark.NewToken()[:16]
-	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(host+" "+machine+" "+id+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("%w: the agent's ID: %w", ErrConfig, err)
 	}
 	return id, nil
+}
+
+// shorten keeps a path short enough to read in an error: a hostile job's
+// tree can be thousands of levels deep.
+func shorten(path string) string {
+	const most = 160
+	if len(path) <= most {
+		return path
+	}
+	return path[:most/2] + "…" + path[len(path)-most/2:]
 }

@@ -42,16 +42,26 @@ type Config struct {
 	// runner's environment.
 	RunnerCmd string
 	RunnerEnv []string
-	// RunnerWork is the runner's own work folder, where the job's
-	// checkout, actions and tools go (default: _work beside RunnerCmd, the
-	// Actions runner's); it is removed at each cleanup.
+	// RunnerWork is the runner's own work folder when it runs as the
+	// agent's user, where the job's checkout, actions and tools go
+	// (default: _work beside RunnerCmd, the Actions runner's); it is
+	// removed at each cleanup.
 	RunnerWork string
 	// RunnerUser, when set, is the user the runner runs as (the agent
 	// must be able to switch to it: root, or CAP_SETUID and CAP_SETGID),
 	// owning the lease's work directory. Run the runner as a user of its
 	// own: code under test then cannot read the agent's environment, its
 	// token file or its memory, and so never holds the host's credential.
+	// Each job then runs its own copy of the runner's install (the
+	// directory of RunnerCmd, which that user must not be able to write)
+	// in the lease's directory, with its HOME and TMPDIR there too, and
+	// after the lease everything that user owns in Scratch is removed:
+	// nothing a job writes reaches the next.
 	RunnerUser string
+	// Scratch are the directories where the runner's user can leave
+	// files outside the lease's directory (default: /tmp, /var/tmp,
+	// /dev/shm and its home directory).
+	Scratch []string
 	// The preflight's settings: free bytes the job needs, a pair's link
 	// check and the service-released check (shell commands).
 	MinFree                       uint64
@@ -117,13 +127,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
 	}
 	a := &runner{}
-	var runnerUID, runnerGID uint32
 	if cfg.RunnerUser != "" {
-		uid, gid, err := lookupUser(cfg.RunnerUser)
+		ids, err := lookupRunner(cfg.RunnerUser)
 		if err != nil {
 			return err
 		}
-		runnerUID, runnerGID = uid, gid
+		if err := checkInstall(filepath.Dir(cfg.RunnerCmd), cfg.WorkRoot, ids); err != nil {
+			return err
+		}
+		a.ids = &ids
 	}
 	if cfg.GPU == nil {
 		cfg.GPU = spark.NvidiaSMIApps{}
@@ -141,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// The runner's user runs nothing but jobs: every process of it
 		// is a job's, whatever environment it kept, whatever finds the
 		// lease's other processes.
-		a.runnerUser = ProcUser{UID: runnerUID, GID: runnerGID}
+		a.runnerUser = ProcUser{UID: a.ids.uid, GID: a.ids.gid}
 		cfg.Processes = AnyOf{cfg.Processes, a.runnerUser}
 	}
 	if cfg.RunnerWork == "" {
@@ -164,12 +176,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.WorkRoot, 0o755); err != nil {
 		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
 	}
-	id, unlock, err := claimHost(cfg.WorkRoot)
+	id, unlock, err := claimHost(cfg.WorkRoot, cfg.Host)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	a.cfg, a.instance = cfg, id
+	a.clearHost()
 	var wg sync.WaitGroup
 	if cfg.Service != nil {
 		wg.Go(func() { a.orders(ctx) })
@@ -193,8 +206,45 @@ type runner struct {
 	job      *job
 	instance string // this host's agent, across restarts: only it takes its leases' configs again
 	// runnerUser finds the runner user's processes (when it has one of
-	// its own, on Linux).
+	// its own, on Linux); ids is that user.
 	runnerUser LeaseProcesses
+	ids        *runnerIDs
+}
+
+// clearHost stops what an earlier agent of this host left, before the
+// first round: a killed agent leaves its runner running. Every process of
+// a job started under the work root, and every process of the runner's
+// user, is stopped, every lease's directory removed and the runner user's
+// files swept; a job whose runner it was is started again from its
+// config, in a fresh directory. What fails is logged, and the next job
+// does not start while a process of the runner's user runs.
+func (a *runner) clearHost() {
+	var procs AnyOf
+	if runtime.GOOS == "linux" {
+		procs = append(procs, workProcs{workRoot: a.cfg.WorkRoot})
+	}
+	if a.runnerUser != nil {
+		procs = append(procs, a.runnerUser)
+	}
+	if err := stopLease(procs, "any"); err != nil {
+		a.event("restart-cleanup", "", err)
+	}
+	entries, err := os.ReadDir(a.cfg.WorkRoot)
+	if err != nil {
+		a.event("restart-cleanup", "", err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			if err := removeTree(filepath.Join(a.cfg.WorkRoot, e.Name())); err != nil {
+				a.event("restart-cleanup", "", err)
+			}
+		}
+	}
+	if a.ids != nil {
+		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), a.ids.uid); err != nil {
+			a.event("restart-cleanup", "", err)
+		}
+	}
 }
 
 func (a *runner) event(kind, lease string, err error) {
@@ -270,7 +320,13 @@ func (a *runner) start(ctx context.Context, lease string) {
 		a.job.release = true
 		a.event("released", lease, cl.Release(ctx, lease, asg.Token))
 	}
+	// Each job starts in a directory of its own, made anew: what an
+	// earlier try at the lease left there is gone.
 	dir := filepath.Join(a.cfg.WorkRoot, lease)
+	if err := removeTree(dir); err != nil {
+		fail("preflight-failed", err)
+		return
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		fail("preflight-failed", err)
 		return
@@ -299,11 +355,30 @@ func (a *runner) start(ctx context.Context, lease string) {
 	cmd := exec.Command(a.cfg.RunnerCmd)
 	cmd.Dir = dir
 	newGroup(cmd) // its whole process group is stopped at cleanup
-	if a.cfg.RunnerUser != "" {
-		if err := asUser(cmd, dir, a.cfg.RunnerUser); err != nil {
-			fail("runner-started", err)
+	var private []string
+	if a.ids != nil {
+		// The job's own runner, home and temporary directory, all in the
+		// lease's directory: what it writes goes with it.
+		home, tmp, own := filepath.Join(dir, "home"), filepath.Join(dir, "tmp"), filepath.Join(dir, "runner")
+		err := asUser(cmd, dir, a.cfg.RunnerUser)
+		for _, d := range []string{home, tmp} {
+			if err == nil {
+				err = os.Mkdir(d, 0o700)
+			}
+			if err == nil {
+				err = os.Chown(d, int(a.ids.uid), int(a.ids.gid))
+			}
+		}
+		if err == nil {
+			err = freshRunner(filepath.Dir(a.cfg.RunnerCmd), own, *a.ids)
+		}
+		if err != nil {
+			fail("runner-started", fmt.Errorf("agent: the job's own runner in %s: %w", dir, err))
 			return
 		}
+		cmd.Path = filepath.Join(own, filepath.Base(a.cfg.RunnerCmd))
+		cmd.Args[0] = cmd.Path
+		private = []string{"HOME=" + home, "TMPDIR=" + tmp}
 	}
 	for _, kv := range os.Environ() {
 		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(credentialEnv, name) && name != "ACTIONS_RUNNER_INPUT_JITCONFIG" {
@@ -311,6 +386,7 @@ func (a *runner) start(ctx context.Context, lease string) {
 		}
 	}
 	cmd.Env = append(cmd.Env, a.cfg.RunnerEnv...)
+	cmd.Env = append(cmd.Env, private...)
 	// The job's own credential (RoleJob), never the host's: its preflight
 	// and receipt steps use it, and it can do nothing else.
 	cmd.Env = append(cmd.Env, "SPARK_ADDR="+cl.Addr(), "SPARK_TOKEN="+asg.JobToken.Reveal(),
@@ -357,10 +433,22 @@ func (a *runner) cleanup(ctx context.Context, lease string) {
 		a.event("cleaned", lease, err)
 		return
 	}
-	// The lease's directory, and the runner's own work folder, where the
-	// job's checkout, actions and tools are: the next job starts clean.
-	for _, dir := range []string{filepath.Join(a.cfg.WorkRoot, lease), a.cfg.RunnerWork} {
-		if err := os.RemoveAll(dir); err != nil {
+	// The lease's directory, and, with no runner user of its own, the
+	// runner's work folder, where the job's checkout, actions and tools
+	// are; with one, everything that user owns outside the lease's
+	// directory: the next job starts clean.
+	dirs := []string{filepath.Join(a.cfg.WorkRoot, lease)}
+	if a.ids == nil {
+		dirs = append(dirs, a.cfg.RunnerWork)
+	}
+	for _, dir := range dirs {
+		if err := removeTree(dir); err != nil {
+			a.event("cleaned", lease, err)
+			return
+		}
+	}
+	if a.ids != nil {
+		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), a.ids.uid); err != nil {
 			a.event("cleaned", lease, err)
 			return
 		}

@@ -1,0 +1,299 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// maxInstallEntries bounds the runner's install: the Actions runner has a
+// few thousand files, and a -runner outside a directory of its own would
+// copy whatever surrounds it into every lease.
+const maxInstallEntries = 50_000
+
+// runnerIDs is the runner's user: its IDs and its groups.
+type runnerIDs struct {
+	uid, gid uint32
+	groups   []uint32
+	home     string
+}
+
+// lookupRunner is user name's IDs, groups and home.
+func lookupRunner(name string) (runnerIDs, error) {
+	uid, gid, err := lookupUser(name)
+	if err != nil {
+		return runnerIDs{}, err
+	}
+	ids := runnerIDs{uid: uid, gid: gid, groups: []uint32{gid}}
+	if u, err := user.Lookup(name); err == nil {
+		ids.home = u.HomeDir
+		gids, _ := u.GroupIds()
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				ids.groups = append(ids.groups, uint32(n))
+			}
+		}
+	}
+	return ids, nil
+}
+
+// writableBy reports whether the runner's user may change the entry
+// whose lstat is st: it owns it, or a write bit applies to it. A
+// directory with the sticky bit (/tmp) lets it add entries, never rename
+// another user's, so for what lies below only ownership counts there.
+func (r runnerIDs) writableBy(st *syscall.Stat_t, sticky bool) bool {
+	mode := uint32(st.Mode)
+	switch {
+	case st.Uid == r.uid:
+		return true
+	case sticky && mode&syscall.S_ISVTX != 0:
+		return false
+	case mode&0o002 != 0:
+		return true
+	case mode&0o020 != 0 && slices.Contains(r.groups, st.Gid):
+		return true
+	}
+	return false
+}
+
+// checkInstall refuses a runner install (the directory of run.sh) that the
+// runner's user could change, as the path to it or anything in it (a job
+// could then rewrite the runner of the next job), one with more than
+// maxInstallEntries entries, and a work root inside it.
+func checkInstall(install, workRoot string, r runnerIDs) error {
+	fix := fmt.Sprintf("install the runner as root (chown -R root:root %s; chmod -R go-w %s): each job runs its own copy of it", install, install)
+	for dir := filepath.Dir(install); ; dir = filepath.Dir(dir) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err != nil {
+			return fmt.Errorf("%w: the runner's install %s: %w", ErrConfig, install, err)
+		}
+		if r.writableBy(&st, true) {
+			return fmt.Errorf("%w: runner user %d can write %s, above the runner's install %s: it could replace the runner; make it root's, not writable by others", ErrConfig, r.uid, dir, install)
+		}
+		if dir == filepath.Dir(dir) {
+			break
+		}
+	}
+	if rel, err := filepath.Rel(install, workRoot); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return fmt.Errorf("%w: the work root %s is inside the runner's install %s: put it elsewhere", ErrConfig, workRoot, install)
+	}
+	n := 0
+	return filepath.WalkDir(install, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
+		}
+		if n++; n > maxInstallEntries {
+			return fmt.Errorf("%w: the runner's install %s has more than %d entries: -runner must be the Actions runner's run.sh in a directory of its own", ErrConfig, install, maxInstallEntries)
+		}
+		if skipInstall(install, path) {
+			return fs.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
+			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
+		}
+		return nil
+	})
+}
+
+// skipInstall reports whether path is a work or log folder at the top of
+// the install (from a runner that ran there before): no job's copy has it.
+func skipInstall(install, path string) bool {
+	return filepath.Dir(path) == install && (filepath.Base(path) == "_work" || filepath.Base(path) == "_diag")
+}
+
+// freshRunner makes dst the lease's own copy of the runner's install:
+// its directories made anew and owned by the runner's user, its files
+// hard links to the install's (which that user cannot write; a copy where
+// no link can be made), so whatever the job writes there, in whatever
+// path (its work folder, logs, an update of the runner), goes with the
+// lease's directory.
+func freshRunner(install, dst string, r runnerIDs) error {
+	return filepath.WalkDir(install, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if skipInstall(install, path) {
+			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(install, path)
+		to := filepath.Join(dst, rel)
+		switch t := d.Type(); {
+		case t.IsDir():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := os.Mkdir(to, info.Mode().Perm()|0o700); err != nil {
+				return err
+			}
+			return os.Lchown(to, int(r.uid), int(r.gid))
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case t.IsRegular():
+			if os.Link(path, to) == nil {
+				return nil
+			}
+			return copyFile(path, to)
+		}
+		return nil // a FIFO, socket or device: no runner's
+	})
+}
+
+// copyFile copies regular file src to dst with its mode.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	info, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// scratchRoots are where the runner's user can leave files outside the
+// lease's directory: its home and the system's temporary directories.
+func (r runnerIDs) scratchRoots(extra []string) []string {
+	roots := []string{"/tmp", "/var/tmp", "/dev/shm"}
+	if r.home != "" {
+		roots = append(roots, r.home)
+	}
+	if extra != nil {
+		roots = extra
+	}
+	return roots
+}
+
+// sweepUser removes everything the runner's user owns under roots (the
+// roots themselves kept; symbolic links never followed; other file
+// systems mounted below not entered), then looks again: what remains is
+// ErrLeftovers, naming it.
+func sweepUser(roots []string, uid uint32) error {
+	var errs []error
+	for _, root := range roots {
+		err := walkOwned(root, uid, func(path string) error {
+			if err := removeTree(path); err != nil {
+				errs = append(errs, err)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var left []string
+	for _, root := range roots {
+		_ = walkOwned(root, uid, func(path string) error {
+			left = append(left, shorten(path))
+			if len(left) == 3 {
+				return fs.SkipAll
+			}
+			return nil
+		})
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w: %s and what else runner user %d owns there: %w", ErrLeftovers, strings.Join(left, ", "), uid, errors.Join(errs...))
+	}
+	return nil
+}
+
+// walkOwned calls found for each entry under root that uid owns (found's
+// fs.SkipAll stops the walk), not entering it, a symbolic link or another
+// file system. A root that does not exist has none.
+func walkOwned(root string, uid uint32, found func(string) error) error {
+	var top syscall.Stat_t
+	if err := syscall.Lstat(root, &top); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("agent: look for the runner user's files in %s: %w", root, err)
+	}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if path == root {
+			return nil
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return nil // gone since it was listed
+		}
+		switch {
+		case st.Dev != top.Dev:
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		case st.Uid == uid:
+			if err := found(path); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.SkipAll) {
+		return fmt.Errorf("agent: look for the runner user's files in %s: %w", root, err)
+	}
+	return nil
+}
+
+// removeTree removes path and all it holds. A tree deeper than the
+// process may hold descriptors for defeats os.RemoveAll, which keeps one
+// open per level; GNU rm walks any depth, so it takes over then.
+func removeTree(path string) error {
+	err := os.RemoveAll(path)
+	if err == nil {
+		return nil
+	}
+	args := []string{"-rf", "--", path}
+	if runtime.GOOS == "linux" {
+		args = []string{"-rf", "--one-file-system", "--", path}
+	}
+	if exec.Command("rm", args...).Run() == nil {
+		if _, serr := os.Lstat(path); errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = &fs.PathError{Op: pe.Op, Path: shorten(pe.Path), Err: pe.Err}
+	}
+	return fmt.Errorf("agent: remove %s: %w", shorten(path), err)
+}
