@@ -329,6 +329,13 @@ const receiptKey = "receipt"
 // evidence receipt ("sha256:<hex>"), "" when none was recorded.
 func ReceiptDigest(r Request) string { return r.Annotations[receiptKey] }
 
+// DigestReceipt is a receipt's digest as the controller stores it
+// ("sha256:<hex>").
+func DigestReceipt(receipt []byte) string {
+	sum := sha256.Sum256(receipt)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // RecordReceipt stores the digest of active lease id's evidence receipt
 // (what its test entry point printed, 1 byte to MaxReceipt) with the
 // lease and returns it; a lease's check passes only with one. A lease has
@@ -338,8 +345,7 @@ func (c *Controller) RecordReceipt(ctx context.Context, id string, receipt []byt
 	if len(receipt) == 0 || len(receipt) > MaxReceipt {
 		return "", fmt.Errorf("%w: a receipt is 1 byte to %d KiB (large logs stay in the work directory)", ErrInvalid, MaxReceipt>>10)
 	}
-	sum := sha256.Sum256(receipt)
-	digest := "sha256:" + hex.EncodeToString(sum[:])
+	digest := DigestReceipt(receipt)
 	same := false
 	err := c.tx(ctx, func(tx Tx) error {
 		same = false

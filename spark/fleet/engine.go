@@ -197,7 +197,7 @@ func (d *Daemon) follow(ctx context.Context, r spark.Request, log *slog.Logger) 
 		return
 	}
 	run := sparkgh.EngineRun{Name: o.Run.Name, Succeeded: o.Succeeded, Why: o.Reason, URL: d.Engine.RunURL(o.Run)}
-	if o.Succeeded && d.fromGitHub(r) && spark.ReceiptDigest(r) == "" {
+	if o.Succeeded && d.fromGitHub(r) {
 		if !d.recordReceipt(ctx, r, o.Run, &run, log) {
 			return // tried again next round
 		}
@@ -209,17 +209,31 @@ func (d *Daemon) follow(ctx context.Context, r spark.Request, log *slog.Logger) 
 // from the run's output; false when it should be tried again next round.
 // A run whose output ends with no receipt, or whose receipt could not be
 // read within receiptTries rounds, is concluded without one: its check
-// fails.
+// fails. A receipt the task recorded itself (through the host API) stands
+// when the output ends with none; when the output's receipt is another,
+// the lease has two receipts and neither is trusted: its check fails.
 func (d *Daemon) recordReceipt(ctx context.Context, r spark.Request, o dstack.Run, run *sparkgh.EngineRun, log *slog.Logger) bool {
+	had := spark.ReceiptDigest(r)
 	rec, err := d.Engine.Receipt(ctx, o)
-	if err == nil {
+	switch {
+	case err == nil && had != "" && spark.DigestReceipt(rec) == had:
+		return true // recorded already: a round whose conclusion failed
+	case err == nil && had == "":
 		_, err = d.Controller.RecordReceipt(ctx, r.ID, rec)
+	case err == nil:
+		err = fmt.Errorf("%w: the run's output ends with receipt %s", spark.ErrConflict, spark.DigestReceipt(rec))
 	}
 	switch {
 	case err == nil:
 		return true
+	case errors.Is(err, spark.ErrConflict):
+		log.Error("sparkd.engine_two_receipts", "request", r.ID, "run", o.Name, "recorded", had, "error", err)
+		run.Succeeded, run.Why = false, "successfully, but its output's evidence receipt is not the one recorded for the lease: with two receipts neither is trusted (the controller's log has both digests)"
+		return true
 	case errors.Is(err, dstack.ErrNoReceipt):
-		log.Warn("sparkd.engine_no_receipt", "request", r.ID, "run", o.Name, "error", err, "why", "its check fails: a pass needs the entry point's receipt as the output's last line")
+		if had == "" {
+			log.Warn("sparkd.engine_no_receipt", "request", r.ID, "run", o.Name, "error", err, "why", "its check fails: a pass needs the entry point's receipt as the output's last line")
+		}
 		return true
 	}
 	if d.receiptFailures == nil {

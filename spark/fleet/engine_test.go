@@ -466,3 +466,43 @@ func TestEngineRound_AnEndedLeasesRunIsStoppedBeforeTheNextIsSubmitted(t *testin
 		}
 	})
 }
+
+// A lease has one evidence receipt: when the task recorded one itself and
+// its output ends with another, neither is trusted and its check fails;
+// the same one twice, or the task's own with none in the output, passes.
+func TestEngineRound_TwoDifferentReceiptsFailTheCheck(t *testing.T) {
+	for name, tc := range map[string]struct {
+		recorded, output, want string
+	}{
+		"another in the output": {`{"by":"the task"}`, `{"ok":true}` + "\n", "failure"},
+		"the same in both":      {`{"ok":true}`, `{"ok":true}` + "\n", "success"},
+		"none in the output":    {`{"by":"the task"}`, "Done.\n", "success"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				w := newEngineWorld(t)
+				w.label(t, "spark-test")
+				w.round(ctx)
+				w.round(ctx)
+				_, live, _ := w.c.Snapshot(ctx)
+				if len(live) != 1 || live[0].State != spark.Active {
+					t.Fatalf("the lane is not granted: %+v", live)
+				}
+				id := live[0].ID
+				if _, err := w.c.RecordReceipt(ctx, id, []byte(tc.recorded)); err != nil {
+					t.Fatal(err)
+				}
+				run := w.d.Engine.RunName(id)
+				w.fake.Output(run, 0, dstacktest.LogStdout, tc.output)
+				w.fake.Finish(run, false)
+				for range 3 {
+					w.round(ctx)
+				}
+				if got := w.gh.last()[id]; got.Conclusion != tc.want {
+					t.Errorf("recorded %s, output %q: the check %+v, want %s", tc.recorded, tc.output, got, tc.want)
+				}
+			})
+		})
+	}
+}
