@@ -76,6 +76,12 @@ type Config struct {
 	// spec, which dstack shows to project members: never put a secret
 	// here.
 	Env map[string]string
+	// Secrets maps an environment variable of every run to a secret of
+	// the dstack project (dstack secret set NAME VALUE), which dstack
+	// puts there when the run starts: the run spec holds only the
+	// reference, ${{ secrets.NAME }}. A private repository's read-only
+	// clone credential goes here.
+	Secrets map[string]string
 	// Abort stops runs without dstack's graceful shutdown.
 	Abort bool
 }
@@ -98,6 +104,10 @@ var runNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,40}$`)
 
 var envNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// secretNameRE is dstack's rule for secret names
+// (server/services/secrets.py).
+var secretNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+
 var ides = []string{"", "vscode", "cursor", "windsurf", "zed"}
 
 // NewBackend returns the backend for cfg, calling dstack through c.
@@ -119,6 +129,16 @@ func NewBackend(c *Client, cfg Config) (*Backend, error) {
 	for k := range cfg.Env {
 		if !envNameRE.MatchString(k) || strings.HasPrefix(k, "SPARK_") {
 			return nil, fmt.Errorf("%w: env %q: names are letters, digits and underscores, and SPARK_ is the backend's own", ErrConfig, k)
+		}
+	}
+	for k, name := range cfg.Secrets {
+		switch _, dup := cfg.Env[k]; {
+		case !envNameRE.MatchString(k) || strings.HasPrefix(k, "SPARK_"):
+			return nil, fmt.Errorf("%w: secrets %q: names are letters, digits and underscores, and SPARK_ is the backend's own", ErrConfig, k)
+		case dup:
+			return nil, fmt.Errorf("%w: %s is in both env and secrets: keep one", ErrConfig, k)
+		case !secretNameRE.MatchString(name):
+			return nil, fmt.Errorf("%w: secrets.%s: %q is not a dstack secret name (letters, digits, - and _, at most 200)", ErrConfig, k, name)
 		}
 	}
 	for host, hn := range cfg.Hosts {
@@ -323,6 +343,9 @@ func (b *Backend) spec(w LeaseWork) (RunSpec, error) {
 	env := map[string]string{}
 	for k, v := range b.cfg.Env {
 		env[k] = v
+	}
+	for k, name := range b.cfg.Secrets {
+		env[k] = "${{ secrets." + name + " }}"
 	}
 	env[EnvLeaseID], env[EnvClass], env[EnvHosts], env[EnvTopology] = w.LeaseID, string(w.Class), strings.Join(w.Hosts, ","), string(w.Topology)
 	if w.Suite != "" {

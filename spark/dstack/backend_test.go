@@ -279,12 +279,15 @@ func TestRunName_IsDeterministicAndAValidDstackName(t *testing.T) {
 func TestNewBackend_RefusesASettingItCannotWorkWith(t *testing.T) {
 	f := newFixture(t, "cluster")
 	for name, cfg := range map[string]dstack.Config{
-		"no fleet":     {},
-		"bad prefix":   {Fleet: "spark", RunPrefix: "Spark_"},
-		"unknown ide":  {Fleet: "spark", IDE: "emacs"},
-		"spark env":    {Fleet: "spark", Env: map[string]string{"SPARK_LEASE_ID": "x"}},
-		"bad env name": {Fleet: "spark", Env: map[string]string{"A-B": "x"}},
-		"empty host":   {Fleet: "spark", Hosts: map[string]string{"spark-1": " "}},
+		"no fleet":       {},
+		"bad prefix":     {Fleet: "spark", RunPrefix: "Spark_"},
+		"unknown ide":    {Fleet: "spark", IDE: "emacs"},
+		"spark env":      {Fleet: "spark", Env: map[string]string{"SPARK_LEASE_ID": "x"}},
+		"bad env name":   {Fleet: "spark", Env: map[string]string{"A-B": "x"}},
+		"empty host":     {Fleet: "spark", Hosts: map[string]string{"spark-1": " "}},
+		"spark secret":   {Fleet: "spark", Secrets: map[string]string{"SPARK_SHA": "clone"}},
+		"bad secret":     {Fleet: "spark", Secrets: map[string]string{"GIT_TOKEN": "clone token"}},
+		"env and secret": {Fleet: "spark", Env: map[string]string{"GIT_TOKEN": "x"}, Secrets: map[string]string{"GIT_TOKEN": "clone"}},
 	} {
 		if _, err := dstack.NewBackend(f.c, cfg); !errors.Is(err, dstack.ErrConfig) {
 			t.Errorf("%s: NewBackend = %v, want ErrConfig", name, err)
@@ -415,5 +418,27 @@ func TestSweep_AFailedStopNamesTheRuns(t *testing.T) {
 	}
 	if stopped, err := f.b.Sweep(ctx, func(string) (bool, error) { return false, nil }); err != nil || !slices.Equal(stopped, []string{name}) {
 		t.Fatalf("the next Sweep = %v, %v; want [%s]", stopped, err, name)
+	}
+}
+
+// A private repository's clone credential reaches the run as a dstack
+// secret: the run spec holds only the reference, which dstack resolves
+// when the run starts, never the value.
+func TestStart_ASecretIsAReferenceInTheRunSpecNeverItsValue(t *testing.T) {
+	f := newFixture(t, "cluster")
+	b, err := dstack.NewBackend(f.c, dstack.Config{Fleet: fleetName, Hosts: hostnames, Secrets: map[string]string{"GIT_TOKEN": "spark-clone_1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := b.Start(ctx, ciWork("r-0a1b2c3d4e5f6072", "spark-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := f.srv.Run(name)
+	if !ok {
+		t.Fatalf("no run %s", name)
+	}
+	if got := r.Env["GIT_TOKEN"]; got != "${{ secrets.spark-clone_1 }}" {
+		t.Errorf("GIT_TOKEN = %q, want the reference to the project's secret", got)
 	}
 }

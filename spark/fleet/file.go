@@ -95,6 +95,10 @@ type DstackSettings struct {
 	Image     string              `yaml:"image"`
 	IDE       string              `yaml:"ide"` // a development lease's dev environment: vscode, cursor, windsurf, zed or none
 	Suites    map[string][]string `yaml:"suites"`
+	// Secrets maps a run's environment variable to a dstack project
+	// secret (a private repository's clone credential): the run spec
+	// holds only the reference.
+	Secrets map[string]string `yaml:"secrets"`
 }
 
 // Backend builds the dstack backend of these settings, reading the
@@ -108,7 +112,7 @@ func (d *DstackSettings) Backend() (*dstack.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: dstack: %w", ErrInvalid, err)
 	}
-	b, err := dstack.NewBackend(c, dstack.Config{Fleet: d.Fleet, Hosts: d.Hosts, RunPrefix: d.RunPrefix, Image: d.Image, IDE: d.IDE})
+	b, err := dstack.NewBackend(c, dstack.Config{Fleet: d.Fleet, Hosts: d.Hosts, RunPrefix: d.RunPrefix, Image: d.Image, IDE: d.IDE, Secrets: d.Secrets})
 	if err != nil {
 		return nil, fmt.Errorf("%w: dstack: %w", ErrInvalid, err)
 	}
