@@ -70,8 +70,8 @@ func TestAnIdleServiceHostWithNoLeaseOrPendingGrantRestoresTheService(t *testing
 		if st := f.status(t, pair.ID).Request; st.State != spark.Queued {
 			t.Fatalf("the pair is %s, want queued: the scenario tests nothing", st.State)
 		}
-		if h := f.host(t, "spark-1"); h.Mode != spark.Idle || h.Lease != "" {
-			t.Fatalf("spark-1 is %s (lease %q) after its lending, want idle: the scenario tests nothing", h.Mode, h.Lease)
+		if h := f.host(t, "spark-1"); h.Lease != "" {
+			t.Fatalf("spark-1 is %s leased to %q after its lending, want no lease: the scenario tests nothing", h.Mode, h.Lease)
 		}
 		if err := f.c.Cancel(ctx, pair.ID); err != nil {
 			t.Fatal(err)
@@ -94,6 +94,39 @@ func TestAnIdleServiceHostWithNoLeaseOrPendingGrantRestoresTheService(t *testing
 		if st.Request.State != spark.Queued || !strings.Contains(st.Pending, "runs the resident service") {
 			t.Errorf("the second background CI (priority 20) is %s on %v (pending %q): it must not borrow the service host",
 				st.Request.State, st.Request.Hosts, st.Pending)
+		}
+	})
+}
+
+// The resident service does not stay stopped while the request it was
+// lent for waits: when a pair's other host is no longer free once the
+// service stopped, the service is restored at once, and lent again when
+// both hosts are free, for the pair's grant.
+func TestALentServiceHostIsRestoredWhileItsPairWaitsForTheOtherHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &stopHook{Service: &sparktest.Service{}}
+		f := newFleet(t, func(o *spark.Options) { o.Service = svc })
+		f.svc = svc.Service
+		svc.hook = func() { // spark-2 turns busy while spark-1's service stops
+			if err := f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-2", GPUProcesses: 2}); err != nil {
+				t.Error(err)
+			}
+		}
+		pair := f.submit(t, spark.SubmitRequest{Class: spark.Development, Topology: spark.Pair})
+		f.reconcile(t)
+		svc.hook = nil
+		if st := f.status(t, pair.ID).Request; st.State != spark.Queued {
+			t.Fatalf("the pair is %s, want queued: the scenario tests nothing", st.State)
+		}
+		f.reconcile(t)
+		if h := f.host(t, "spark-1"); h.Mode != spark.ServiceRunning {
+			t.Errorf("spark-1 is %s while its pair waits for spark-2, want the resident service running again", h.Mode)
+		}
+		f.beat(t, 0, 0) // spark-2 is clean again
+		f.reconcile(t)
+		if st := f.status(t, pair.ID).Request; st.State != spark.Active || !slices.Equal(st.Hosts, []string{"spark-1", "spark-2"}) &&
+			!slices.Equal(st.Hosts, []string{"spark-2", "spark-1"}) {
+			t.Errorf("the pair is %s on %v once both hosts are free, want active on both", st.State, st.Hosts)
 		}
 	})
 }

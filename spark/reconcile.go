@@ -274,7 +274,8 @@ func (c *Controller) unlentServiceHosts(tx Tx, hosts []Host, now time.Time) erro
 // service drained, stopped and verified released) leaves the host Idle
 // with none of the GPU processes it reported up to then: those were the
 // service's, and the grant the lending was for is made at once when the
-// request's hosts are free for it.
+// request's hosts are free for it; when they are not, the service is
+// restored rather than left stopped while the request waits.
 func (c *Controller) finishJob(tx Tx, j serviceJob, jerr error, done time.Time) (*Request, error) {
 	hosts, err := tx.Hosts()
 	if err != nil {
@@ -322,7 +323,16 @@ func (c *Controller) finishJob(tx Tx, j serviceJob, jerr error, done time.Time) 
 			}
 			return &g, nil
 		}
-		return nil, nil
+		// Its other hosts are not free for it any more (a pair's second
+		// host was taken, or reports processes): the service does not
+		// stay down while the request waits. It is restored, and lent
+		// again once all the request's hosts are free.
+		h.Mode, h.Pending, h.RestoreAttempts, h.NextRestore = Restoring, "", 0, now
+		if err := tx.PutHost(h); err != nil {
+			return nil, err
+		}
+		return nil, c.event(tx, Event{Kind: "restoring", Host: h.Name, Request: r.ID,
+			Detail: "the request the service was stopped for cannot start yet (its other hosts are not free): restoring the resident service until they are"})
 	}
 	var r Request
 	var hasReq bool
