@@ -115,8 +115,9 @@ type job struct {
 // job, releases a lease whose runner exited without GitHub reporting the
 // job's end, and after a lease ends stops what is left of its job, removes
 // its work directory, counts the GPU's processes and acknowledges the
-// cleanup. On the service host it runs the controller's orders. Only a
-// Config it cannot run with is an error.
+// cleanup. Before its first round it stops what an earlier agent of the
+// host left running (clearHost). On the service host it runs the
+// controller's orders. Only a Config it cannot run with is an error.
 func Run(ctx context.Context, cfg Config) error {
 	switch {
 	case cfg.Client == nil || cfg.Host == "":
