@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/gpugate/gpugate/spark/dstack"
 	"github.com/gpugate/gpugate/spark/dstack/dstacktest"
 	"github.com/gpugate/gpugate/spark/sparkgh"
-	"github.com/gpugate/gpugate/spark/sparktest"
 )
 
 // The engine's tests of the lanes that are not a pull request's: the
@@ -63,45 +61,14 @@ func (g *lanesGitHub) CreateCheck(ctx context.Context, repo, sha, name string, c
 // fleet file's schedules: entries, YAML), on lanesGitHub.
 func newLanesWorld(t *testing.T, topology spark.Topology, schedules string) (*engineWorld, *lanesGitHub, File) {
 	t.Helper()
-	f, err := Load([]byte(`hosts:
-  - {name: spark-1, managed: true, agent: true}
-  - {name: spark-2, managed: true, agent: true}
-preferred_host: spark-2
-pair_test: true
-engine: dstack
-dstack: {url: "` + dstacktest.BaseURL + `", project: main, fleet: spark, token_file: unused, suites: {smoke: [make smoke], performance: [make perf]}}
-github:
-  merge_queue: {suite: smoke, topology: ` + string(topology) + `, branches: [main]}
-` + schedules))
-	if err != nil {
-		t.Fatal(err)
-	}
 	gh := &lanesGitHub{memGitHub: newMemGitHub(), branches: map[string]string{
 		lanesRepo + "@" + strings.TrimPrefix(groupRef, "refs/heads/"): groupHead,
 		lanesRepo + "@main": mainCommit,
 	}}
 	gh.prs[7] = sparkgh.PR{Repo: lanesRepo, Number: 7, HeadSHA: prHead, Open: true, HeadRepoID: 9, BaseRepoID: 9}
-	w := &engineWorld{gh: gh.memGitHub, fake: dstacktest.New()}
-	w.fake.AddFleet(dstacktest.FleetSpec{Name: "spark", Placement: "cluster", Hosts: []string{"spark-1", "spark-2"}})
-	client, err := dstack.NewClient(dstacktest.BaseURL, dstacktest.Token, dstacktest.Project, w.fake.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := dstack.NewBackend(client, dstack.Config{Fleet: "spark"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := f.GitHub
-	cfg.WebhookSecret = "webhook-secret-123"
-	if w.in, err = sparkgh.New(cfg, nil, gh, nil); err != nil {
-		t.Fatal(err)
-	}
-	f.Options.OnGrant = w.in.OnGrant
-	if w.c, err = spark.New(sparktest.NewStore(), f.Options); err != nil {
-		t.Fatal(err)
-	}
-	w.in.SetController(w.c)
-	w.d = &Daemon{Controller: w.c, GitHub: w.in, Engine: engine, Suites: f.Dstack.Suites, Log: slog.New(slog.DiscardHandler)}
+	w, f := engineWorldOf(t, `github:
+  merge_queue: {suite: smoke, topology: `+string(topology)+`, branches: [main]}
+`+schedules, gh, gh.memGitHub)
 	return w, gh, f
 }
 

@@ -98,6 +98,16 @@ type engineWorld struct {
 
 func newEngineWorld(t *testing.T) *engineWorld {
 	t.Helper()
+	mem := newMemGitHub()
+	w, _ := engineWorldOf(t, "", mem, mem)
+	return w
+}
+
+// engineWorldOf is the engine world of the dstack fleet file with extra
+// (more of its YAML), whose integration calls gh, mem's fake or one
+// wrapping it.
+func engineWorldOf(t *testing.T, extra string, gh sparkgh.GitHub, mem *memGitHub) (*engineWorld, File) {
+	t.Helper()
 	f, err := Load([]byte(`hosts:
   - {name: spark-1, managed: true, agent: true}
   - {name: spark-2, managed: true, agent: true}
@@ -105,11 +115,11 @@ preferred_host: spark-2
 pair_test: true
 engine: dstack
 dstack: {url: "` + dstacktest.BaseURL + `", project: main, fleet: spark, token_file: unused, suites: {smoke: [make smoke], performance: [make perf]}}
-`))
+` + extra))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &engineWorld{gh: newMemGitHub(), fake: dstacktest.New()}
+	w := &engineWorld{gh: mem, fake: dstacktest.New()}
 	w.fake.AddFleet(dstacktest.FleetSpec{Name: "spark", Placement: "cluster", Hosts: []string{"spark-1", "spark-2"}})
 	client, err := dstack.NewClient(dstacktest.BaseURL, dstacktest.Token, dstacktest.Project, w.fake.Client())
 	if err != nil {
@@ -121,7 +131,7 @@ dstack: {url: "` + dstacktest.BaseURL + `", project: main, fleet: spark, token_f
 	}
 	cfg := f.GitHub
 	cfg.WebhookSecret = "webhook-secret-123"
-	if w.in, err = sparkgh.New(cfg, nil, w.gh, nil); err != nil {
+	if w.in, err = sparkgh.New(cfg, nil, gh, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Options.OnGrant = w.in.OnGrant
@@ -130,7 +140,7 @@ dstack: {url: "` + dstacktest.BaseURL + `", project: main, fleet: spark, token_f
 	}
 	w.in.SetController(w.c)
 	w.d = &Daemon{Controller: w.c, GitHub: w.in, Engine: engine, Suites: f.Dstack.Suites, Log: slog.New(slog.DiscardHandler)}
-	return w
+	return w, f
 }
 
 // label has a maintainer label a new pull request at a new commit.
