@@ -240,12 +240,7 @@ func TestAgentService_AnOrderIsTakenByOneAgentOnly(t *testing.T) {
 func TestRunnerConfigs_OnlyTheAgentProcessThatTookItTakesItAgain(t *testing.T) {
 	ctx := context.Background()
 	c, vault, _, ops, _, h2 := agentFleet(t, true)
-	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sparktest.Admit(ctx, c, "spark-1", "spark-2")
-	vault.Put(st.Request.ID, "spark-"+st.Request.ID, "JIT")
+	grantedWithRunner(t, c, vault, ops)
 	if _, err := h2.TakeRunner(ctx, "spark-2", "agent-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -445,6 +440,20 @@ func TestReceipt_TwoUploadsAtOnceCannotBothWin(t *testing.T) {
 	}
 }
 
+// grantedWithRunner is a merge-CI lease granted on spark-2 with its
+// runner config minted.
+func grantedWithRunner(t *testing.T, c *spark.Controller, vault *spark.RunnerConfigs, ops *spark.APIClient) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparktest.Admit(ctx, c, "spark-1", "spark-2")
+	vault.Put(st.Request.ID, "spark-"+st.Request.ID, "JIT")
+	return st.Request.ID
+}
+
 // urlRecorder is a transport that keeps every request's URL.
 type urlRecorder struct{ urls []string }
 
@@ -459,12 +468,7 @@ func (u *urlRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestTakeRunner_TheAgentsIDNeverInTheURL(t *testing.T) {
 	ctx := context.Background()
 	c, vault, _, ops, _, h2 := agentFleet(t, true)
-	st, err := ops.Request(ctx, spark.LeaseRequest{Class: spark.MergeCI, Host: "spark-2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sparktest.Admit(ctx, c, "spark-1", "spark-2")
-	vault.Put(st.Request.ID, "runner", "JIT")
+	grantedWithRunner(t, c, vault, ops)
 	rec := &urlRecorder{}
 	cl, _ := spark.NewAPIClient(h2.Addr(), "host-2-token-0123456", &http.Client{Transport: rec})
 	const id = "agent-id-4f1c9e"
