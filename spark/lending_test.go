@@ -48,28 +48,35 @@ func (s *stopHook) Stop(ctx context.Context) error {
 	return s.Service.Stop(ctx)
 }
 
+// pairBlockedWhileTheServiceStops is a fleet whose development pair
+// cannot start after spark-1's service stopped for it: spark-2 reported
+// processes no lease holds while the service stopped. The pair is queued.
+func pairBlockedWhileTheServiceStops(t *testing.T) (*fleet, spark.Request) {
+	t.Helper()
+	svc := &stopHook{Service: &sparktest.Service{}}
+	f := newFleet(t, func(o *spark.Options) { o.Service = svc })
+	f.svc = svc.Service
+	svc.hook = func() {
+		if err := f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-2", GPUProcesses: 2}); err != nil {
+			t.Error(err)
+		}
+	}
+	pair := f.submit(t, spark.SubmitRequest{Class: spark.Development, Topology: spark.Pair})
+	f.reconcile(t)
+	svc.hook = nil
+	if st := f.status(t, pair.ID).Request; st.State != spark.Queued {
+		t.Fatalf("the pair is %s, want queued: the scenario tests nothing", st.State)
+	}
+	return f, pair
+}
+
 // A service host left idle by a lending whose request went away (here a
 // development pair that could not start, then canceled) is no ordinary
 // idle host: it goes back to restoring, the resident service is restored,
 // and work that does not borrow the service host never gets it.
 func TestAnIdleServiceHostWithNoLeaseOrPendingGrantRestoresTheService(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc := &stopHook{Service: &sparktest.Service{}}
-		f := newFleet(t, func(o *spark.Options) { o.Service = svc })
-		f.svc = svc.Service
-		// While spark-1's service stops for the pair, spark-2 reports
-		// processes no lease holds: the pair cannot start.
-		svc.hook = func() {
-			if err := f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-2", GPUProcesses: 2}); err != nil {
-				t.Error(err)
-			}
-		}
-		pair := f.submit(t, spark.SubmitRequest{Class: spark.Development, Topology: spark.Pair})
-		f.reconcile(t)
-		svc.hook = nil
-		if st := f.status(t, pair.ID).Request; st.State != spark.Queued {
-			t.Fatalf("the pair is %s, want queued: the scenario tests nothing", st.State)
-		}
+		f, pair := pairBlockedWhileTheServiceStops(t)
 		if h := f.host(t, "spark-1"); h.Lease != "" {
 			t.Fatalf("spark-1 is %s leased to %q after its lending, want no lease: the scenario tests nothing", h.Mode, h.Lease)
 		}
@@ -104,20 +111,7 @@ func TestAnIdleServiceHostWithNoLeaseOrPendingGrantRestoresTheService(t *testing
 // both hosts are free, for the pair's grant.
 func TestALentServiceHostIsRestoredWhileItsPairWaitsForTheOtherHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc := &stopHook{Service: &sparktest.Service{}}
-		f := newFleet(t, func(o *spark.Options) { o.Service = svc })
-		f.svc = svc.Service
-		svc.hook = func() { // spark-2 turns busy while spark-1's service stops
-			if err := f.c.Heartbeat(ctx, spark.HostReport{Host: "spark-2", GPUProcesses: 2}); err != nil {
-				t.Error(err)
-			}
-		}
-		pair := f.submit(t, spark.SubmitRequest{Class: spark.Development, Topology: spark.Pair})
-		f.reconcile(t)
-		svc.hook = nil
-		if st := f.status(t, pair.ID).Request; st.State != spark.Queued {
-			t.Fatalf("the pair is %s, want queued: the scenario tests nothing", st.State)
-		}
+		f, pair := pairBlockedWhileTheServiceStops(t)
 		f.reconcile(t)
 		if h := f.host(t, "spark-1"); h.Mode != spark.ServiceRunning {
 			t.Errorf("spark-1 is %s while its pair waits for spark-2, want the resident service running again", h.Mode)
