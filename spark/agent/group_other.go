@@ -14,7 +14,9 @@ func newGroup(*exec.Cmd) {}
 func killGroup(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
 
 // asUser is refused: switching users is a Unix host's.
-func asUser(_ *exec.Cmd, _, name string) error { _, _, err := lookupUser(name); return err }
+func asUser(*exec.Cmd, string, runnerIDs) error {
+	return fmt.Errorf("%w: a runner user needs a Unix host", ErrConfig)
+}
 
 func lookupUser(name string) (uint32, uint32, error) {
 	return 0, 0, fmt.Errorf("%w: a runner user (%s) needs a Unix host", ErrConfig, name)

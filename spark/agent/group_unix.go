@@ -18,19 +18,15 @@ func newGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: t
 // killGroup kills cmd's whole process group: what the job started too.
 func killGroup(cmd *exec.Cmd) { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
-// asUser makes cmd run as user name, which owns dir.
-func asUser(cmd *exec.Cmd, dir, name string) error {
-	uid, gid, err := lookupUser(name)
-	if err != nil {
-		return err
-	}
-	if err := os.Chown(dir, int(uid), int(gid)); err != nil {
-		return fmt.Errorf("agent: give the work directory to runner user %s: %w", name, err)
+// asUser makes cmd run as the runner's user r, which owns dir.
+func asUser(cmd *exec.Cmd, dir string, r runnerIDs) error {
+	if err := os.Chown(dir, int(r.uid), int(r.gid)); err != nil {
+		return fmt.Errorf("agent: give the work directory to runner user %d: %w", r.uid, err)
 	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uid, Gid: gid}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: r.uid, Gid: r.gid}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,13 +49,14 @@ type ProcEnviron struct{ Root string }
 func (p ProcEnviron) Of(lease string) ([]int, error) {
 	markers := [][]byte{[]byte("SPARK_LEASE=" + lease + "\x00"), []byte("SPARK_LEASE_ID=" + lease + "\x00")}
 	return scanEnviron(p.Root, func(env []byte) bool {
-		for _, m := range markers {
-			if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(markers, func(m []byte) bool { return hasVar(env, m) })
 	})
+}
+
+// hasVar reports whether env (a NUL-separated environment) has a
+// variable starting with prefix ("NAME=..." or more).
+func hasVar(env, prefix []byte) bool {
+	return bytes.HasPrefix(env, prefix) || bytes.Contains(env, append([]byte{0}, prefix...))
 }
 
 // scanEnviron lists the processes in root (default "/proc"), but this
@@ -90,9 +92,7 @@ type workProcs struct{ root, workRoot string }
 
 func (w workProcs) Of(string) ([]int, error) {
 	marker := []byte("SPARK_WORK_DIR=" + filepath.Clean(w.workRoot) + string(filepath.Separator))
-	return scanEnviron(w.root, func(env []byte) bool {
-		return bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...))
-	})
+	return scanEnviron(w.root, func(env []byte) bool { return hasVar(env, marker) })
 }
 
 // stopLease stops every process of lease that procs finds and reports

@@ -361,7 +361,7 @@ func (a *runner) start(ctx context.Context, lease string) {
 		// The job's own runner, home and temporary directory, all in the
 		// lease's directory: what it writes goes with it.
 		home, tmp, own := filepath.Join(dir, "home"), filepath.Join(dir, "tmp"), filepath.Join(dir, "runner")
-		err := asUser(cmd, dir, a.cfg.RunnerUser)
+		err := asUser(cmd, dir, *a.ids)
 		for _, d := range []string{home, tmp} {
 			if err == nil {
 				err = os.Mkdir(d, 0o700)
