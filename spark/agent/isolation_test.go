@@ -96,9 +96,7 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, ops, host, lease := leasedHost(t)
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o755) // the runner's user walks to its runner
-	os.Chmod(dir, 0o755)
+	dir := walkableDir(t)
 	pidFile := filepath.Join(dir, "escaped")
 	scratch := filepath.Join(dir, "scratch")
 	os.Mkdir(scratch, 0o1777)
@@ -220,6 +218,15 @@ func TestAgent_ARunnerInstallTheRunnersUserCanWriteIsRefused(t *testing.T) {
 	}
 }
 
+// walkableDir is a test directory the runner's user may walk into.
+func walkableDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755)
+	os.Chmod(dir, 0o755)
+	return dir
+}
+
 // escapees are C programs a hostile job leaves behind: each opens the FIFO
 // in argv[1] for writing and keeps it open while any part of it runs.
 var escapees = map[string]string{
@@ -262,9 +269,7 @@ func TestCleanup_NoEscapeeOfTheRunnersUserSurvives(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, ops, host, lease := leasedHost(t)
-			dir := t.TempDir()
-			os.Chmod(filepath.Dir(dir), 0o755)
-			os.Chmod(dir, 0o755)
+			dir := walkableDir(t)
 			bin := filepath.Join(dir, name)
 			os.WriteFile(bin+".c", []byte(src), 0o644)
 			if out, err := exec.Command(cc, "-pthread", "-o", bin, bin+".c").CombinedOutput(); err != nil {
@@ -337,9 +342,7 @@ func TestAgent_ARestartedAgentStopsWhatTheOldOneLeftRunning(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			_, _, host, lease := leasedHost(t)
-			dir := t.TempDir()
-			os.Chmod(filepath.Dir(dir), 0o755) // the runner's user walks to its runner
-			os.Chmod(dir, 0o755)
+			dir := walkableDir(t)
 			_, fifo := fifoRunner(t, dir)
 			os.Chmod(fifo, 0o666)
 			os.Mkdir(filepath.Join(dir, "actions-runner"), 0o755)
