@@ -105,9 +105,10 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	runnerDir := filepath.Join(dir, "actions-runner")
 	os.MkdirAll(runnerDir, 0o755)
 	runner := filepath.Join(runnerDir, "run.sh")
-	// The escapee: a new session, an empty environment. Then what a
-	// hostile job writes for the next one.
-	script := "#!/bin/sh\nsetsid env -i /bin/sh -c 'echo $$ > \"$0\"; exec sleep 300' " + pidFile + " </dev/null >/dev/null 2>&1 &\n" +
+	// The escapee: a new session, an empty environment; it writes its PID
+	// as the host sees it (the job's own namespace numbers it otherwise).
+	// Then what a hostile job writes for the next one.
+	script := "#!/bin/sh\nsetsid env -i /bin/sh -c 'read -r p rest < /proc/self/stat; echo $p > \"$0\"; exec sleep 300' " + pidFile + " </dev/null >/dev/null 2>&1 &\n" +
 		`own=$(dirname "$0")
 mkdir -p "$own/_work/repo" "$own/_diag" && echo poison > "$own/_work/repo/hook"
 cp "$0" "$own/x" && rm -f "$0" && { cat "$own/x"; echo 'echo poisoned'; } > "$0"
@@ -189,11 +190,18 @@ func TestAgent_ARunnerInstallTheRunnersUserCanWriteIsRefused(t *testing.T) {
 		t.Skip("no user nobody")
 	}
 	nobody, _ := strconv.Atoi(u.Uid)
-	for name, setup := range map[string]func(install string){
-		"a file it owns":      func(install string) { os.Chown(filepath.Join(install, "bin", "Runner.Listener"), nobody, nobody) },
-		"a file others write": func(install string) { os.Chmod(filepath.Join(install, "bin", "Runner.Listener"), 0o757) },
-		"its directory":       func(install string) { os.Chown(install, nobody, nobody) },
-		"the work root in it": func(string) {},
+	for name, setup := range map[string]func(t *testing.T, install string){
+		"a file it owns": func(_ *testing.T, install string) {
+			os.Chown(filepath.Join(install, "bin", "Runner.Listener"), nobody, nobody)
+		},
+		"a file others write": func(_ *testing.T, install string) { os.Chmod(filepath.Join(install, "bin", "Runner.Listener"), 0o757) },
+		"its directory":       func(_ *testing.T, install string) { os.Chown(install, nobody, nobody) },
+		"the work root in it": func(*testing.T, string) {},
+		"an ACL that lets it write": func(t *testing.T, install string) {
+			if err := setACL(filepath.Join(install, "run.sh"), nobody); err != nil {
+				t.Skipf("no ACLs here: %v", err)
+			}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -202,7 +210,7 @@ func TestAgent_ARunnerInstallTheRunnersUserCanWriteIsRefused(t *testing.T) {
 			os.MkdirAll(filepath.Join(install, "bin"), 0o755)
 			os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\n"), 0o755)
 			os.WriteFile(filepath.Join(install, "bin", "Runner.Listener"), nil, 0o755)
-			setup(install)
+			setup(t, install)
 			work := filepath.Join(dir, "work")
 			if name == "the work root in it" {
 				work = filepath.Join(install, "work")
@@ -241,6 +249,16 @@ int main(int argc, char **argv) {
 	int fd = open(argv[1], O_WRONLY); write(fd, "up\n", 3);
 	pthread_t t; pthread_create(&t, 0, spin, 0);
 	syscall(SYS_exit, 0);
+}`,
+	// It kills every process its user may signal, the agent's killer
+	// running as that user included, and forks on: only a kill it cannot
+	// reach stops it.
+	"killer": `#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	int fd = open(argv[1], O_WRONLY); write(fd, "up\n", 3);
+	for (;;) { kill(-1, SIGKILL); if (fork() != 0) _exit(0); }
 }`,
 	// It forks and exits without pause, so its PID changes faster than
 	// /proc can be read.
@@ -491,5 +509,99 @@ func TestAgent_AnIDClonedFromAnotherHostOrMachineIsNotItsOwn(t *testing.T) {
 				t.Fatal("the agent never tried the config")
 			}
 		})
+	}
+}
+
+// No System V or POSIX IPC object a job made outlives its lease: a
+// shared memory segment left by one job would hand its contents to the
+// next. (Root only: the agent switches users.)
+func TestCleanup_NoIPCObjectOfTheRunnersUserOutlivesTheLease(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("switching the runner's user needs root on Linux")
+	}
+	if _, err := exec.LookPath("ipcmk"); err != nil {
+		t.Skip("no ipcmk to make IPC objects with")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, ops, host, lease := leasedHost(t)
+	dir := walkableDir(t)
+	done := filepath.Join(dir, "made")
+	os.WriteFile(done, nil, 0o666)
+	os.Chmod(done, 0o666)
+	os.Mkdir(filepath.Join(dir, "actions-runner"), 0o755)
+	runner := filepath.Join(dir, "actions-runner", "run.sh")
+	os.WriteFile(runner, []byte("#!/bin/sh\nipcmk -M 4096 && ipcmk -Q && ipcmk -S 1 && echo made > \""+done+"\"\nexec sleep 300\n"), 0o755)
+	events := make(chan agent.Event, 1024)
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
+		RunnerCmd: runner, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+	for made := false; !made; {
+		select {
+		case <-events:
+		case <-ctx.Done():
+			t.Fatal("the job never made its IPC objects")
+		}
+		data, _ := os.ReadFile(done)
+		made = len(data) > 0
+	}
+	st, _ := ops.Status(ctx, lease)
+	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	for acked := false; !acked; {
+		select {
+		case e := <-events:
+			acked = e.Kind == "cleaned" && e.Err == nil
+		case <-ctx.Done():
+			t.Fatal("the cleanup was never acknowledged")
+		}
+	}
+	for _, kind := range []string{"shm", "msg", "sem"} {
+		data, err := os.ReadFile("/proc/sysvipc/" + kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 0 && slices.Contains(f, "65534") {
+				t.Errorf("a %s object of the runner's user outlived the lease: %s", kind, line)
+			}
+		}
+	}
+}
+
+// A root-owned install with links in it, or reached through a link (a
+// versioned install), is accepted: a link's own mode grants nothing, and
+// the install is checked where it lies. (Root only.)
+func TestAgent_ARootOwnedInstallWithLinksIsAccepted(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, host, _ := leasedHost(t)
+	dir := t.TempDir()
+	install := filepath.Join(dir, "actions-runner-2.330.0")
+	os.MkdirAll(filepath.Join(install, "externals", "node20", "bin"), 0o755)
+	os.MkdirAll(filepath.Join(install, "externals", "node20", "lib"), 0o755)
+	os.WriteFile(filepath.Join(install, "externals", "node20", "lib", "npm-cli.js"), nil, 0o755)
+	os.Symlink("../lib/npm-cli.js", filepath.Join(install, "externals", "node20", "bin", "npm"))
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\nexec sleep 300\n"), 0o755)
+	os.Symlink("actions-runner-2.330.0", filepath.Join(dir, "actions-runner"))
+	started := make(chan struct{}, 1)
+	err := func() error {
+		go func() { <-started; cancel() }()
+		return agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
+			RunnerCmd: filepath.Join(dir, "actions-runner", "run.sh"), RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond,
+			OnEvent: func(e agent.Event) {
+				if e.Kind == "heartbeat" {
+					select {
+					case started <- struct{}{}:
+					default:
+					}
+				}
+			}})
+	}()
+	if err != nil {
+		t.Errorf("a root-owned install with links: %v, want the agent to run", err)
 	}
 }

@@ -79,8 +79,9 @@ func checkInstall(install, workRoot string, r runnerIDs) error {
 		if err := syscall.Stat(dir, &st); err != nil {
 			return fmt.Errorf("%w: the runner's install %s: %w", ErrConfig, install, err)
 		}
-		if r.writableBy(&st, true) {
-			return fmt.Errorf("%w: runner user %d can write %s, above the runner's install %s: it could replace the runner; make it root's, not writable by others", ErrConfig, r.uid, dir, install)
+		acl, aerr := aclOf(dir)
+		if r.writableBy(&st, true) || acl || aerr != nil {
+			return fmt.Errorf("%w: runner user %d may write %s, above the runner's install %s (%w): it could replace the runner; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, install, aerr)
 		}
 		if dir == filepath.Dir(dir) {
 			break
@@ -104,8 +105,14 @@ func checkInstall(install, workRoot string, r runnerIDs) error {
 		if err != nil {
 			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil // a link's own mode means nothing; what it names is checked where it lies
+		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
 			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
+		}
+		if acl, err := aclOf(path); err != nil || acl {
+			return fmt.Errorf("%w: %s in the runner's install has an ACL, which may let runner user %d write it (%w): remove it (setfacl -R -b %s)", ErrConfig, path, r.uid, err, install)
 		}
 		return nil
 	})
@@ -182,9 +189,10 @@ func copyFile(src, dst string) error {
 }
 
 // scratchRoots are where the runner's user can leave files outside the
-// lease's directory: its home and the system's temporary directories.
+// lease's directory: its home and the directories a stock Linux lets
+// every user write.
 func (r runnerIDs) scratchRoots(extra []string) []string {
-	roots := []string{"/tmp", "/var/tmp", "/dev/shm"}
+	roots := []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/crash"}
 	if r.home != "" {
 		roots = append(roots, r.home)
 	}
@@ -221,8 +229,12 @@ func sweepUser(roots []string, uid uint32) error {
 			return nil
 		})
 	}
-	if len(left) > 0 {
+	switch {
+	case len(left) > 0:
 		return fmt.Errorf("%w: %s and what else runner user %d owns there: %w", ErrLeftovers, strings.Join(left, ", "), uid, errors.Join(errs...))
+	case len(errs) > 0:
+		// What the walk could not reach may hold that user's files.
+		return fmt.Errorf("%w: not every file runner user %d may own was looked at: %w", ErrLeftovers, uid, errors.Join(errs...))
 	}
 	return nil
 }

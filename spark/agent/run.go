@@ -54,13 +54,13 @@ type Config struct {
 	// token file or its memory, and so never holds the host's credential.
 	// Each job then runs its own copy of the runner's install (the
 	// directory of RunnerCmd, which that user must not be able to write)
-	// in the lease's directory, with its HOME and TMPDIR there too, and
-	// after the lease everything that user owns in Scratch is removed:
+	// in the lease's directory, with its HOME and TMPDIR there too, in
+	// PID and IPC namespaces of its own (on Linux), and after the lease everything that user owns in Scratch is removed:
 	// nothing a job writes reaches the next.
 	RunnerUser string
 	// Scratch are the directories where the runner's user can leave
 	// files outside the lease's directory (default: /tmp, /var/tmp,
-	// /dev/shm and its home directory).
+	// /dev/shm, /run/lock, /var/crash and its home directory).
 	Scratch []string
 	// The preflight's settings: free bytes the job needs, a pair's link
 	// check and the service-released check (shell commands).
@@ -133,9 +133,16 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		if err := checkInstall(filepath.Dir(cfg.RunnerCmd), cfg.WorkRoot, ids); err != nil {
+		// The install is checked and copied where it really is: a
+		// versioned install behind a link is its target.
+		real, err := filepath.EvalSymlinks(cfg.RunnerCmd)
+		if err != nil {
+			return fmt.Errorf("%w: the runner command: %w", ErrConfig, err)
+		}
+		if err := checkInstall(filepath.Dir(real), cfg.WorkRoot, ids); err != nil {
 			return err
 		}
+		cfg.RunnerCmd = real
 		a.ids = &ids
 	}
 	if cfg.GPU == nil {
@@ -377,6 +384,7 @@ func (a *runner) start(ctx context.Context, lease string) {
 			fail("runner-started", fmt.Errorf("agent: the job's own runner in %s: %w", dir, err))
 			return
 		}
+		isolate(cmd)
 		cmd.Path = filepath.Join(own, filepath.Base(a.cfg.RunnerCmd))
 		cmd.Args[0] = cmd.Path
 		private = []string{"HOME=" + home, "TMPDIR=" + tmp}
