@@ -524,6 +524,7 @@ func TestCleanup_NoIPCObjectOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	before := nobodysIPC(t) // not the job's: made by something else on the host
 	_, ops, host, lease := leasedHost(t)
 	dir := walkableDir(t)
 	done := filepath.Join(dir, "made")
@@ -556,17 +557,30 @@ func TestCleanup_NoIPCObjectOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 			t.Fatal("the cleanup was never acknowledged")
 		}
 	}
+	for _, obj := range nobodysIPC(t) {
+		if !slices.Contains(before, obj) {
+			t.Errorf("an IPC object of the runner's user outlived the lease: %s", obj)
+		}
+	}
+}
+
+// nobodysIPC lists the host's System V IPC objects owned by uid 65534,
+// each as "kind id".
+func nobodysIPC(t *testing.T) []string {
+	t.Helper()
+	var objs []string
 	for _, kind := range []string{"shm", "msg", "sem"} {
 		data, err := os.ReadFile("/proc/sysvipc/" + kind)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, line := range strings.Split(string(data), "\n")[1:] {
-			if f := strings.Fields(line); len(f) > 0 && slices.Contains(f, "65534") {
-				t.Errorf("a %s object of the runner's user outlived the lease: %s", kind, line)
+			if f := strings.Fields(line); len(f) > 1 && slices.Contains(f, "65534") {
+				objs = append(objs, kind+" "+f[1])
 			}
 		}
 	}
+	return objs
 }
 
 // A root-owned install with links in it, or reached through a link (a
