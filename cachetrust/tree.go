@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/gpugate/gpugate/internal/pathutil"
 )
 
 // ErrIncompleteTree is matched by CheckTree's error: a restored or freshly
@@ -104,7 +106,7 @@ func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 			switch {
 			case err != nil:
 				bad("%s -> %s does not resolve", slashed, link)
-			case !within(realRoot, target):
+			case !pathutil.Within(realRoot, target):
 				bad("%s resolves to %s, outside the tree", slashed, target)
 			case filepath.IsAbs(link):
 				bad("%s -> %s is an absolute link: the tree is restored and staged at other paths (the pod's), where it would dangle; make it relative", slashed, link)
@@ -141,7 +143,7 @@ func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 		}
 		for _, m := range matches {
 			target, err := filepath.EvalSymlinks(filepath.Join(realRoot, filepath.FromSlash(m)))
-			if err != nil || !within(realRoot, target) {
+			if err != nil || !pathutil.Within(realRoot, target) {
 				continue // reported above as a link that does not resolve
 			}
 			info, err := os.Stat(target)
@@ -161,12 +163,6 @@ func CheckTree(root string, rules TreeRules) (TreeReport, error) {
 		}
 	}
 	return rep, errors.Join(errs...)
-}
-
-// within says whether path lies inside (or is) dir; both are resolved.
-func within(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // copies groups the files of equal size whose contents are identical; only

@@ -5,4 +5,4 @@ package agent_test
 import "errors"
 
 // setACL is Linux's.
-func setACL(string, int) error { return errors.New("ACLs are set on Linux only") }
+func setACL(string, string, int) error { return errors.New("ACLs are set on Linux only") }

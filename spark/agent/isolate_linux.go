@@ -20,15 +20,19 @@ func isolate(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC
 }
 
-// aclOf reports whether path has an access ACL beyond its mode bits,
-// which may let another user write it.
+// aclOf reports whether path has an ACL beyond its mode bits: an access
+// ACL, which may let another user write it, or a default one, which
+// passes that on to what is made in it later.
 func aclOf(path string) (bool, error) {
-	n, err := syscall.Getxattr(path, "system.posix_acl_access", nil)
-	switch {
-	case err == nil:
-		return n > 0, nil
-	case errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP):
-		return false, nil
+	for _, name := range []string{"system.posix_acl_access", "system.posix_acl_default"} {
+		n, err := syscall.Getxattr(path, name, nil)
+		switch {
+		case err == nil && n > 0:
+			return true, nil
+		case err == nil, errors.Is(err, syscall.ENODATA), errors.Is(err, syscall.ENOTSUP):
+		default:
+			return false, fmt.Errorf("read the ACL of %s: %w", path, err)
+		}
 	}
-	return false, fmt.Errorf("read the ACL of %s: %w", path, err)
+	return false, nil
 }

@@ -198,9 +198,19 @@ func TestAgent_ARunnerInstallTheRunnersUserCanWriteIsRefused(t *testing.T) {
 		"its directory":       func(_ *testing.T, install string) { os.Chown(install, nobody, nobody) },
 		"the work root in it": func(*testing.T, string) {},
 		"an ACL that lets it write": func(t *testing.T, install string) {
-			if err := setACL(filepath.Join(install, "run.sh"), nobody); err != nil {
+			if err := setACL(filepath.Join(install, "run.sh"), "access", nobody); err != nil {
 				t.Skipf("no ACLs here: %v", err)
 			}
+		},
+		"a default ACL on its directory": func(t *testing.T, install string) {
+			if err := setACL(filepath.Join(install, "bin"), "default", nobody); err != nil {
+				t.Skipf("no ACLs here: %v", err)
+			}
+		},
+		"a link out of it": func(t *testing.T, install string) {
+			outside := filepath.Join(filepath.Dir(install), "outside")
+			os.Mkdir(outside, 0o755)
+			os.Symlink(outside, filepath.Join(install, "externals"))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -43,3 +43,17 @@ func TestSweep_AWalkErrorIsNeverAClean(t *testing.T) {
 		t.Errorf("a sweep whose walk failed: %v, want ErrLeftovers", err)
 	}
 }
+
+// A runner user who can log in is refused: what a login starts runs
+// outside every job's namespaces.
+func TestCheckNoLogin_ARunnerUserWhoCanLogInIsRefused(t *testing.T) {
+	if err := checkNoLogin("nobody"); err != nil {
+		t.Skipf("nobody has a login shell here: %v", err)
+	}
+	if err := checkNoLogin("root"); !errors.Is(err, ErrConfig) {
+		t.Errorf("root, whose shell logs in: %v, want ErrConfig", err)
+	}
+	if err := checkNoLogin("no-such-user-4f1c"); !errors.Is(err, ErrConfig) {
+		t.Errorf("a user whose shell cannot be read: %v, want ErrConfig", err)
+	}
+}

@@ -20,6 +20,7 @@ func (runnerIDs) scratchRoots([]string) []string { return nil }
 func checkInstall(string, string, runnerIDs) error { return nil }
 func freshRunner(string, string, runnerIDs) error  { return nil }
 func sweepUser([]string, uint32) error             { return nil }
+func checkNoLogin(string) error                    { return nil }
 
 // removeTree removes path and all it holds.
 func removeTree(path string) error {

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gpugate/gpugate/internal/pathutil"
 )
 
 // maxInstallEntries bounds the runner's install: the Actions runner has a
@@ -47,6 +49,33 @@ func lookupRunner(name string) (runnerIDs, error) {
 		}
 	}
 	return ids, nil
+}
+
+// noLoginShells are the shells that let no one log in.
+var noLoginShells = []string{"/usr/sbin/nologin", "/sbin/nologin", "/usr/bin/nologin", "/bin/false", "/usr/bin/false"}
+
+// checkNoLogin refuses a runner user who can log in: a login (ssh, a
+// console) starts its processes outside every job's namespaces, where
+// they could outlast a cleanup or reach the next job.
+func checkNoLogin(name string) error {
+	entry := ""
+	if out, err := exec.Command("getent", "passwd", name).Output(); err == nil {
+		entry = strings.TrimSpace(string(out))
+	} else if data, err := os.ReadFile("/etc/passwd"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, name+":") {
+				entry = line
+			}
+		}
+	}
+	f := strings.Split(entry, ":")
+	if len(f) < 7 {
+		return fmt.Errorf("%w: runner user %s: its login shell cannot be read: give it /usr/sbin/nologin (usermod -s /usr/sbin/nologin %s)", ErrConfig, name, name)
+	}
+	if !slices.Contains(noLoginShells, f[6]) {
+		return fmt.Errorf("%w: runner user %s can log in (its shell is %s), and what a login starts runs outside the jobs' namespaces: usermod -s /usr/sbin/nologin %s", ErrConfig, name, f[6], name)
+	}
+	return nil
 }
 
 // writableBy reports whether the runner's user may change the entry
@@ -87,7 +116,7 @@ func checkInstall(install, workRoot string, r runnerIDs) error {
 			break
 		}
 	}
-	if rel, err := filepath.Rel(install, workRoot); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+	if pathutil.Within(install, workRoot) {
 		return fmt.Errorf("%w: the work root %s is inside the runner's install %s: put it elsewhere", ErrConfig, workRoot, install)
 	}
 	n := 0
@@ -106,7 +135,14 @@ func checkInstall(install, workRoot string, r runnerIDs) error {
 			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			return nil // a link's own mode means nothing; what it names is checked where it lies
+			// A link's own mode means nothing; what it names is checked
+			// in the install, and one that leaves it is refused (every
+			// job's copy would name the same place outside).
+			target, err := filepath.EvalSymlinks(path)
+			if err != nil || !pathutil.Within(install, target) {
+				return fmt.Errorf("%w: %s in the runner's install links outside it (%w): keep the runner's links inside its directory", ErrConfig, path, err)
+			}
+			return nil
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
 			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
@@ -261,8 +297,10 @@ func walkOwned(root string, uid uint32, found func(string) error) error {
 			return nil
 		}
 		var st syscall.Stat_t
-		if err := syscall.Lstat(path, &st); err != nil {
+		if err := syscall.Lstat(path, &st); errors.Is(err, syscall.ENOENT) {
 			return nil // gone since it was listed
+		} else if err != nil {
+			return err // what cannot be looked at is never clean
 		}
 		switch {
 		case st.Dev != top.Dev:

@@ -133,16 +133,19 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		// The install is checked and copied where it really is: a
-		// versioned install behind a link is its target.
-		real, err := filepath.EvalSymlinks(cfg.RunnerCmd)
-		if err != nil {
-			return fmt.Errorf("%w: the runner command: %w", ErrConfig, err)
-		}
-		if err := checkInstall(filepath.Dir(real), cfg.WorkRoot, ids); err != nil {
+		if err := checkNoLogin(cfg.RunnerUser); err != nil {
 			return err
 		}
-		cfg.RunnerCmd = real
+		// The install is checked and copied where it really is: a
+		// versioned install behind a link is its target.
+		install, err := filepath.EvalSymlinks(filepath.Dir(cfg.RunnerCmd))
+		if err != nil {
+			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
+		}
+		if err := checkInstall(install, cfg.WorkRoot, ids); err != nil {
+			return err
+		}
+		cfg.RunnerCmd = filepath.Join(install, filepath.Base(cfg.RunnerCmd))
 		a.ids = &ids
 	}
 	if cfg.GPU == nil {
@@ -377,8 +380,12 @@ func (a *runner) start(ctx context.Context, lease string) {
 				err = os.Chown(d, int(a.ids.uid), int(a.ids.gid))
 			}
 		}
-		if err == nil {
-			err = freshRunner(filepath.Dir(a.cfg.RunnerCmd), own, *a.ids)
+		if install := filepath.Dir(a.cfg.RunnerCmd); err == nil {
+			// Checked again for each job: the install may have changed
+			// since the agent started.
+			if err = checkInstall(install, a.cfg.WorkRoot, *a.ids); err == nil {
+				err = freshRunner(install, own, *a.ids)
+			}
 		}
 		if err != nil {
 			fail("runner-started", fmt.Errorf("agent: the job's own runner in %s: %w", dir, err))
