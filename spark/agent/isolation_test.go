@@ -629,3 +629,60 @@ func TestAgent_ARootOwnedInstallWithLinksIsAccepted(t *testing.T) {
 		t.Errorf("a root-owned install with links: %v, want the agent to run", err)
 	}
 }
+
+// The install is checked again before each job, not only when the agent
+// starts: an install the runner's user can write by the time a job comes
+// runs no job, and the lease is given back.
+func TestAgent_AnInstallChangedAfterTheAgentStartedRunsNoJob(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no user nobody")
+	}
+	nobody, _ := strconv.Atoi(u.Uid)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, host, _ := leasedHost(t)
+	dir := walkableDir(t)
+	install := filepath.Join(dir, "actions-runner")
+	os.MkdirAll(filepath.Join(install, "bin"), 0o755)
+	ran := filepath.Join(dir, "ran")
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\ntouch "+ran+"\nexec sleep 300\n"), 0o755)
+	listener := filepath.Join(install, "bin", "Runner.Listener")
+	os.WriteFile(listener, nil, 0o755)
+	events := make(chan agent.Event, 1024)
+	changed := false
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(dir, "work"),
+		RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond,
+		OnEvent: func(e agent.Event) {
+			// The agent has started (its first heartbeat) and the job
+			// has not: the install changes hands now.
+			if e.Kind == "heartbeat" && !changed {
+				changed = true
+				if err := os.Chown(listener, nobody, nobody); err != nil {
+					t.Error(err)
+				}
+			}
+			events <- e
+		}})
+	for released := false; !released; {
+		select {
+		case e := <-events:
+			switch e.Kind {
+			case "runner-started":
+				if !errors.Is(e.Err, agent.ErrConfig) {
+					t.Fatalf("a job started from an install its runner's user can write: %v, want ErrConfig", e.Err)
+				}
+			case "released":
+				released = true
+			}
+		case <-ctx.Done():
+			t.Fatalf("the lease was not given back: %v", ctx.Err())
+		}
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the runner ran from an install its user can write: %v", err)
+	}
+}
