@@ -43,7 +43,7 @@ func (f *Flags) register(fs *flag.FlagSet, getenv func(string) string, names ...
 		case "runner-work":
 			fs.StringVar(&f.RunnerWork, name, "", "without -runner-user: the runner's own work folder, removed at each cleanup (default: _work beside -runner)")
 		case "scratch":
-			fs.StringVar(&f.Scratch, name, "", "with -runner-user: comma-separated directories where that user can leave files; everything it owns there is removed after each lease (default: /tmp,/var/tmp,/dev/shm,/run/lock,/var/crash and its home directory)")
+			fs.StringVar(&f.Scratch, name, "", "with -runner-user: comma-separated directories where that user can leave files; everything it owns there is removed after each lease (default: /tmp,/var/tmp,/dev/shm,/dev/mqueue,/run/lock,/var/crash and its home directory)")
 		case "every":
 			fs.DurationVar(&f.Every, name, 10*time.Second, "heartbeat and poll cadence")
 		case "nvidia-smi":

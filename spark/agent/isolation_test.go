@@ -686,3 +686,176 @@ func TestAgent_AnInstallChangedAfterTheAgentStartedRunsNoJob(t *testing.T) {
 		t.Errorf("the runner ran from an install its user can write: %v", err)
 	}
 }
+
+// releasedJob starts an agent whose runner user's job runs script from a
+// root-owned install (bin/Runner.Listener and run.sh, in dir) and then
+// writes $DONE; once it has, the lease is released. It returns the
+// agent's events from then on. cfg's Disk, Scratch and RunnerEnv are the
+// test's; the rest is set here.
+func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agent.Config) <-chan agent.Event {
+	t.Helper()
+	_, ops, host, lease := leasedHost(t)
+	done := filepath.Join(dir, "done")
+	os.WriteFile(done, nil, 0o666)
+	os.Chmod(done, 0o666)
+	install := filepath.Join(dir, "actions-runner")
+	os.MkdirAll(filepath.Join(install, "bin"), 0o755)
+	os.WriteFile(filepath.Join(install, "bin", "Runner.Listener"), []byte("listener"), 0o755)
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\n"+script+"\necho made > \"$DONE\"\nexec sleep 300\n"), 0o755)
+	events := make(chan agent.Event, 4096)
+	cfg.Client, cfg.Host, cfg.GPU, cfg.WorkRoot = host, "spark-2", gpu{}, filepath.Join(dir, "work")
+	cfg.RunnerCmd, cfg.RunnerUser, cfg.Every = filepath.Join(install, "run.sh"), "nobody", 10*time.Millisecond
+	cfg.RunnerEnv = append(cfg.RunnerEnv, "DONE="+done)
+	cfg.OnEvent = func(e agent.Event) { events <- e }
+	if cfg.Disk == nil {
+		cfg.Disk = disk(1 << 40)
+	}
+	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
+	go agent.Run(ctx, cfg)
+	for made := false; !made; {
+		select {
+		case e := <-events:
+			if e.Kind == "runner-started" && e.Err != nil || e.Kind == "preflight-failed" {
+				t.Fatalf("%s: %v", e.Kind, e.Err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the job did not finish its script: %v", ctx.Err())
+		}
+		data, _ := os.ReadFile(done)
+		made = len(data) > 0
+	}
+	st, _ := ops.Status(ctx, lease)
+	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// cleaned is the first cleanup outcome among events.
+func cleaned(ctx context.Context, t *testing.T, events <-chan agent.Event) error {
+	t.Helper()
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == "cleaned" {
+				return e.Err
+			}
+		case <-ctx.Done():
+			t.Fatalf("no cleanup: %v", ctx.Err())
+			return nil
+		}
+	}
+}
+
+// A job owns its copy's directories, so it can move the copy's files,
+// links to the root-owned install, anywhere it may write on that file
+// system. Moved into a swept directory they are removed; moved anywhere
+// else, the cleanup is not acknowledged until they are gone.
+func TestCleanup_AnInstallLinkMovedOutOfTheCopyIsALeftover(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := walkableDir(t)
+	scratch, elsewhere := filepath.Join(dir, "scratch"), filepath.Join(dir, "elsewhere")
+	for _, d := range []string{scratch, elsewhere} {
+		os.Mkdir(d, 0o1777)
+		os.Chmod(d, 0o1777)
+	}
+	events := releasedJob(ctx, t, dir, `own=$(dirname "$0")
+mv "$own/run.sh" "$SCRATCH/names-the-next-job-reads"
+mv "$own/bin/Runner.Listener" "$ELSEWHERE/more-names"`,
+		agent.Config{Scratch: []string{scratch}, RunnerEnv: []string{"SCRATCH=" + scratch, "ELSEWHERE=" + elsewhere}})
+	if err := cleaned(ctx, t, events); !errors.Is(err, agent.ErrLeftovers) {
+		t.Errorf("a link to the install left outside every swept directory: %v, want ErrLeftovers", err)
+	}
+	if _, err := os.Lstat(filepath.Join(scratch, "names-the-next-job-reads")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a link to the install moved into a swept directory outlived the sweep: %v", err)
+	}
+	os.Remove(filepath.Join(elsewhere, "more-names"))
+	if err := cleaned(ctx, t, events); err != nil {
+		t.Errorf("once the link is gone the cleanup is acknowledged: %v", err)
+	}
+}
+
+// A process of the runner's user that starts while the agent prepares
+// the job (a cron entry, a login) finds no way into the lease's
+// directory, which stays root's until it is complete, and the runner does
+// not start while it runs.
+func TestAgent_ARunnerUserProcessDuringTheCopyRedirectsNothing(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, host, _ := leasedHost(t)
+	dir := walkableDir(t)
+	install := filepath.Join(dir, "actions-runner")
+	os.MkdirAll(install, 0o755)
+	ran := filepath.Join(dir, "ran")
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\ntouch "+ran+"\nexec sleep 300\n"), 0o755)
+	work := filepath.Join(dir, "work")
+	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
+	// It tries to list the lease's directory while the agent builds it.
+	late := lateProcess{script: "for i in $(seq 200); do ls " + work + "/*/ && echo in > " + filepath.Join(dir, "reached") + "; done; exec sleep 300"}
+	events := make(chan agent.Event, 4096)
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: late, WorkRoot: work,
+		RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody", Scratch: []string{},
+		Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
+	for started := false; !started; {
+		select {
+		case e := <-events:
+			if e.Kind == "runner-started" {
+				started = true
+				if !errors.Is(e.Err, agent.ErrProcesses) {
+					t.Errorf("the runner started while a process of its user ran: %v, want ErrProcesses", e.Err)
+				}
+			}
+		case <-ctx.Done():
+			t.Fatalf("no runner-started event: %v", ctx.Err())
+		}
+	}
+	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the runner ran: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "reached")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a process of the runner's user reached into the lease's directory while the agent built it")
+	}
+}
+
+// lateProcess is the preflight's disk check; when it runs, a process of
+// the runner's user (nobody) starts, as a cron entry of that user would,
+// after the agent first looked for them.
+type lateProcess struct{ script string }
+
+func (l lateProcess) Free(string) (uint64, error) {
+	cmd := exec.Command("/bin/sh", "-c", l.script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err == nil {
+		go cmd.Wait()
+	}
+	return 1 << 40, nil
+}
+
+// A job writes no core dump: one could hold its secrets, and a crash
+// handler writes it as another user, where no sweep finds it. The hard
+// limit is zero, so the job cannot raise it.
+func TestAgent_AJobCanWriteNoCoreDump(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := walkableDir(t)
+	limit := filepath.Join(dir, "limit")
+	os.WriteFile(limit, nil, 0o666)
+	os.Chmod(limit, 0o666)
+	events := releasedJob(ctx, t, dir, `ulimit -H -c > "$LIMIT"`, agent.Config{Scratch: []string{}, RunnerEnv: []string{"LIMIT=" + limit}})
+	if err := cleaned(ctx, t, events); err != nil {
+		t.Fatalf("cleanup: %v", err)
+	}
+	if data, _ := os.ReadFile(limit); strings.TrimSpace(string(data)) != "0" {
+		t.Errorf("the job's core dump limit is %q, want 0", strings.TrimSpace(string(data)))
+	}
+}

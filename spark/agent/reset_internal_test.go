@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestSweep_AWalkErrorIsNeverAClean(t *testing.T) {
 	z := filepath.Join(root, "z")
 	os.WriteFile(z, nil, 0o644)
 	os.Chown(z, 65534, 65534)
-	if err := sweepUser([]string{root}, 65534); !errors.Is(err, ErrLeftovers) {
+	if err := sweepUser([]string{root}, jobFiles{uid: 65534}); !errors.Is(err, ErrLeftovers) {
 		t.Errorf("a sweep whose walk failed: %v, want ErrLeftovers", err)
 	}
 }
@@ -55,5 +56,78 @@ func TestCheckNoLogin_ARunnerUserWhoCanLogInIsRefused(t *testing.T) {
 	}
 	if err := checkNoLogin("no-such-user-4f1c"); !errors.Is(err, ErrConfig) {
 		t.Errorf("a user whose shell cannot be read: %v, want ErrConfig", err)
+	}
+}
+
+// POSIX message queues live in /dev/mqueue, outside every IPC namespace
+// a job's runner gets: a queue a job leaves there, and what it holds, is
+// swept by default like any other file of the runner's user. (Root: the
+// test mounts a queue file system of its own.)
+func TestSweep_APOSIXQueueOfTheRunnersUserIsSweptByDefault(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a queue file system needs root")
+	}
+	if !slices.Contains(runnerIDs{}.scratchRoots(nil), "/dev/mqueue") {
+		t.Errorf("the default sweep %v leaves /dev/mqueue, where a job's POSIX queues stay", runnerIDs{}.scratchRoots(nil))
+	}
+	mq := t.TempDir()
+	if err := syscall.Mount("none", mq, "mqueue", 0, ""); err != nil {
+		t.Skipf("no mqueue file system here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mq, 0) })
+	queue := filepath.Join(mq, "job-left-this")
+	fd, err := syscall.Open(queue, syscall.O_CREAT|syscall.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fd)
+	os.Chown(queue, 65534, 65534)
+	if err := sweepUser([]string{mq}, jobFiles{uid: 65534}); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if _, err := os.Lstat(queue); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the runner user's queue outlived the sweep: %v", err)
+	}
+}
+
+// A scratch directory that is a link (a home on another disk, a -scratch
+// path behind a link, /tmp on macOS) is swept where it leads.
+func TestSweep_AScratchRootThatIsALinkIsSweptWhereItLeads(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	dir := t.TempDir()
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "scratch")
+	os.Mkdir(real, 0o1777)
+	os.Symlink(real, link)
+	left := filepath.Join(real, "poison")
+	os.WriteFile(left, nil, 0o644)
+	os.Chown(left, 65534, 65534)
+	if err := sweepUser([]string{link}, jobFiles{uid: 65534}); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if _, err := os.Lstat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file of the runner's user behind a linked scratch root outlived the sweep: %v", err)
+	}
+}
+
+// A runner user who may write its own home is refused: what a job sets
+// on the home itself (its mode, times, ACL) is no file a sweep removes.
+func TestCheckHome_ARunnerUserWhoMayWriteItsHomeIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another user needs root")
+	}
+	dir := t.TempDir()
+	own, shared, roots := filepath.Join(dir, "own"), filepath.Join(dir, "shared"), filepath.Join(dir, "roots")
+	for _, d := range []string{own, shared, roots} {
+		os.Mkdir(d, 0o755)
+	}
+	os.Chown(own, 65534, 65534)
+	os.Chmod(shared, 0o777)
+	for home, refused := range map[string]bool{own: true, shared: true, roots: false, filepath.Join(dir, "none"): false} {
+		err := checkHome(runnerIDs{uid: 65534, gid: 65534, groups: []uint32{65534}, home: home})
+		if refused != errors.Is(err, ErrConfig) {
+			t.Errorf("home %s: %v, want refused %v", home, err, refused)
+		}
 	}
 }

@@ -17,10 +17,19 @@ func lookupRunner(name string) (runnerIDs, error) {
 
 func (runnerIDs) scratchRoots([]string) []string { return nil }
 
-func checkInstall(string, string, runnerIDs) error { return nil }
-func freshRunner(string, string, runnerIDs) error  { return nil }
-func sweepUser([]string, uint32) error             { return nil }
-func checkNoLogin(string) error                    { return nil }
+// installLinks and jobFiles are a Unix host's.
+type installLinks struct{}
+type jobFiles struct {
+	uid   uint32
+	links installLinks
+}
+
+func checkInstall(string, string, runnerIDs) (installLinks, error) { return installLinks{}, nil }
+func freshRunner(string, string, runnerIDs) error                  { return nil }
+func sweepUser([]string, jobFiles) error                           { return nil }
+func checkNoLogin(string) error                                    { return nil }
+func checkHome(runnerIDs) error                                    { return nil }
+func noCoreDumps() error                                           { return nil }
 
 // removeTree removes path and all it holds.
 func removeTree(path string) error {

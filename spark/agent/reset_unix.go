@@ -78,6 +78,33 @@ func checkNoLogin(name string) error {
 	return nil
 }
 
+// checkHome refuses a runner user whose home it may write: what a job
+// sets on the home itself (its mode, its times, an ACL) is not a file the
+// sweep removes, and would reach the next job. Each job has a HOME of its
+// own in its lease's directory; the user needs none.
+func checkHome(r runnerIDs) error {
+	var st syscall.Stat_t
+	if r.home == "" || syscall.Stat(r.home, &st) != nil {
+		return nil // no home: nothing to carry
+	}
+	acl, err := aclOf(r.home)
+	if r.writableBy(&st, false) || acl || err != nil {
+		return fmt.Errorf("%w: runner user %d may write its home %s (%w): each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER) or make it root's, not writable by others, with no ACL", ErrConfig, r.uid, r.home, err)
+	}
+	return nil
+}
+
+// noCoreDumps stops core dumps of the agent and all it starts: a job's
+// core dump could hold its secrets and be left where the next job reads
+// it (a crash handler writes it as another user, so no sweep finds it).
+// The hard limit is set too, so a job cannot raise it.
+func noCoreDumps() error {
+	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
+		return fmt.Errorf("%w: turn off core dumps for the runner: %w", ErrConfig, err)
+	}
+	return nil
+}
+
 // writableBy reports whether the runner's user may change the entry
 // whose lstat is st: it owns it, or a write bit applies to it. A
 // directory with the sticky bit (/tmp) lets it add entries, never rename
@@ -97,30 +124,73 @@ func (r runnerIDs) writableBy(st *syscall.Stat_t, sticky bool) bool {
 	return false
 }
 
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// installFile is one of the install's files: a path to it and its link
+// count when the install was checked.
+type installFile struct {
+	path  string
+	nlink uint64
+}
+
+// installLinks are the install's regular files. Each job's copy links to
+// them and the job owns the copy's directories, so it can move a link
+// anywhere it can write on the same file system: a link left there, owned
+// by root, is a file of the job's that no sweep by owner finds.
+type installLinks struct {
+	install string
+	files   map[fileID]installFile
+}
+
+// leftovers names up to three install files with more links than when
+// the install was checked: each is a link a job moved out of its copy,
+// somewhere on this file system. A file replaced or removed since (an
+// operator's upgrade) is not counted.
+func (l installLinks) leftovers() error {
+	var more []string
+	for id, f := range l.files {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(f.path, &st); err != nil || uint64(st.Dev) != id.dev || st.Ino != id.ino {
+			continue
+		}
+		if n := uint64(st.Nlink); n > f.nlink {
+			more = append(more, fmt.Sprintf("%s (%d links, %d before the job)", f.path, n, f.nlink))
+		}
+	}
+	if len(more) == 0 {
+		return nil
+	}
+	slices.Sort(more)
+	return fmt.Errorf("%w: a job left links to the runner's install outside its copy: %s: remove each (find / -xdev -samefile FILE), then the cleanup completes", ErrLeftovers, strings.Join(more[:min(3, len(more))], ", "))
+}
+
 // checkInstall refuses a runner install (the directory of run.sh) that the
 // runner's user could change, as the path to it or anything in it (a job
 // could then rewrite the runner of the next job), one with more than
-// maxInstallEntries entries, and a work root inside it.
-func checkInstall(install, workRoot string, r runnerIDs) error {
+// maxInstallEntries entries, and a work root inside it. It returns the
+// install's files and their link counts.
+func checkInstall(install, workRoot string, r runnerIDs) (installLinks, error) {
 	fix := fmt.Sprintf("install the runner as root (chown -R root:root %s; chmod -R go-w %s): each job runs its own copy of it", install, install)
 	for dir := filepath.Dir(install); ; dir = filepath.Dir(dir) {
 		var st syscall.Stat_t
 		if err := syscall.Stat(dir, &st); err != nil {
-			return fmt.Errorf("%w: the runner's install %s: %w", ErrConfig, install, err)
+			return installLinks{}, fmt.Errorf("%w: the runner's install %s: %w", ErrConfig, install, err)
 		}
 		acl, aerr := aclOf(dir)
 		if r.writableBy(&st, true) || acl || aerr != nil {
-			return fmt.Errorf("%w: runner user %d may write %s, above the runner's install %s (%w): it could replace the runner; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, install, aerr)
+			return installLinks{}, fmt.Errorf("%w: runner user %d may write %s, above the runner's install %s (%w): it could replace the runner; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, install, aerr)
 		}
 		if dir == filepath.Dir(dir) {
 			break
 		}
 	}
 	if pathutil.Within(install, workRoot) {
-		return fmt.Errorf("%w: the work root %s is inside the runner's install %s: put it elsewhere", ErrConfig, workRoot, install)
+		return installLinks{}, fmt.Errorf("%w: the work root %s is inside the runner's install %s: put it elsewhere", ErrConfig, workRoot, install)
 	}
+	links := installLinks{install: install, files: map[fileID]installFile{}}
 	n := 0
-	return filepath.WalkDir(install, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(install, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
 		}
@@ -146,12 +216,18 @@ func checkInstall(install, workRoot string, r runnerIDs) error {
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
 			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
+		} else if ok && d.Type().IsRegular() {
+			links.files[fileID{uint64(st.Dev), st.Ino}] = installFile{path, uint64(st.Nlink)}
 		}
 		if acl, err := aclOf(path); err != nil || acl {
 			return fmt.Errorf("%w: %s in the runner's install has an ACL, which may let runner user %d write it (%w): remove it (setfacl -R -b %s)", ErrConfig, path, r.uid, err, install)
 		}
 		return nil
 	})
+	if err != nil {
+		return installLinks{}, err
+	}
+	return links, nil
 }
 
 // skipInstall reports whether path is a work or log folder at the top of
@@ -228,7 +304,7 @@ func copyFile(src, dst string) error {
 // lease's directory: its home and the directories a stock Linux lets
 // every user write.
 func (r runnerIDs) scratchRoots(extra []string) []string {
-	roots := []string{"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/crash"}
+	roots := []string{"/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock", "/var/crash"}
 	if r.home != "" {
 		roots = append(roots, r.home)
 	}
@@ -238,14 +314,32 @@ func (r runnerIDs) scratchRoots(extra []string) []string {
 	return roots
 }
 
-// sweepUser removes everything the runner's user owns under roots (the
-// roots themselves kept; symbolic links never followed; other file
-// systems mounted below not entered), then looks again: what remains is
-// ErrLeftovers, naming it.
-func sweepUser(roots []string, uid uint32) error {
+// jobFiles are what a sweep removes: whatever the runner's user owns,
+// and links to the install's files outside the install, which a job moved
+// out of its copy (owned by root, no sweep by owner finds them).
+type jobFiles struct {
+	uid   uint32
+	links installLinks
+}
+
+func (j jobFiles) match(path string, st *syscall.Stat_t) bool {
+	if st.Uid == j.uid {
+		return true
+	}
+	_, ok := j.links.files[fileID{uint64(st.Dev), st.Ino}]
+	return ok && !pathutil.Within(j.links.install, path)
+}
+
+// sweepUser removes the job's files under roots (the roots themselves
+// kept, a root that is a link walked where it leads; symbolic links
+// below never followed; other file systems mounted below not entered),
+// then looks again: what remains is ErrLeftovers, naming it, as is a link
+// to the install's files anywhere on its file system.
+func sweepUser(roots []string, job jobFiles) error {
+	uid := job.uid
 	var errs []error
 	for _, root := range roots {
-		err := walkOwned(root, uid, func(path string) error {
+		err := walkOwned(root, job, func(path string) error {
 			if err := removeTree(path); err != nil {
 				errs = append(errs, err)
 			}
@@ -257,7 +351,7 @@ func sweepUser(roots []string, uid uint32) error {
 	}
 	var left []string
 	for _, root := range roots {
-		_ = walkOwned(root, uid, func(path string) error {
+		_ = walkOwned(root, job, func(path string) error {
 			left = append(left, shorten(path))
 			if len(left) == 3 {
 				return fs.SkipAll
@@ -272,13 +366,21 @@ func sweepUser(roots []string, uid uint32) error {
 		// What the walk could not reach may hold that user's files.
 		return fmt.Errorf("%w: not every file runner user %d may own was looked at: %w", ErrLeftovers, uid, errors.Join(errs...))
 	}
-	return nil
+	return job.links.leftovers()
 }
 
-// walkOwned calls found for each entry under root that uid owns (found's
-// fs.SkipAll stops the walk), not entering it, a symbolic link or another
-// file system. A root that does not exist has none.
-func walkOwned(root string, uid uint32, found func(string) error) error {
+// walkOwned calls found for each entry under root that is the job's
+// (found's fs.SkipAll stops the walk), not entering it, a symbolic link
+// or another file system. A root that is a link is walked where it leads;
+// one that does not exist has none.
+func walkOwned(root string, job jobFiles, found func(string) error) error {
+	if resolved, err := filepath.EvalSymlinks(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("agent: look for the runner user's files in %s: %w", root, err)
+	} else {
+		root = resolved
+	}
 	var top syscall.Stat_t
 	if err := syscall.Lstat(root, &top); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
@@ -308,7 +410,7 @@ func walkOwned(root string, uid uint32, found func(string) error) error {
 				return fs.SkipDir
 			}
 			return nil
-		case st.Uid == uid:
+		case job.match(path, &st):
 			if err := found(path); err != nil {
 				return err
 			}

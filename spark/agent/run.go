@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,12 +54,14 @@ type Config struct {
 	// Each job then runs its own copy of the runner's install (the
 	// directory of RunnerCmd, which that user must not be able to write)
 	// in the lease's directory, with its HOME and TMPDIR there too, in
-	// PID and IPC namespaces of its own (on Linux), and after the lease everything that user owns in Scratch is removed:
-	// nothing a job writes reaches the next.
+	// PID and IPC namespaces of its own (on Linux), with no core dumps,
+	// and after the lease everything that user owns in Scratch is
+	// removed: nothing a job writes reaches the next. A user who can log
+	// in, or write its own home, is refused.
 	RunnerUser string
 	// Scratch are the directories where the runner's user can leave
 	// files outside the lease's directory (default: /tmp, /var/tmp,
-	// /dev/shm, /run/lock, /var/crash and its home directory).
+	// /dev/shm, /dev/mqueue, /run/lock, /var/crash and its home directory).
 	Scratch []string
 	// The preflight's settings: free bytes the job needs, a pair's link
 	// check and the service-released check (shell commands).
@@ -136,13 +137,19 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := checkNoLogin(cfg.RunnerUser); err != nil {
 			return err
 		}
+		if err := checkHome(ids); err != nil {
+			return err
+		}
+		if err := noCoreDumps(); err != nil {
+			return err
+		}
 		// The install is checked and copied where it really is: a
 		// versioned install behind a link is its target.
 		install, err := filepath.EvalSymlinks(filepath.Dir(cfg.RunnerCmd))
 		if err != nil {
 			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
 		}
-		if err := checkInstall(install, cfg.WorkRoot, ids); err != nil {
+		if a.links, err = checkInstall(install, cfg.WorkRoot, ids); err != nil {
 			return err
 		}
 		cfg.RunnerCmd = filepath.Join(install, filepath.Base(cfg.RunnerCmd))
@@ -220,6 +227,9 @@ type runner struct {
 	// its own, on Linux); ids is that user.
 	runnerUser LeaseProcesses
 	ids        *runnerIDs
+	// links are the install's files and their link counts when it was
+	// last checked, before the current job's copy.
+	links installLinks
 }
 
 // clearHost stops what an earlier agent of this host left, before the
@@ -252,7 +262,7 @@ func (a *runner) clearHost() {
 		}
 	}
 	if a.ids != nil {
-		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), a.ids.uid); err != nil {
+		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), jobFiles{a.ids.uid, a.links}); err != nil {
 			a.event("restart-cleanup", "", err)
 		}
 	}
@@ -345,11 +355,9 @@ func (a *runner) start(ctx context.Context, lease string) {
 	// Nothing of the runner's user may run before the job's runner
 	// starts: a process left from earlier work could read the job's
 	// credentials.
-	if a.runnerUser != nil {
-		if pids, err := a.runnerUser.Of(lease); err != nil || len(pids) > 0 {
-			fail("preflight-failed", cmp.Or(err, fmt.Errorf("%w: %d process(es) of the runner's user run before this lease's job (pids %v): stop them", ErrProcesses, len(pids), pids)))
-			return
-		}
+	if err := a.userIdle(lease); err != nil {
+		fail("preflight-failed", err)
+		return
 	}
 	pf := PreflightOptions{Host: a.cfg.Host, WorkDir: dir, MinFree: a.cfg.MinFree, Interconnect: a.cfg.Interconnect,
 		ServiceReleased: a.cfg.ServiceReleased, GPU: a.cfg.GPU, Disk: a.cfg.Disk}
@@ -369,26 +377,38 @@ func (a *runner) start(ctx context.Context, lease string) {
 	var private []string
 	if a.ids != nil {
 		// The job's own runner, home and temporary directory, all in the
-		// lease's directory: what it writes goes with it.
+		// lease's directory: what it writes goes with it. They are made
+		// while that directory is still root's alone, and it is given to
+		// the runner's user last: nothing of that user's can move what
+		// root makes there.
 		home, tmp, own := filepath.Join(dir, "home"), filepath.Join(dir, "tmp"), filepath.Join(dir, "runner")
-		err := asUser(cmd, dir, *a.ids)
+		var err error
 		for _, d := range []string{home, tmp} {
 			if err == nil {
 				err = os.Mkdir(d, 0o700)
 			}
 			if err == nil {
-				err = os.Chown(d, int(a.ids.uid), int(a.ids.gid))
+				err = os.Lchown(d, int(a.ids.uid), int(a.ids.gid))
 			}
 		}
 		if install := filepath.Dir(a.cfg.RunnerCmd); err == nil {
 			// Checked again for each job: the install may have changed
 			// since the agent started.
-			if err = checkInstall(install, a.cfg.WorkRoot, *a.ids); err == nil {
+			if a.links, err = checkInstall(install, a.cfg.WorkRoot, *a.ids); err == nil {
 				err = freshRunner(install, own, *a.ids)
 			}
 		}
+		if err == nil {
+			err = asUser(cmd, dir, *a.ids)
+		}
 		if err != nil {
 			fail("runner-started", fmt.Errorf("agent: the job's own runner in %s: %w", dir, err))
+			return
+		}
+		// Looked for again now that the directory is the user's: a
+		// process of it that started since could reach into it.
+		if err := a.userIdle(lease); err != nil {
+			fail("runner-started", err)
 			return
 		}
 		isolate(cmd)
@@ -417,6 +437,20 @@ func (a *runner) start(ctx context.Context, lease string) {
 	a.job.cmd, a.job.done = cmd, done
 	go func() { cmd.Wait(); close(done) }()
 	a.event("runner-started", lease, nil)
+}
+
+// userIdle is nil when no process of the runner's user runs (or it has
+// none of its own): one left from earlier work, or started by other means
+// than a job, could read the job's credentials.
+func (a *runner) userIdle(lease string) error {
+	if a.runnerUser == nil {
+		return nil
+	}
+	pids, err := a.runnerUser.Of(lease)
+	if err == nil && len(pids) > 0 {
+		err = fmt.Errorf("%w: %d process(es) of the runner's user run before this lease's job (pids %v): stop them", ErrProcesses, len(pids), pids)
+	}
+	return err
 }
 
 // stopJob stops what is left of the current job's runner: its whole
@@ -464,7 +498,7 @@ func (a *runner) cleanup(ctx context.Context, lease string) {
 		}
 	}
 	if a.ids != nil {
-		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), a.ids.uid); err != nil {
+		if err := sweepUser(a.ids.scratchRoots(a.cfg.Scratch), jobFiles{a.ids.uid, a.links}); err != nil {
 			a.event("cleaned", lease, err)
 			return
 		}
