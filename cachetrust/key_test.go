@@ -260,16 +260,7 @@ func FuzzLoadKeySpec(f *testing.F) {
 func BenchmarkKey(b *testing.B) {
 	for _, tc := range []struct{ files, size int }{{500, 20 << 10}, {50_000, 20 << 10}} {
 		b.Run(fmt.Sprintf("files=%d/bytes=%dMiB", tc.files, tc.files*tc.size>>20), func(b *testing.B) {
-			dir := b.TempDir()
-			buf := make([]byte, tc.size)
-			for i := range tc.files {
-				p := filepath.Join(dir, fmt.Sprintf("crate%d/src/m%d.rs", i%100, i))
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				buf[0], buf[1] = byte(i), byte(i>>8)
-				if err := os.WriteFile(p, buf, 0o644); err != nil {
-					b.Fatal(err)
-				}
-			}
+			dir, _ := benchTree(b, tc.files, tc.size)
 			s := spec()
 			b.SetBytes(int64(tc.files * tc.size))
 			b.ResetTimer()
@@ -353,6 +344,54 @@ func TestKey_AKeyWithoutAToolchainIsRefusedUnlessWaived(t *testing.T) {
 	if err != nil || w.ToolchainWaived != "data only" {
 		t.Errorf("the waiver is read from the spec file: %+v, %v", w, err)
 	}
+}
+
+// benchTree writes files of size bytes each, as a workspace of 100 crates,
+// and returns its directory and the files' paths.
+func benchTree(b *testing.B, files, size int) (string, []string) {
+	b.Helper()
+	dir := b.TempDir()
+	buf := make([]byte, size)
+	paths := make([]string, files)
+	for i := range files {
+		p := filepath.Join(dir, fmt.Sprintf("crate%d/src/m%d.rs", i%100, i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		buf[0], buf[1] = byte(i), byte(i>>8)
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths[i] = p
+	}
+	return dir, paths
+}
+
+// BenchmarkReadFloor is the file system's floor under Key: each file of
+// BenchmarkKey's 100x tree opened, read to its end and closed, in order,
+// on one goroutine, nothing hashed and nothing walked. Key at one core
+// can reach at most 1/(1/floor + 1/read) of the SHA-256 floor's MB/s:
+//
+//	go test ./cachetrust -run '^$' -bench 'ReadFloor|SHA256Floor' -benchtime 3x -cpu 1
+func BenchmarkReadFloor(b *testing.B) {
+	const files, size = 50_000, 20 << 10
+	_, paths := benchTree(b, files, size)
+	buf := make([]byte, 256<<10)
+	b.SetBytes(files * size)
+	b.ResetTimer()
+	for b.Loop() {
+		for _, p := range paths {
+			f, err := os.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := f.Read(buf); err != nil {
+					break
+				}
+			}
+			f.Close()
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*files), "ns/file")
 }
 
 // BenchmarkSHA256Floor is Key's floor: Go's SHA-256 over a buffer in

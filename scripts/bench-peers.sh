@@ -23,8 +23,16 @@ for procs in 1 2; do
 	peer=$(metric sha256sum-MB/s <<<"$out")
 	echo "GOMAXPROCS=$procs  Key ${ours} MB/s   sha256sum (xargs -P 2) ${peer} MB/s   Key/sha256sum $(ratio "$ours" "$peer")"
 done
-floor=$(go test ./cachetrust -run '^$' -bench 'BenchmarkSHA256Floor' -benchtime 3x 2>&1 | metric MB/s || true)
+floors=$(go test ./cachetrust -run '^$' -bench 'BenchmarkSHA256Floor|BenchmarkReadFloor' -benchtime 3x -cpu 1 2>&1 || true)
+floor=$(grep '^BenchmarkSHA256Floor' <<<"$floors" | metric MB/s || true)
+read=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric MB/s || true)
+perfile=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric ns/file || true)
 [ -z "$floor" ] || echo "SHA-256 floor on one core: ${floor} MB/s"
+if [ -n "$floor" ] && [ -n "$read" ]; then
+	# Hashing and reading on one core add up: Key can reach at most this.
+	bound=$(awk -v f="$floor" -v r="$read" 'BEGIN { printf "%.2f", 1 / (1 / f + 1 / r) }')
+	echo "open+read+close alone: ${read} MB/s (${perfile} ns/file)   Key's bound on one core ${bound} MB/s = $(ratio "$bound" "$floor") of the SHA-256 floor"
+fi
 
 echo "== changepolicy.Classify vs picomatch (100,000 paths x 200 globs)"
 GPUGATE_PEER_CORPUS="$tmp" go test ./changepolicy -run '^TestWritePeerCorpus$' -count=1 >/dev/null
