@@ -689,10 +689,11 @@ func TestAgent_AnInstallChangedAfterTheAgentStartedRunsNoJob(t *testing.T) {
 
 // releasedJob starts an agent whose runner user's job runs script from a
 // root-owned install (bin/Runner.Listener and run.sh, in dir) and then
-// writes $DONE; once it has, the lease is released. It returns the
-// agent's events from then on. cfg's Disk, Scratch and RunnerEnv are the
-// test's; the rest is set here.
-func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agent.Config) <-chan agent.Event {
+// writes $DONE; once it has, the lease is released (with restart, only
+// after that agent stopped and a new one started: a restart mid-lease).
+// It returns the agent's events from then on. cfg's Disk, Scratch and
+// RunnerEnv are the test's; the rest is set here.
+func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agent.Config, restart bool) <-chan agent.Event {
 	t.Helper()
 	_, ops, host, lease := leasedHost(t)
 	done := filepath.Join(dir, "done")
@@ -711,7 +712,10 @@ func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agen
 		cfg.Disk = disk(1 << 40)
 	}
 	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
-	go agent.Run(ctx, cfg)
+	first, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	stopped := make(chan struct{})
+	go func() { agent.Run(first, cfg); close(stopped) }()
 	for made := false; !made; {
 		select {
 		case e := <-events:
@@ -723,6 +727,11 @@ func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agen
 		}
 		data, _ := os.ReadFile(done)
 		made = len(data) > 0
+	}
+	if restart {
+		stop()
+		<-stopped
+		go agent.Run(ctx, cfg)
 	}
 	st, _ := ops.Status(ctx, lease)
 	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
@@ -766,7 +775,7 @@ func TestCleanup_AnInstallLinkMovedOutOfTheCopyIsALeftover(t *testing.T) {
 	events := releasedJob(ctx, t, dir, `own=$(dirname "$0")
 mv "$own/run.sh" "$SCRATCH/names-the-next-job-reads"
 mv "$own/bin/Runner.Listener" "$ELSEWHERE/more-names"`,
-		agent.Config{Scratch: []string{scratch}, RunnerEnv: []string{"SCRATCH=" + scratch, "ELSEWHERE=" + elsewhere}})
+		agent.Config{Scratch: []string{scratch}, RunnerEnv: []string{"SCRATCH=" + scratch, "ELSEWHERE=" + elsewhere}}, false)
 	if err := cleaned(ctx, t, events); !errors.Is(err, agent.ErrLeftovers) {
 		t.Errorf("a link to the install left outside every swept directory: %v, want ErrLeftovers", err)
 	}
@@ -840,8 +849,9 @@ func (l lateProcess) Free(string) (uint64, error) {
 
 // A job writes no core dump: one could hold its secrets, and a crash
 // handler writes it as another user, where no sweep finds it. The hard
-// limit is zero, so the job cannot raise it.
-func TestAgent_AJobCanWriteNoCoreDump(t *testing.T) {
+// limit is zero, so the job cannot raise it; the agent's own, which its
+// other commands inherit, is the host's.
+func TestAgent_OnlyTheJobCanWriteNoCoreDump(t *testing.T) {
 	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
 		t.Skip("a runner user needs root on Linux")
 	}
@@ -851,11 +861,97 @@ func TestAgent_AJobCanWriteNoCoreDump(t *testing.T) {
 	limit := filepath.Join(dir, "limit")
 	os.WriteFile(limit, nil, 0o666)
 	os.Chmod(limit, 0o666)
-	events := releasedJob(ctx, t, dir, `ulimit -H -c > "$LIMIT"`, agent.Config{Scratch: []string{}, RunnerEnv: []string{"LIMIT=" + limit}})
+	var before syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_CORE, &before)
+	events := releasedJob(ctx, t, dir, `ulimit -H -c > "$LIMIT"`, agent.Config{Scratch: []string{}, RunnerEnv: []string{"LIMIT=" + limit}}, false)
 	if err := cleaned(ctx, t, events); err != nil {
 		t.Fatalf("cleanup: %v", err)
 	}
 	if data, _ := os.ReadFile(limit); strings.TrimSpace(string(data)) != "0" {
 		t.Errorf("the job's core dump limit is %q, want 0", strings.TrimSpace(string(data)))
+	}
+	var after syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_CORE, &after)
+	if after != before {
+		t.Errorf("the agent's own core limit changed from %+v to %+v: its other commands (the service's, the preflight's) keep the host's", before, after)
+	}
+}
+
+// A link the job moved out of its copy is found by an agent restarted
+// mid-lease too: the links are counted from the install alone, not from
+// what the agent saw when it started.
+func TestAgent_ARestartedAgentStillRefusesALinkTheJobMovedOut(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := walkableDir(t)
+	elsewhere := filepath.Join(dir, "elsewhere")
+	os.Mkdir(elsewhere, 0o1777)
+	os.Chmod(elsewhere, 0o1777)
+	events := releasedJob(ctx, t, dir, `mv "$(dirname "$0")/bin/Runner.Listener" "$ELSEWHERE/names"`,
+		agent.Config{Scratch: []string{}, RunnerEnv: []string{"ELSEWHERE=" + elsewhere}}, true)
+	if err := cleaned(ctx, t, events); !errors.Is(err, agent.ErrLeftovers) {
+		t.Errorf("a restarted agent's cleanup with a link to the install left outside it: %v, want ErrLeftovers", err)
+	}
+}
+
+// Each job's runner is hard links to the install, which only the
+// install's file system can hold: a work root on another is refused, not
+// met with copies a job could move anywhere unseen.
+func TestAgent_AWorkRootOnAnotherFileSystemThanTheInstallIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	var shm, tmp syscall.Stat_t
+	if syscall.Stat("/dev/shm", &shm) != nil || syscall.Stat(os.TempDir(), &tmp) != nil || shm.Dev == tmp.Dev {
+		t.Skip("no second file system here")
+	}
+	_, _, host, _ := leasedHost(t)
+	work, err := os.MkdirTemp("/dev/shm", "work")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	install := filepath.Join(walkableDir(t), "actions-runner")
+	os.MkdirAll(install, 0o755)
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\nexec sleep 300\n"), 0o755)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", WorkRoot: work, Scratch: []string{},
+		RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody"})
+	if !errors.Is(err, agent.ErrConfig) {
+		t.Errorf("a work root on another file system than the install: %v, want ErrConfig", err)
+	}
+}
+
+// A directory the sweep keeps (a scratch root) that the runner's user
+// owns, or could replace with one of its own, is refused: what a job
+// left on it or put in its place would outlive the sweep.
+func TestAgent_AScratchDirectoryTheRunnersUserOwnsOrCanReplaceIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	_, _, host, _ := leasedHost(t)
+	dir := walkableDir(t)
+	install := filepath.Join(dir, "actions-runner")
+	os.MkdirAll(install, 0o755)
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\nexec sleep 300\n"), 0o755)
+	owned, open := filepath.Join(dir, "owned"), filepath.Join(dir, "open")
+	os.Mkdir(owned, 0o755)
+	os.Chown(owned, 65534, 65534)
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777) // not sticky: the user may rename what is in it
+	os.Mkdir(filepath.Join(open, "scratch"), 0o1777)
+	for name, root := range map[string]string{"one it owns": owned, "one in a directory it may write": filepath.Join(open, "scratch"),
+		"one not made yet, in a directory it may write": filepath.Join(open, "later")} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", WorkRoot: filepath.Join(dir, "work"), Scratch: []string{root},
+			RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody"})
+		cancel()
+		if !errors.Is(err, agent.ErrConfig) {
+			t.Errorf("a scratch directory, %s: %v, want ErrConfig", name, err)
+		}
 	}
 }

@@ -111,8 +111,9 @@ func TestSweep_AScratchRootThatIsALinkIsSweptWhereItLeads(t *testing.T) {
 	}
 }
 
-// A runner user who may write its own home is refused: what a job sets
-// on the home itself (its mode, times, ACL) is no file a sweep removes.
+// A runner user who may write its own home, or replace or make it, is
+// refused: what a job sets on the home itself (its mode, times, ACL), or
+// a home it put in its place, is no file a sweep removes.
 func TestCheckHome_ARunnerUserWhoMayWriteItsHomeIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("giving a directory to another user needs root")
@@ -124,7 +125,9 @@ func TestCheckHome_ARunnerUserWhoMayWriteItsHomeIsRefused(t *testing.T) {
 	}
 	os.Chown(own, 65534, 65534)
 	os.Chmod(shared, 0o777)
-	for home, refused := range map[string]bool{own: true, shared: true, roots: false, filepath.Join(dir, "none"): false} {
+	os.Mkdir(filepath.Join(shared, "home"), 0o755) // root's, in a directory the user may write
+	for home, refused := range map[string]bool{own: true, shared: true, roots: false, filepath.Join(dir, "none"): false,
+		filepath.Join(shared, "home"): true, filepath.Join(shared, "none"): true} {
 		err := checkHome(runnerIDs{uid: 65534, gid: 65534, groups: []uint32{65534}, home: home})
 		if refused != errors.Is(err, ErrConfig) {
 			t.Errorf("home %s: %v, want refused %v", home, err, refused)

@@ -5,6 +5,7 @@ package agent
 import (
 	"fmt"
 	"os"
+	"os/exec"
 )
 
 // runnerIDs is a Unix host's: a runner user needs one.
@@ -19,6 +20,9 @@ func (runnerIDs) scratchRoots([]string) []string { return nil }
 
 // installLinks and jobFiles are a Unix host's.
 type installLinks struct{}
+
+func (installLinks) leftovers() error { return nil }
+
 type jobFiles struct {
 	uid   uint32
 	links installLinks
@@ -29,7 +33,9 @@ func freshRunner(string, string, runnerIDs) error                  { return nil 
 func sweepUser([]string, jobFiles) error                           { return nil }
 func checkNoLogin(string) error                                    { return nil }
 func checkHome(runnerIDs) error                                    { return nil }
-func noCoreDumps() error                                           { return nil }
+func noCoreDumps(*exec.Cmd)                                        {}
+func sameDevice(string, string) error                              { return nil }
+func (runnerIDs) checkScratch([]string) error                      { return nil }
 
 // removeTree removes path and all it holds.
 func removeTree(path string) error {

@@ -5,7 +5,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -78,31 +77,97 @@ func checkNoLogin(name string) error {
 	return nil
 }
 
-// checkHome refuses a runner user whose home it may write: what a job
-// sets on the home itself (its mode, its times, an ACL) is not a file the
-// sweep removes, and would reach the next job. Each job has a HOME of its
-// own in its lease's directory; the user needs none.
-func checkHome(r runnerIDs) error {
-	var st syscall.Stat_t
-	if r.home == "" || syscall.Stat(r.home, &st) != nil {
-		return nil // no home: nothing to carry
+// checkAbove refuses a path (what names it) whose directories above it
+// the runner's user may write: it could then put something of its own in
+// its place (why says what that would do). Directories that do not exist
+// yet are passed over: the nearest that does is checked.
+func (r runnerIDs) checkAbove(path, what, why string) error {
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		var st syscall.Stat_t
+		err := syscall.Stat(dir, &st)
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("%w: %s %s: %w", ErrConfig, what, path, err)
+		}
+		if err == nil {
+			acl, aerr := aclOf(dir)
+			if r.writableBy(&st, true) || acl || aerr != nil {
+				return fmt.Errorf("%w: runner user %d may write %s, above %s %s (%w): %s; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, what, path, aerr, why)
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return nil
+		}
 	}
-	acl, err := aclOf(r.home)
-	if r.writableBy(&st, false) || acl || err != nil {
-		return fmt.Errorf("%w: runner user %d may write its home %s (%w): each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER) or make it root's, not writable by others, with no ACL", ErrConfig, r.uid, r.home, err)
+}
+
+// checkHome refuses a runner user who may write its home, or replace or
+// make it: what a job sets on the home itself (its mode, its times, an
+// ACL) is not a file the sweep removes, and would reach the next job.
+// Each job has a HOME of its own in its lease's directory; the user needs
+// none.
+func checkHome(r runnerIDs) error {
+	if r.home == "" {
+		return nil
+	}
+	fix := "each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER) or make it root's, not writable by others, with no ACL"
+	var st syscall.Stat_t
+	if syscall.Stat(r.home, &st) == nil {
+		acl, err := aclOf(r.home)
+		if r.writableBy(&st, false) || acl || err != nil {
+			return fmt.Errorf("%w: runner user %d may write its home %s (%w): %s", ErrConfig, r.uid, r.home, err, fix)
+		}
+	}
+	return r.checkAbove(r.home, "its home", "a job could put a home of its own there for the next: "+fix)
+}
+
+// checkScratch refuses a directory the sweep keeps (a scratch root) that
+// the runner's user owns or could replace: what a job left on it or put
+// in its place would outlive the sweep. A root that is a link is checked
+// where it lies and where it leads.
+func (r runnerIDs) checkScratch(roots []string) error {
+	for _, root := range roots {
+		paths := []string{root}
+		if resolved, err := filepath.EvalSymlinks(root); err == nil && resolved != root {
+			paths = append(paths, resolved)
+		}
+		for _, p := range paths {
+			var st syscall.Stat_t
+			if syscall.Lstat(p, &st) == nil && st.Uid == r.uid {
+				return fmt.Errorf("%w: runner user %d owns %s, a directory swept after each lease (-scratch): what a job sets on it would reach the next; make it root's", ErrConfig, r.uid, p)
+			}
+			if err := r.checkAbove(p, "the swept directory", "a job could put a directory of its own in its place, which the sweep keeps"); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// noCoreDumps stops core dumps of the agent and all it starts: a job's
-// core dump could hold its secrets and be left where the next job reads
-// it (a crash handler writes it as another user, so no sweep finds it).
-// The hard limit is set too, so a job cannot raise it.
-func noCoreDumps() error {
-	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
-		return fmt.Errorf("%w: turn off core dumps for the runner: %w", ErrConfig, err)
+// sameDevice refuses a work root on another file system than the install:
+// each job's copy of the runner is links to the install's files, which
+// only a file system of their own can hold.
+func sameDevice(install, workRoot string) error {
+	var a, b syscall.Stat_t
+	if err := syscall.Stat(install, &a); err != nil {
+		return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
+	}
+	if err := syscall.Stat(workRoot, &b); err != nil {
+		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
+	}
+	if a.Dev != b.Dev {
+		return fmt.Errorf("%w: the work root %s is on another file system than the runner's install %s: each job's runner is hard links to the install, so put the work root beside it", ErrConfig, workRoot, install)
 	}
 	return nil
+}
+
+// noCoreDumps makes cmd, a job's runner, start with no core dumps, its
+// hard limit too, so the job cannot raise it: a job's core dump could
+// hold its secrets, and a crash handler writes it as another user, where
+// no sweep finds it (systemd-coredump honours the limit). Only the job's:
+// the agent and its other commands keep the host's.
+func noCoreDumps(cmd *exec.Cmd) {
+	cmd.Args = append([]string{"/bin/sh", "-c", `ulimit -c 0 && exec "$0" "$@"`}, cmd.Args...)
+	cmd.Path = "/bin/sh"
 }
 
 // writableBy reports whether the runner's user may change the entry
@@ -127,8 +192,8 @@ func (r runnerIDs) writableBy(st *syscall.Stat_t, sticky bool) bool {
 // fileID is a file's identity: its device and inode.
 type fileID struct{ dev, ino uint64 }
 
-// installFile is one of the install's files: a path to it and its link
-// count when the install was checked.
+// installFile is one of the install's files: a path to it and how many
+// of the install's own paths name it.
 type installFile struct {
 	path  string
 	nlink uint64
@@ -143,10 +208,13 @@ type installLinks struct {
 	files   map[fileID]installFile
 }
 
-// leftovers names up to three install files with more links than when
-// the install was checked: each is a link a job moved out of its copy,
-// somewhere on this file system. A file replaced or removed since (an
-// operator's upgrade) is not counted.
+// leftovers names up to three install files with more links than the
+// install's own paths to them: with no job's copy there, each extra one
+// is a link a job moved out of its copy, somewhere on this file system
+// (or a hard-linked copy of the install, which a job's looks the same
+// as). Counted from the install alone, so a restarted agent sees them
+// too. A file replaced or removed since the check (an upgrade) is not
+// counted.
 func (l installLinks) leftovers() error {
 	var more []string
 	for id, f := range l.files {
@@ -155,14 +223,14 @@ func (l installLinks) leftovers() error {
 			continue
 		}
 		if n := uint64(st.Nlink); n > f.nlink {
-			more = append(more, fmt.Sprintf("%s (%d links, %d before the job)", f.path, n, f.nlink))
+			more = append(more, fmt.Sprintf("%s (%d links, %d in the install)", f.path, n, f.nlink))
 		}
 	}
 	if len(more) == 0 {
 		return nil
 	}
 	slices.Sort(more)
-	return fmt.Errorf("%w: a job left links to the runner's install outside its copy: %s: remove each (find / -xdev -samefile FILE), then the cleanup completes", ErrLeftovers, strings.Join(more[:min(3, len(more))], ", "))
+	return fmt.Errorf("%w: %d file(s) of the runner's install have links outside it, which a job can leave by moving its copy's files: %s: remove them (find / -xdev -samefile FILE), and keep no hard-linked copy of the install", ErrLeftovers, len(more), strings.Join(more[:min(3, len(more))], ", "))
 }
 
 // checkInstall refuses a runner install (the directory of run.sh) that the
@@ -172,18 +240,8 @@ func (l installLinks) leftovers() error {
 // install's files and their link counts.
 func checkInstall(install, workRoot string, r runnerIDs) (installLinks, error) {
 	fix := fmt.Sprintf("install the runner as root (chown -R root:root %s; chmod -R go-w %s): each job runs its own copy of it", install, install)
-	for dir := filepath.Dir(install); ; dir = filepath.Dir(dir) {
-		var st syscall.Stat_t
-		if err := syscall.Stat(dir, &st); err != nil {
-			return installLinks{}, fmt.Errorf("%w: the runner's install %s: %w", ErrConfig, install, err)
-		}
-		acl, aerr := aclOf(dir)
-		if r.writableBy(&st, true) || acl || aerr != nil {
-			return installLinks{}, fmt.Errorf("%w: runner user %d may write %s, above the runner's install %s (%w): it could replace the runner; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, install, aerr)
-		}
-		if dir == filepath.Dir(dir) {
-			break
-		}
+	if err := r.checkAbove(install, "the runner's install", "it could replace the runner"); err != nil {
+		return installLinks{}, err
 	}
 	if pathutil.Within(install, workRoot) {
 		return installLinks{}, fmt.Errorf("%w: the work root %s is inside the runner's install %s: put it elsewhere", ErrConfig, workRoot, install)
@@ -217,7 +275,13 @@ func checkInstall(install, workRoot string, r runnerIDs) (installLinks, error) {
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
 			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
 		} else if ok && d.Type().IsRegular() {
-			links.files[fileID{uint64(st.Dev), st.Ino}] = installFile{path, uint64(st.Nlink)}
+			id := fileID{uint64(st.Dev), st.Ino}
+			f := links.files[id]
+			if f.path == "" {
+				f.path = path
+			}
+			f.nlink++
+			links.files[id] = f
 		}
 		if acl, err := aclOf(path); err != nil || acl {
 			return fmt.Errorf("%w: %s in the runner's install has an ACL, which may let runner user %d write it (%w): remove it (setfacl -R -b %s)", ErrConfig, path, r.uid, err, install)
@@ -238,8 +302,7 @@ func skipInstall(install, path string) bool {
 
 // freshRunner makes dst the lease's own copy of the runner's install:
 // its directories made anew and owned by the runner's user, its files
-// hard links to the install's (which that user cannot write; a copy where
-// no link can be made), so whatever the job writes there, in whatever
+// hard links to the install's (which that user cannot write), so whatever the job writes there, in whatever
 // path (its work folder, logs, an update of the runner), goes with the
 // lease's directory.
 func freshRunner(install, dst string, r runnerIDs) error {
@@ -269,35 +332,10 @@ func freshRunner(install, dst string, r runnerIDs) error {
 			}
 			return os.Symlink(target, to)
 		case t.IsRegular():
-			if os.Link(path, to) == nil {
-				return nil
-			}
-			return copyFile(path, to)
+			return os.Link(path, to)
 		}
 		return nil // a FIFO, socket or device: no runner's
 	})
-}
-
-// copyFile copies regular file src to dst with its mode.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // scratchRoots are where the runner's user can leave files outside the

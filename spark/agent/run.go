@@ -140,9 +140,6 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := checkHome(ids); err != nil {
 			return err
 		}
-		if err := noCoreDumps(); err != nil {
-			return err
-		}
 		// The install is checked and copied where it really is: a
 		// versioned install behind a link is its target.
 		install, err := filepath.EvalSymlinks(filepath.Dir(cfg.RunnerCmd))
@@ -193,6 +190,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// lease's directory in it is the runner's alone.
 	if err := os.MkdirAll(cfg.WorkRoot, 0o755); err != nil {
 		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
+	}
+	if a.ids != nil {
+		if err := sameDevice(filepath.Dir(cfg.RunnerCmd), cfg.WorkRoot); err != nil {
+			return err
+		}
+		if err := a.ids.checkScratch(a.ids.scratchRoots(cfg.Scratch)); err != nil {
+			return err
+		}
 	}
 	id, unlock, err := claimHost(cfg.WorkRoot, cfg.Host)
 	if err != nil {
@@ -395,6 +400,9 @@ func (a *runner) start(ctx context.Context, lease string) {
 			// Checked again for each job: the install may have changed
 			// since the agent started.
 			if a.links, err = checkInstall(install, a.cfg.WorkRoot, *a.ids); err == nil {
+				err = a.links.leftovers()
+			}
+			if err == nil {
 				err = freshRunner(install, own, *a.ids)
 			}
 		}
@@ -411,9 +419,10 @@ func (a *runner) start(ctx context.Context, lease string) {
 			fail("runner-started", err)
 			return
 		}
-		isolate(cmd)
 		cmd.Path = filepath.Join(own, filepath.Base(a.cfg.RunnerCmd))
 		cmd.Args[0] = cmd.Path
+		isolate(cmd)
+		noCoreDumps(cmd)
 		private = []string{"HOME=" + home, "TMPDIR=" + tmp}
 	}
 	for _, kv := range os.Environ() {
