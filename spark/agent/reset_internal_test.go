@@ -134,3 +134,27 @@ func TestCheckHome_ARunnerUserWhoMayWriteItsHomeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A runner user with subordinate IDs is refused, named by its name or its
+// uid: with newuidmap a job could run processes and own files as them,
+// out of the reach of the sweep and the kill of the runner's user.
+func TestCheckNoSubIDs_ARunnerUserWithSubordinateIDsIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	others := file("others", "alice:100000:65536\nbob:165536:65536\n")
+	byName := file("byname", "alice:100000:65536\nrunner:165536:65536\n")
+	byUID := file("byuid", "1001:100000:65536\n")
+	missing := filepath.Join(dir, "missing")
+	if err := checkNoSubIDs("runner", 1001, []string{others, missing}); err != nil {
+		t.Errorf("no line of its own: %v", err)
+	}
+	for _, f := range []string{byName, byUID} {
+		if err := checkNoSubIDs("runner", 1001, []string{others, f}); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s gives it subordinate IDs: %v, want ErrConfig", filepath.Base(f), err)
+		}
+	}
+}

@@ -18,6 +18,8 @@ func lookupRunner(name string) (runnerIDs, error) {
 
 func (runnerIDs) scratchRoots([]string) []string { return nil }
 
+var subIDFiles []string // a Unix host's
+
 // installLinks and jobFiles are a Unix host's.
 type installLinks struct{}
 
@@ -32,6 +34,7 @@ func checkInstall(string, string, runnerIDs) (installLinks, error) { return inst
 func freshRunner(string, string, runnerIDs) error                  { return nil }
 func sweepUser([]string, jobFiles) error                           { return nil }
 func checkNoLogin(string) error                                    { return nil }
+func checkNoSubIDs(string, uint32, []string) error                 { return nil }
 func checkHome(runnerIDs) error                                    { return nil }
 func noCoreDumps(*exec.Cmd)                                        {}
 func sameDevice(string, string) error                              { return nil }

@@ -77,6 +77,33 @@ func checkNoLogin(name string) error {
 	return nil
 }
 
+// subIDFiles list the subordinate IDs each user may map (newuidmap,
+// newgidmap).
+var subIDFiles = []string{"/etc/subuid", "/etc/subgid"}
+
+// checkNoSubIDs refuses a runner user that files give subordinate IDs:
+// with newuidmap a job could make a user namespace and own files and run
+// processes as those IDs, out of reach of the sweep and of the kill of
+// the runner's user. A file that does not exist gives none.
+func checkNoSubIDs(name string, uid uint32, files []string) error {
+	id := strconv.FormatUint(uint64(uid), 10)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: read %s to see that runner user %s has no subordinate IDs: %w", ErrConfig, file, name, err)
+		}
+		for n, line := range strings.Split(string(data), "\n") {
+			if owner, _, _ := strings.Cut(strings.TrimSpace(line), ":"); owner == name || owner == id {
+				return fmt.Errorf("%w: runner user %s has subordinate IDs (%s line %d): a job could run processes and own files as them, out of the cleanup's reach; remove the line", ErrConfig, name, file, n+1)
+			}
+		}
+	}
+	return nil
+}
+
 // checkAbove refuses a path (what names it) whose directories above it
 // the runner's user may write: it could then put something of its own in
 // its place (why says what that would do). Directories that do not exist

@@ -140,6 +140,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := checkHome(ids); err != nil {
 			return err
 		}
+		if err := checkNoSubIDs(cfg.RunnerUser, ids.uid, subIDFiles); err != nil {
+			return err
+		}
 		// The install is checked and copied where it really is: a
 		// versioned install behind a link is its target.
 		install, err := filepath.EvalSymlinks(filepath.Dir(cfg.RunnerCmd))
