@@ -103,22 +103,37 @@ func stopLease(procs LeaseProcesses, lease string) error {
 	if k, ok := procs.(allKiller); ok {
 		k.killAll()
 	}
-	pids, err := procs.Of(lease)
-	if err != nil {
-		return err
-	}
-	for _, pid := range pids {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Signal(syscall.SIGKILL)
-		}
-	}
-	left := pids
-	// A killed process takes a moment to exit: look again for up to a
-	// second before saying it survived.
-	for try := 0; len(left) > 0 && try < 20; try++ {
-		time.Sleep(50 * time.Millisecond)
-		if left, err = procs.Of(lease); err != nil {
+	// A killed process takes a moment to exit, and one caught mid-exec
+	// may show no environment: look until two looks 50 ms apart find
+	// none, for up to a second, killing what each finds, before saying
+	// one survived. A killed process counts until no thread of it runs
+	// (its environment goes before it has ended).
+	var killed, left []int
+	for try, quiet := 0, 0; quiet < 2; try++ {
+		pids, err := procs.Of(lease)
+		if err != nil {
 			return err
+		}
+		for _, pid := range killed {
+			if !slices.Contains(pids, pid) && liveThread(filepath.Join("/proc", strconv.Itoa(pid), "task")) {
+				pids = append(pids, pid)
+			}
+		}
+		if left = pids; len(left) > 0 && try == 20 {
+			break
+		}
+		quiet++
+		for _, pid := range pids {
+			quiet = 0
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Signal(syscall.SIGKILL)
+			}
+			if !slices.Contains(killed, pid) {
+				killed = append(killed, pid)
+			}
+		}
+		if quiet < 2 {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if len(left) > 0 {
