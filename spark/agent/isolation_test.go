@@ -100,7 +100,7 @@ func TestCleanup_NothingOfTheRunnersUserOutlivesTheLease(t *testing.T) {
 	pidFile := filepath.Join(dir, "escaped")
 	scratch := filepath.Join(dir, "scratch")
 	os.Mkdir(scratch, 0o1777)
-	os.Chmod(scratch, 0o1777)
+	os.Chmod(scratch, os.ModeSticky|0o777)
 	os.WriteFile(filepath.Join(scratch, "roots"), []byte("kept"), 0o644)
 	runnerDir := filepath.Join(dir, "actions-runner")
 	os.MkdirAll(runnerDir, 0o755)
@@ -770,7 +770,7 @@ func TestCleanup_AnInstallLinkMovedOutOfTheCopyIsALeftover(t *testing.T) {
 	scratch, elsewhere := filepath.Join(dir, "scratch"), filepath.Join(dir, "elsewhere")
 	for _, d := range []string{scratch, elsewhere} {
 		os.Mkdir(d, 0o1777)
-		os.Chmod(d, 0o1777)
+		os.Chmod(d, os.ModeSticky|0o777)
 	}
 	events := releasedJob(ctx, t, dir, `own=$(dirname "$0")
 mv "$own/run.sh" "$SCRATCH/names-the-next-job-reads"
@@ -889,7 +889,7 @@ func TestAgent_ARestartedAgentStillRefusesALinkTheJobMovedOut(t *testing.T) {
 	dir := walkableDir(t)
 	elsewhere := filepath.Join(dir, "elsewhere")
 	os.Mkdir(elsewhere, 0o1777)
-	os.Chmod(elsewhere, 0o1777)
+	os.Chmod(elsewhere, os.ModeSticky|0o777)
 	events := releasedJob(ctx, t, dir, `mv "$(dirname "$0")/bin/Runner.Listener" "$ELSEWHERE/names"`,
 		agent.Config{Scratch: []string{}, RunnerEnv: []string{"ELSEWHERE=" + elsewhere}}, true)
 	if err := cleaned(ctx, t, events); !errors.Is(err, agent.ErrLeftovers) {
@@ -943,7 +943,8 @@ func TestAgent_AScratchDirectoryTheRunnersUserOwnsOrCanReplaceIsRefused(t *testi
 	os.Chown(owned, 65534, 65534)
 	os.Mkdir(open, 0o777)
 	os.Chmod(open, 0o777) // not sticky: the user may rename what is in it
-	os.Mkdir(filepath.Join(open, "scratch"), 0o1777)
+	os.Mkdir(filepath.Join(open, "scratch"), 0o777)
+	os.Chmod(filepath.Join(open, "scratch"), os.ModeSticky|0o777)
 	for name, root := range map[string]string{"one it owns": owned, "one in a directory it may write": filepath.Join(open, "scratch"),
 		"one not made yet, in a directory it may write": filepath.Join(open, "later")} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -952,6 +953,114 @@ func TestAgent_AScratchDirectoryTheRunnersUserOwnsOrCanReplaceIsRefused(t *testi
 		cancel()
 		if !errors.Is(err, agent.ErrConfig) {
 			t.Errorf("a scratch directory, %s: %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// runAgentErr runs an agent for a runner user with cfg's paths on a
+// leased host and returns what Run returned (ErrConfig at once when it
+// refuses to start; nil when it ran until the test's deadline).
+func runAgentErr(t *testing.T, cfg agent.Config) error {
+	t.Helper()
+	_, _, host, _ := leasedHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cfg.Client, cfg.Host, cfg.RunnerUser = host, "spark-2", "nobody"
+	if cfg.Scratch == nil {
+		cfg.Scratch = []string{}
+	}
+	return agent.Run(ctx, cfg)
+}
+
+// rootInstall is a root-owned install in a directory the runner's user
+// may walk; it returns run.sh.
+func rootInstall(t *testing.T) string {
+	t.Helper()
+	install := filepath.Join(walkableDir(t), "actions-runner")
+	os.MkdirAll(install, 0o755)
+	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\nexec sleep 300\n"), 0o755)
+	return filepath.Join(install, "run.sh")
+}
+
+// A relative runner path, or swept directory, is refused with a runner
+// user: the install is checked and copied where it lies, and a sweep
+// must never take the install for a job's leftover.
+func TestAgent_ARelativeRunnerPathIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	run := rootInstall(t)
+	t.Chdir(filepath.Dir(run))
+	work := filepath.Join(filepath.Dir(filepath.Dir(run)), "work")
+	if err := runAgentErr(t, agent.Config{WorkRoot: work, RunnerCmd: "./run.sh"}); !errors.Is(err, agent.ErrConfig) {
+		t.Errorf("a relative runner path: %v, want ErrConfig", err)
+	}
+	if err := runAgentErr(t, agent.Config{WorkRoot: work, RunnerCmd: run, Scratch: []string{"tmp"}}); !errors.Is(err, agent.ErrConfig) {
+		t.Errorf("a relative swept directory: %v, want ErrConfig", err)
+	}
+	if _, err := os.Stat(run); err != nil {
+		t.Errorf("the install is gone: %v", err)
+	}
+}
+
+// A work root the runner's user owns, may write or could replace is
+// refused: what a job left there, beside the lease directories, would
+// reach the next, and the agent's ID and lock are there.
+func TestAgent_AWorkRootTheRunnersUserOwnsOrCanReplaceIsRefused(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	run := rootInstall(t)
+	dir := filepath.Dir(filepath.Dir(run))
+	owned, open := filepath.Join(dir, "owned"), filepath.Join(dir, "open")
+	os.Mkdir(owned, 0o755)
+	os.Chown(owned, 65534, 65534)
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	for name, work := range map[string]string{"one it owns": owned, "one it may write": open, "one in a directory it may write": filepath.Join(open, "work")} {
+		if err := runAgentErr(t, agent.Config{WorkRoot: work, RunnerCmd: run}); !errors.Is(err, agent.ErrConfig) {
+			t.Errorf("a work root, %s: %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// A runner that cannot be started (not executable, a missing
+// interpreter) gives its lease back at once, with the runner's exit,
+// instead of holding the host until the job's grace has passed.
+func TestAgent_ARunnerThatCannotStartReleasesItsLeaseWithTheError(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _, host, _ := leasedHost(t)
+	run := rootInstall(t)
+	os.WriteFile(run, []byte("#!/no/such/interpreter\n"), 0o755)
+	events := make(chan agent.Event, 1024)
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(filepath.Dir(filepath.Dir(run)), "work"),
+		RunnerCmd: run, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond, JobGrace: time.Hour,
+		OnEvent: func(e agent.Event) { events <- e }})
+	exited := false
+	for {
+		select {
+		case e := <-events:
+			switch e.Kind {
+			case "runner-exited":
+				exited = true
+				if e.Err == nil {
+					t.Errorf("a runner that could not start exited with no error")
+				}
+			case "released":
+				if !exited {
+					t.Fatalf("released before the runner exited: %v", e.Err)
+				}
+				if e.Err != nil {
+					t.Errorf("release: %v", e.Err)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("the lease of a runner that could not start was not given back (runner exited: %v)", exited)
 		}
 	}
 }

@@ -98,7 +98,8 @@ func TestSweep_AScratchRootThatIsALinkIsSweptWhereItLeads(t *testing.T) {
 	}
 	dir := t.TempDir()
 	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "scratch")
-	os.Mkdir(real, 0o1777)
+	os.Mkdir(real, 0o777)
+	os.Chmod(real, os.ModeSticky|0o777)
 	os.Symlink(real, link)
 	left := filepath.Join(real, "poison")
 	os.WriteFile(left, nil, 0o644)
@@ -156,5 +157,43 @@ func TestCheckNoSubIDs_ARunnerUserWithSubordinateIDsIsRefused(t *testing.T) {
 		if err := checkNoSubIDs("runner", 1001, []string{others, f}); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s gives it subordinate IDs: %v, want ErrConfig", filepath.Base(f), err)
 		}
+	}
+}
+
+// A sticky directory (/tmp) guards the entries it has, not a name not
+// made yet: a home or swept directory that does not exist yet in one is
+// refused, as the runner's user could make it first.
+func TestCheckAbove_APathNotYetMadeInAStickyDirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	sticky := filepath.Join(dir, "sticky")
+	os.Mkdir(sticky, 0o777)
+	os.Chmod(sticky, os.ModeSticky|0o777)
+	made := filepath.Join(sticky, "made")
+	os.Mkdir(made, 0o755) // root's: the user cannot rename it away
+	r := runnerIDs{name: "nobody", uid: 65534, gid: 65534, groups: []uint32{65534}}
+	for path, refused := range map[string]bool{filepath.Join(made, "x"): false, filepath.Join(sticky, "later"): true,
+		filepath.Join(sticky, "a", "b"): true} {
+		if err := r.checkAbove(path, "the test's path", "a test"); refused != errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want refused %v", path, err, refused)
+		}
+	}
+}
+
+// A host where users may hard-link files they do not own is refused: a
+// job could leave links to root's files for the next, which no sweep by
+// owner finds.
+func TestCheckHardlinks_AHostWhereUsersLinkOthersFilesIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	off, on := filepath.Join(dir, "off"), filepath.Join(dir, "on")
+	os.WriteFile(off, []byte("0\n"), 0o644)
+	os.WriteFile(on, []byte("1\n"), 0o644)
+	if err := checkHardlinks(off); !errors.Is(err, ErrConfig) {
+		t.Errorf("protected_hardlinks 0: %v, want ErrConfig", err)
+	}
+	if err := checkHardlinks(on); err != nil {
+		t.Errorf("protected_hardlinks 1: %v", err)
+	}
+	if err := checkHardlinks(filepath.Join(dir, "none")); err != nil {
+		t.Errorf("no such setting (not Linux): %v", err)
 	}
 }

@@ -35,10 +35,14 @@ func freshRunner(string, string, runnerIDs) error                  { return nil 
 func sweepUser([]string, jobFiles) error                           { return nil }
 func checkNoLogin(string) error                                    { return nil }
 func checkNoSubIDs(string, uint32, []string) error                 { return nil }
-func checkHome(runnerIDs) error                                    { return nil }
-func noCoreDumps(*exec.Cmd)                                        {}
-func sameDevice(string, string) error                              { return nil }
-func (runnerIDs) checkScratch([]string) error                      { return nil }
+func checkHardlinks(string) error                                  { return nil }
+
+const protectedHardlinks = ""
+
+func checkHome(runnerIDs) error                      { return nil }
+func noCoreDumps(*exec.Cmd)                          {}
+func (runnerIDs) checkWorkRoot(string, string) error { return nil }
+func (runnerIDs) checkScratch([]string) error        { return nil }
 
 // removeTree removes path and all it holds.
 func removeTree(path string) error {

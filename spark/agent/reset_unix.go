@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +27,7 @@ const maxInstallEntries = 50_000
 
 // runnerIDs is the runner's user: its IDs and its groups.
 type runnerIDs struct {
+	name     string
 	uid, gid uint32
 	groups   []uint32
 	home     string
@@ -37,7 +39,7 @@ func lookupRunner(name string) (runnerIDs, error) {
 	if err != nil {
 		return runnerIDs{}, err
 	}
-	ids := runnerIDs{uid: uid, gid: gid, groups: []uint32{gid}}
+	ids := runnerIDs{name: name, uid: uid, gid: gid, groups: []uint32{gid}}
 	if u, err := user.Lookup(name); err == nil {
 		ids.home = u.HomeDir
 		gids, _ := u.GroupIds()
@@ -97,29 +99,64 @@ func checkNoSubIDs(name string, uid uint32, files []string) error {
 		}
 		for n, line := range strings.Split(string(data), "\n") {
 			if owner, _, _ := strings.Cut(strings.TrimSpace(line), ":"); owner == name || owner == id {
-				return fmt.Errorf("%w: runner user %s has subordinate IDs (%s line %d): a job could run processes and own files as them, out of the cleanup's reach; remove the line", ErrConfig, name, file, n+1)
+				return fmt.Errorf("%w: runner user %s has subordinate IDs (%s line %d): a job could run processes and own files as them, out of the cleanup's reach; remove them (usermod --del-subuids FIRST-LAST --del-subgids FIRST-LAST %s)", ErrConfig, name, file, n+1, name)
 			}
 		}
 	}
 	return nil
 }
 
+// protectedHardlinks is where Linux says whether users may hard-link
+// files they do not own.
+const protectedHardlinks = "/proc/sys/fs/protected_hardlinks"
+
+// checkHardlinks refuses a host (file, when it exists, reads 0) where
+// users may hard-link files they do not own: a job could leave links to
+// any root-owned file where the next job reads them, and no sweep by
+// owner finds them.
+func checkHardlinks(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil || strings.TrimSpace(string(data)) != "0" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is 0, so a job could hard-link files it does not own and leave them for the next: set it to 1 (sysctl fs.protected_hardlinks=1, in /etc/sysctl.d to keep it)", ErrConfig, file)
+}
+
 // checkAbove refuses a path (what names it) whose directories above it
-// the runner's user may write: it could then put something of its own in
-// its place (why says what that would do). Directories that do not exist
-// yet are passed over: the nearest that does is checked.
+// the runner's user may write, or a link above it that user owns: it
+// could then put something of its own in its place (why says what that
+// would do). A sticky directory (/tmp) guards what exists in it, not a
+// name not made yet: below a part of the path that does not exist, the
+// nearest directory that does must not be writable at all.
 func (r runnerIDs) checkAbove(path, what, why string) error {
+	_, err := os.Lstat(path)
+	missing := errors.Is(err, fs.ErrNotExist) // the entry below dir is not made yet
 	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
-		var st syscall.Stat_t
+		var lst, st syscall.Stat_t
+		lerr := syscall.Lstat(dir, &lst)
 		err := syscall.Stat(dir, &st)
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("%w: %s %s: %w", ErrConfig, what, path, err)
-		}
-		if err == nil {
+		switch {
+		case errors.Is(lerr, syscall.ENOENT):
+			missing = true
+		case lerr != nil || err != nil:
+			return fmt.Errorf("%w: %s %s: %w", ErrConfig, what, path, cmp.Or(lerr, err))
+		default:
+			cause := ""
 			acl, aerr := aclOf(dir)
-			if r.writableBy(&st, true) || acl || aerr != nil {
-				return fmt.Errorf("%w: runner user %d may write %s, above %s %s (%w): %s; make it root's, not writable by others, with no ACL", ErrConfig, r.uid, dir, what, path, aerr, why)
+			switch {
+			case lst.Mode&syscall.S_IFMT == syscall.S_IFLNK && lst.Uid == r.uid:
+				cause = "owns the link " + dir
+			case r.writableBy(&st, !missing):
+				cause = "may write " + dir
+			case aerr != nil:
+				return fmt.Errorf("%w: %s, above %s %s: %w", ErrConfig, dir, what, path, aerr)
+			case acl:
+				cause = "may be let write " + dir + " by its ACL"
 			}
+			if cause != "" {
+				return fmt.Errorf("%w: runner user %s %s, above %s %s: %s; make it root's, not writable by others, with no ACL", ErrConfig, r.name, cause, what, path, why)
+			}
+			missing = false
 		}
 		if dir == filepath.Dir(dir) {
 			return nil
@@ -136,15 +173,18 @@ func checkHome(r runnerIDs) error {
 	if r.home == "" {
 		return nil
 	}
-	fix := "each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER) or make it root's, not writable by others, with no ACL"
+	const fix = "each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER)"
 	var st syscall.Stat_t
 	if syscall.Stat(r.home, &st) == nil {
 		acl, err := aclOf(r.home)
-		if r.writableBy(&st, false) || acl || err != nil {
-			return fmt.Errorf("%w: runner user %d may write its home %s (%w): %s", ErrConfig, r.uid, r.home, err, fix)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: runner user %s's home %s: %w", ErrConfig, r.name, r.home, err)
+		case r.writableBy(&st, false) || acl:
+			return fmt.Errorf("%w: runner user %s may write its home %s (by its owner, mode or an ACL): %s, or make it root's, not writable by others, with no ACL", ErrConfig, r.name, r.home, fix)
 		}
 	}
-	return r.checkAbove(r.home, "its home", "a job could put a home of its own there for the next: "+fix)
+	return r.checkAbove(r.home, "its home", "a job could put a home of its own there for the next: "+fix+", or")
 }
 
 // checkScratch refuses a directory the sweep keeps (a scratch root) that
@@ -160,7 +200,7 @@ func (r runnerIDs) checkScratch(roots []string) error {
 		for _, p := range paths {
 			var st syscall.Stat_t
 			if syscall.Lstat(p, &st) == nil && st.Uid == r.uid {
-				return fmt.Errorf("%w: runner user %d owns %s, a directory swept after each lease (-scratch): what a job sets on it would reach the next; make it root's", ErrConfig, r.uid, p)
+				return fmt.Errorf("%w: runner user %s owns %s, a directory swept after each lease (-scratch): what a job sets on it would reach the next; make it root's", ErrConfig, r.name, p)
 			}
 			if err := r.checkAbove(p, "the swept directory", "a job could put a directory of its own in its place, which the sweep keeps"); err != nil {
 				return err
@@ -170,21 +210,29 @@ func (r runnerIDs) checkScratch(roots []string) error {
 	return nil
 }
 
-// sameDevice refuses a work root on another file system than the install:
-// each job's copy of the runner is links to the install's files, which
-// only a file system of their own can hold.
-func sameDevice(install, workRoot string) error {
-	var a, b syscall.Stat_t
-	if err := syscall.Stat(install, &a); err != nil {
-		return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
-	}
-	if err := syscall.Stat(workRoot, &b); err != nil {
+// checkWorkRoot refuses a work root the runner's user owns, may write or
+// could replace (what a job left in it, beside the lease directories,
+// would reach the next; the agent's ID and lock are there), and one where
+// links to the install cannot be made (another file system, or another
+// mount of the same one): each job's runner is hard links to the install.
+func (r runnerIDs) checkWorkRoot(runnerCmd, workRoot string) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(workRoot, &st); err != nil {
 		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
 	}
-	if a.Dev != b.Dev {
-		return fmt.Errorf("%w: the work root %s is on another file system than the runner's install %s: each job's runner is hard links to the install, so put the work root beside it", ErrConfig, workRoot, install)
+	acl, err := aclOf(workRoot)
+	if err != nil || acl || r.writableBy(&st, false) {
+		return fmt.Errorf("%w: runner user %s may write the work root %s (by its owner, mode or an ACL: %v): make it root's, not writable by others, with no ACL", ErrConfig, r.name, workRoot, err)
 	}
-	return nil
+	if err := r.checkAbove(workRoot, "the work root", "a job could put a work root of its own in its place"); err != nil {
+		return err
+	}
+	probe := filepath.Join(workRoot, fmt.Sprintf(".link-check-%d", os.Getpid()))
+	os.Remove(probe)
+	if err := os.Link(runnerCmd, probe); err != nil {
+		return fmt.Errorf("%w: the work root %s cannot hold links to the runner's install %s (%w): each job's runner is hard links to it, so put the work root on the same mount as the install", ErrConfig, workRoot, filepath.Dir(runnerCmd), err)
+	}
+	return os.Remove(probe)
 }
 
 // noCoreDumps makes cmd, a job's runner, start with no core dumps, its
@@ -300,7 +348,7 @@ func checkInstall(install, workRoot string, r runnerIDs) (installLinks, error) {
 			return nil
 		}
 		if st, ok := info.Sys().(*syscall.Stat_t); ok && r.writableBy(st, false) {
-			return fmt.Errorf("%w: runner user %d can write %s in the runner's install: %s", ErrConfig, r.uid, path, fix)
+			return fmt.Errorf("%w: runner user %s can write %s in the runner's install: %s", ErrConfig, r.name, path, fix)
 		} else if ok && d.Type().IsRegular() {
 			id := fileID{uint64(st.Dev), st.Ino}
 			f := links.files[id]
@@ -310,8 +358,10 @@ func checkInstall(install, workRoot string, r runnerIDs) (installLinks, error) {
 			f.nlink++
 			links.files[id] = f
 		}
-		if acl, err := aclOf(path); err != nil || acl {
-			return fmt.Errorf("%w: %s in the runner's install has an ACL, which may let runner user %d write it (%w): remove it (setfacl -R -b %s)", ErrConfig, path, r.uid, err, install)
+		if acl, err := aclOf(path); err != nil {
+			return fmt.Errorf("%w: the runner's install: %w", ErrConfig, err)
+		} else if acl {
+			return fmt.Errorf("%w: %s in the runner's install has an ACL, which may let runner user %s write it: remove it (setfacl -R -b %s)", ErrConfig, path, r.name, install)
 		}
 		return nil
 	})

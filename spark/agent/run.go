@@ -127,6 +127,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: the work root %q must be an absolute directory", ErrConfig, cfg.WorkRoot)
 	case cfg.RunnerCmd == "":
 		return fmt.Errorf("%w: the runner command (the Actions runner's run.sh) is required", ErrConfig)
+	case cfg.RunnerUser != "" && !filepath.IsAbs(cfg.RunnerCmd):
+		return fmt.Errorf("%w: the runner command %q must be an absolute path with a runner user: the install is checked and copied where it lies", ErrConfig, cfg.RunnerCmd)
+	case slices.ContainsFunc(cfg.Scratch, func(d string) bool { return !filepath.IsAbs(d) }):
+		return fmt.Errorf("%w: every swept directory (-scratch) must be absolute: %q", ErrConfig, cfg.Scratch)
 	}
 	a := &runner{}
 	if cfg.RunnerUser != "" {
@@ -141,6 +145,9 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		if err := checkNoSubIDs(cfg.RunnerUser, ids.uid, subIDFiles); err != nil {
+			return err
+		}
+		if err := checkHardlinks(protectedHardlinks); err != nil {
 			return err
 		}
 		// The install is checked and copied where it really is: a
@@ -195,7 +202,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
 	}
 	if a.ids != nil {
-		if err := sameDevice(filepath.Dir(cfg.RunnerCmd), cfg.WorkRoot); err != nil {
+		if err := a.ids.checkWorkRoot(cfg.RunnerCmd, cfg.WorkRoot); err != nil {
 			return err
 		}
 		if err := a.ids.checkScratch(a.ids.scratchRoots(cfg.Scratch)); err != nil {
@@ -305,7 +312,19 @@ func (a *runner) round(ctx context.Context) {
 		case <-j.done:
 			if j.exited.IsZero() {
 				j.exited = time.Now()
-				a.event("runner-exited", j.lease, nil)
+				var exit error
+				code := j.cmd.ProcessState.ExitCode()
+				if code != 0 {
+					exit = fmt.Errorf("agent: the runner exited with %s", j.cmd.ProcessState)
+				}
+				a.event("runner-exited", j.lease, exit)
+				if a.ids != nil && (code == 126 || code == 127) && !j.release {
+					// The shell that starts the runner could not run it
+					// (126: not executable, 127: not found): the job
+					// never started, so the lease goes back now.
+					j.release = true
+					a.event("released", j.lease, cl.Release(ctx, j.lease, j.token))
+				}
 			}
 		default:
 		}
