@@ -1064,3 +1064,39 @@ func TestAgent_ARunnerThatCannotStartReleasesItsLeaseWithTheError(t *testing.T) 
 		}
 	}
 }
+
+// The work root's link check that a crashed agent left behind is a link
+// to the install outside it; the next agent removes it, so it never
+// keeps jobs from starting.
+func TestAgent_ALinkCheckLeftByACrashDoesNotKeepJobsFromStarting(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("a runner user needs root on Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _, host, _ := leasedHost(t)
+	run := rootInstall(t)
+	work := filepath.Join(filepath.Dir(filepath.Dir(run)), "work")
+	os.Mkdir(work, 0o755)
+	if err := os.Link(run, filepath.Join(work, ".link-check")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
+	events := make(chan agent.Event, 1024)
+	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: work,
+		RunnerCmd: run, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond,
+		OnEvent: func(e agent.Event) { events <- e }})
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == "runner-started" {
+				if e.Err != nil {
+					t.Errorf("a link check left by a crash kept the job from starting: %v", e.Err)
+				}
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no runner-started event: %v", ctx.Err())
+		}
+	}
+}

@@ -105,41 +105,55 @@ func stopLease(procs LeaseProcesses, lease string) error {
 	}
 	// A killed process takes a moment to exit, and one caught mid-exec
 	// may show no environment: look until two looks 50 ms apart find
-	// none, for up to a second, killing what each finds, before saying
-	// one survived. A killed process counts until no thread of it runs
-	// (its environment goes before it has ended).
-	var killed, left []int
+	// none, killing what each finds, and after 20 looks say what
+	// survived. A killed process counts until no thread of it runs (its
+	// environment goes before it has ended), and only while its PID is
+	// still that process's (the same start time): one that took the PID
+	// since is never signalled.
+	killed := map[int]string{} // PID: start time
 	for try, quiet := 0, 0; quiet < 2; try++ {
 		pids, err := procs.Of(lease)
 		if err != nil {
 			return err
 		}
-		for _, pid := range killed {
-			if !slices.Contains(pids, pid) && liveThread(filepath.Join("/proc", strconv.Itoa(pid), "task")) {
+		for pid, start := range killed {
+			task := filepath.Join("/proc", strconv.Itoa(pid), "task")
+			if !slices.Contains(pids, pid) && startTime(pid) == start && liveThread(task) {
 				pids = append(pids, pid)
 			}
 		}
-		if left = pids; len(left) > 0 && try == 20 {
-			break
+		if try >= 20 && len(pids) > 0 {
+			return fmt.Errorf("%w: %d process(es) of lease %s still run after %d looks and SIGKILL (pids %v): stop them, or the host stays out of service", ErrProcesses, len(pids), lease, try+1, pids)
 		}
 		quiet++
 		for _, pid := range pids {
 			quiet = 0
+			if _, ok := killed[pid]; !ok {
+				killed[pid] = startTime(pid)
+			}
 			if p, err := os.FindProcess(pid); err == nil {
 				_ = p.Signal(syscall.SIGKILL)
-			}
-			if !slices.Contains(killed, pid) {
-				killed = append(killed, pid)
 			}
 		}
 		if quiet < 2 {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if len(left) > 0 {
-		return fmt.Errorf("%w: %d process(es) of lease %s still run after SIGKILL (pids %v): stop them, or the host stays out of service", ErrProcesses, len(left), lease, left)
-	}
 	return nil
+}
+
+// startTime is pid's start time (field 22 of /proc/<pid>/stat), which
+// tells a process from one that took its PID later; "" when unknown.
+func startTime(pid int) string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return ""
+	}
+	_, rest, _ := bytes.Cut(stat, []byte(") ")) // after the command, which may hold spaces
+	if f := strings.Fields(string(rest)); len(f) > 19 {
+		return f[19]
+	}
+	return ""
 }
 
 // allKiller is LeaseProcesses that can also stop every process it finds

@@ -9,7 +9,10 @@ import (
 )
 
 // runnerIDs is a Unix host's: a runner user needs one.
-type runnerIDs struct{ uid, gid uint32 }
+type runnerIDs struct {
+	name     string
+	uid, gid uint32
+}
 
 func lookupRunner(name string) (runnerIDs, error) {
 	_, _, err := lookupUser(name)

@@ -173,7 +173,7 @@ func checkHome(r runnerIDs) error {
 	if r.home == "" {
 		return nil
 	}
-	const fix = "each job gets a HOME of its own, so give the user none (usermod -d /nonexistent USER)"
+	fix := "each job gets a HOME of its own, so give the user none (usermod -d /nonexistent " + r.name + ")"
 	var st syscall.Stat_t
 	if syscall.Stat(r.home, &st) == nil {
 		acl, err := aclOf(r.home)
@@ -184,7 +184,7 @@ func checkHome(r runnerIDs) error {
 			return fmt.Errorf("%w: runner user %s may write its home %s (by its owner, mode or an ACL): %s, or make it root's, not writable by others, with no ACL", ErrConfig, r.name, r.home, fix)
 		}
 	}
-	return r.checkAbove(r.home, "its home", "a job could put a home of its own there for the next: "+fix+", or")
+	return r.checkAbove(r.home, "its home", "a job could put a home of its own there for the next ("+fix+")")
 }
 
 // checkScratch refuses a directory the sweep keeps (a scratch root) that
@@ -227,12 +227,19 @@ func (r runnerIDs) checkWorkRoot(runnerCmd, workRoot string) error {
 	if err := r.checkAbove(workRoot, "the work root", "a job could put a work root of its own in its place"); err != nil {
 		return err
 	}
-	probe := filepath.Join(workRoot, fmt.Sprintf(".link-check-%d", os.Getpid()))
-	os.Remove(probe)
+	// One name, removed first: a check a crash left behind is no link
+	// to the install outside it for ever after.
+	probe := filepath.Join(workRoot, ".link-check")
+	if err := os.Remove(probe); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: the work root's link check: %w", ErrConfig, err)
+	}
 	if err := os.Link(runnerCmd, probe); err != nil {
 		return fmt.Errorf("%w: the work root %s cannot hold links to the runner's install %s (%w): each job's runner is hard links to it, so put the work root on the same mount as the install", ErrConfig, workRoot, filepath.Dir(runnerCmd), err)
 	}
-	return os.Remove(probe)
+	if err := os.Remove(probe); err != nil {
+		return fmt.Errorf("%w: the work root's link check: %w", ErrConfig, err)
+	}
+	return nil
 }
 
 // noCoreDumps makes cmd, a job's runner, start with no core dumps, its

@@ -201,7 +201,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.WorkRoot, 0o755); err != nil {
 		return fmt.Errorf("%w: the work root: %w", ErrConfig, err)
 	}
+	id, unlock, err := claimHost(cfg.WorkRoot, cfg.Host)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if a.ids != nil {
+		// Checked once this agent is the host's only one: its link
+		// check is in the work root.
 		if err := a.ids.checkWorkRoot(cfg.RunnerCmd, cfg.WorkRoot); err != nil {
 			return err
 		}
@@ -209,11 +216,6 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	id, unlock, err := claimHost(cfg.WorkRoot, cfg.Host)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	a.cfg, a.instance = cfg, id
 	a.clearHost()
 	var wg sync.WaitGroup
@@ -314,11 +316,16 @@ func (a *runner) round(ctx context.Context) {
 				j.exited = time.Now()
 				var exit error
 				code := j.cmd.ProcessState.ExitCode()
-				if code != 0 {
+				switch {
+				case a.ids != nil && code == 126:
+					exit = fmt.Errorf("agent: the runner %s could not be run as %s (exit 126: not executable, or on a noexec mount)", a.cfg.RunnerCmd, a.ids.name)
+				case a.ids != nil && code == 127:
+					exit = fmt.Errorf("agent: the runner %s could not be run as %s (exit 127: not found, or its interpreter is missing)", a.cfg.RunnerCmd, a.ids.name)
+				case code != 0:
 					exit = fmt.Errorf("agent: the runner exited with %s", j.cmd.ProcessState)
 				}
 				a.event("runner-exited", j.lease, exit)
-				if a.ids != nil && (code == 126 || code == 127) && !j.release {
+				if a.ids != nil && (code == 126 || code == 127) && !j.release && st.Mode == spark.Leased && st.Lease == j.lease {
 					// The shell that starts the runner could not run it
 					// (126: not executable, 127: not found): the job
 					// never started, so the lease goes back now.
