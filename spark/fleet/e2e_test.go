@@ -388,7 +388,14 @@ lend_min_priority: 90
 	if ran.name != "spark-2" {
 		t.Errorf("the single ran on %s, not the preferred host", ran.name)
 	}
-	if title, conclusion := gh.last(1); conclusion != "success" || title != "Spark test passed — evidence receipt recorded" {
+	// Checks are written after admission rounds, not with the lease's
+	// end: the check may still be on its way.
+	title, conclusion := gh.last(1)
+	for conclusion == "" && ctx.Err() == nil {
+		heartbeats(t, ctx, ran, 1)
+		title, conclusion = gh.last(1)
+	}
+	if conclusion != "success" || title != "Spark test passed — evidence receipt recorded" {
 		t.Errorf("the check: %q %q", title, conclusion)
 	}
 	if st, _ := ops.Status(ctx, first); st.Request.State != spark.Released || spark.ReceiptDigest(st.Request) == "" {
