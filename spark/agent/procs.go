@@ -149,8 +149,12 @@ func startTime(pid int) string {
 	if err != nil {
 		return ""
 	}
-	_, rest, _ := bytes.Cut(stat, []byte(") ")) // after the command, which may hold spaces
-	if f := strings.Fields(string(rest)); len(f) > 19 {
+	// After the command, in parentheses, which may hold spaces and ")".
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return ""
+	}
+	if f := strings.Fields(string(stat[end+1:])); len(f) > 19 {
 		return f[19]
 	}
 	return ""

@@ -96,3 +96,29 @@ func TestStopLease_NeverSignalsAProcessThatTookAKilledPID(t *testing.T) {
 		t.Errorf("the process that took killed pid %d ended: %v", pid, ws)
 	}
 }
+
+// A process's start time is read past its command, whatever the command
+// holds: spaces and ") " too.
+func TestStartTime_ACommandWithParenthesesAndSpacesIsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	odd := dir + "/a) b ) c"
+	if err := os.Symlink("/bin/sleep", odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	plain := exec.Command("sleep", "300")
+	if err := plain.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { plain.Process.Kill(); plain.Wait() }()
+	// Started moments apart, in clock ticks since boot: within a second.
+	got, _ := strconv.ParseInt(startTime(cmd.Process.Pid), 10, 64)
+	want, _ := strconv.ParseInt(startTime(plain.Process.Pid), 10, 64)
+	if want == 0 || got < want-100 || got > want {
+		t.Errorf("start time of %q: %d; a plain sleep started after it: %d", odd, got, want)
+	}
+}
