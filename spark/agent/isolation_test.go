@@ -703,19 +703,11 @@ func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agen
 	os.MkdirAll(filepath.Join(install, "bin"), 0o755)
 	os.WriteFile(filepath.Join(install, "bin", "Runner.Listener"), []byte("listener"), 0o755)
 	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\n"+script+"\necho made > \"$DONE\"\nexec sleep 300\n"), 0o755)
-	events := make(chan agent.Event, 4096)
-	cfg.Client, cfg.Host, cfg.GPU, cfg.WorkRoot = host, "spark-2", gpu{}, filepath.Join(dir, "work")
-	cfg.RunnerCmd, cfg.RunnerUser, cfg.Every = filepath.Join(install, "run.sh"), "nobody", 10*time.Millisecond
+	cfg.WorkRoot, cfg.RunnerCmd = filepath.Join(dir, "work"), filepath.Join(install, "run.sh")
 	cfg.RunnerEnv = append(cfg.RunnerEnv, "DONE="+done)
-	cfg.OnEvent = func(e agent.Event) { events <- e }
-	if cfg.Disk == nil {
-		cfg.Disk = disk(1 << 40)
-	}
-	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
 	first, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
-	stopped := make(chan struct{})
-	go func() { agent.Run(first, cfg); close(stopped) }()
+	events, stopped := runnerAgent(first, t, host, cfg)
 	for made := false; !made; {
 		select {
 		case e := <-events:
@@ -731,7 +723,7 @@ func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agen
 	if restart {
 		stop()
 		<-stopped
-		go agent.Run(ctx, cfg)
+		events, _ = runnerAgent(ctx, t, host, cfg)
 	}
 	st, _ := ops.Status(ctx, lease)
 	if err := ops.Release(ctx, lease, st.Request.Token); err != nil {
@@ -743,15 +735,43 @@ func releasedJob(ctx context.Context, t *testing.T, dir, script string, cfg agen
 // cleaned is the first cleanup outcome among events.
 func cleaned(ctx context.Context, t *testing.T, events <-chan agent.Event) error {
 	t.Helper()
+	return eventOf(ctx, t, events, "cleaned").Err
+}
+
+// runnerAgent starts an agent on host for the runner user nobody, with
+// cfg's paths and settings (a disk with a TiB free and no swept
+// directory unless cfg names them; a round every 10 ms), and returns its
+// events and a channel closed when it has stopped. What runs as nobody is
+// killed when the test ends.
+func runnerAgent(ctx context.Context, t *testing.T, host *spark.APIClient, cfg agent.Config) (<-chan agent.Event, <-chan struct{}) {
+	t.Helper()
+	events := make(chan agent.Event, 4096)
+	cfg.Client, cfg.Host, cfg.GPU, cfg.RunnerUser, cfg.Every = host, "spark-2", gpu{}, "nobody", 10*time.Millisecond
+	cfg.OnEvent = func(e agent.Event) { events <- e }
+	if cfg.Disk == nil {
+		cfg.Disk = disk(1 << 40)
+	}
+	if cfg.Scratch == nil {
+		cfg.Scratch = []string{}
+	}
+	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
+	stopped := make(chan struct{})
+	go func() { agent.Run(ctx, cfg); close(stopped) }()
+	return events, stopped
+}
+
+// eventOf waits for the next event of kind among events.
+func eventOf(ctx context.Context, t *testing.T, events <-chan agent.Event, kind string) agent.Event {
+	t.Helper()
 	for {
 		select {
 		case e := <-events:
-			if e.Kind == "cleaned" {
-				return e.Err
+			if e.Kind == kind {
+				return e
 			}
 		case <-ctx.Done():
-			t.Fatalf("no cleanup: %v", ctx.Err())
-			return nil
+			t.Fatalf("no %s event: %v", kind, ctx.Err())
+			return agent.Event{}
 		}
 	}
 }
@@ -799,31 +819,16 @@ func TestAgent_ARunnerUserProcessDuringTheCopyRedirectsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, _, host, _ := leasedHost(t)
-	dir := walkableDir(t)
-	install := filepath.Join(dir, "actions-runner")
-	os.MkdirAll(install, 0o755)
+	run := rootInstall(t)
+	dir := filepath.Dir(filepath.Dir(run))
 	ran := filepath.Join(dir, "ran")
-	os.WriteFile(filepath.Join(install, "run.sh"), []byte("#!/bin/sh\ntouch "+ran+"\nexec sleep 300\n"), 0o755)
+	os.WriteFile(run, []byte("#!/bin/sh\ntouch "+ran+"\nexec sleep 300\n"), 0o755)
 	work := filepath.Join(dir, "work")
-	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
 	// It tries to list the lease's directory while the agent builds it.
 	late := lateProcess{script: "for i in $(seq 200); do ls " + work + "/*/ && echo in > " + filepath.Join(dir, "reached") + "; done; exec sleep 300"}
-	events := make(chan agent.Event, 4096)
-	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: late, WorkRoot: work,
-		RunnerCmd: filepath.Join(install, "run.sh"), RunnerUser: "nobody", Scratch: []string{},
-		Every: 10 * time.Millisecond, OnEvent: func(e agent.Event) { events <- e }})
-	for started := false; !started; {
-		select {
-		case e := <-events:
-			if e.Kind == "runner-started" {
-				started = true
-				if !errors.Is(e.Err, agent.ErrProcesses) {
-					t.Errorf("the runner started while a process of its user ran: %v, want ErrProcesses", e.Err)
-				}
-			}
-		case <-ctx.Done():
-			t.Fatalf("no runner-started event: %v", ctx.Err())
-		}
+	events, _ := runnerAgent(ctx, t, host, agent.Config{Disk: late, WorkRoot: work, RunnerCmd: run})
+	if e := eventOf(ctx, t, events, "runner-started"); !errors.Is(e.Err, agent.ErrProcesses) {
+		t.Errorf("the runner started while a process of its user ran: %v, want ErrProcesses", e.Err)
 	}
 	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the runner ran: %v", err)
@@ -1036,10 +1041,7 @@ func TestAgent_ARunnerThatCannotStartReleasesItsLeaseWithTheError(t *testing.T) 
 	_, _, host, _ := leasedHost(t)
 	run := rootInstall(t)
 	os.WriteFile(run, []byte("#!/no/such/interpreter\n"), 0o755)
-	events := make(chan agent.Event, 1024)
-	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: filepath.Join(filepath.Dir(filepath.Dir(run)), "work"),
-		RunnerCmd: run, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond, JobGrace: time.Hour,
-		OnEvent: func(e agent.Event) { events <- e }})
+	events, _ := runnerAgent(ctx, t, host, agent.Config{WorkRoot: filepath.Join(filepath.Dir(filepath.Dir(run)), "work"), RunnerCmd: run, JobGrace: time.Hour})
 	exited := false
 	for {
 		select {
@@ -1081,22 +1083,8 @@ func TestAgent_ALinkCheckLeftByACrashDoesNotKeepJobsFromStarting(t *testing.T) {
 	if err := os.Link(run, filepath.Join(work, ".link-check")); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { exec.Command("pkill", "-9", "-u", "nobody").Run() })
-	events := make(chan agent.Event, 1024)
-	go agent.Run(ctx, agent.Config{Client: host, Host: "spark-2", GPU: gpu{}, Disk: disk(1 << 40), WorkRoot: work,
-		RunnerCmd: run, RunnerUser: "nobody", Scratch: []string{}, Every: 10 * time.Millisecond,
-		OnEvent: func(e agent.Event) { events <- e }})
-	for {
-		select {
-		case e := <-events:
-			if e.Kind == "runner-started" {
-				if e.Err != nil {
-					t.Errorf("a link check left by a crash kept the job from starting: %v", e.Err)
-				}
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("no runner-started event: %v", ctx.Err())
-		}
+	events, _ := runnerAgent(ctx, t, host, agent.Config{WorkRoot: work, RunnerCmd: run})
+	if e := eventOf(ctx, t, events, "runner-started"); e.Err != nil {
+		t.Errorf("a link check left by a crash kept the job from starting: %v", e.Err)
 	}
 }
