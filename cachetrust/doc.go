@@ -78,6 +78,6 @@
 //
 //	spec := cachetrust.RustWorkspaceSpec()
 //	spec.Toolchain = rustcVersion
-//	k, err := cachetrust.Key(os.DirFS("."), spec)
+//	k, err := cachetrust.KeyDir(".", spec)
 //	if a, why := cachetrust.FindArtifact(ctx, gh, policy, k.Key); a != nil { /* download, no build */ }
 package cachetrust

@@ -30,6 +30,21 @@ func ExampleKey() {
 	// src/lib.rs content changed
 }
 
+func ExampleKeyDir() {
+	dir, _ := os.MkdirTemp("", "checkout")
+	defer os.RemoveAll(dir)
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.WriteFile(filepath.Join(dir, "Cargo.lock"), []byte("# lock"), 0o644)
+	os.WriteFile(filepath.Join(dir, "src/lib.rs"), []byte("pub fn f() {}"), 0o644)
+	spec := cachetrust.RustWorkspaceSpec()
+	spec.Toolchain = "rustc 1.95.0"
+	fast, _ := cachetrust.KeyDir(dir, spec)
+	same, _ := cachetrust.Key(os.DirFS(dir), spec)
+	fmt.Println(len(fast.Records), fast.Key == same.Key)
+	// Output:
+	// 2 true
+}
+
 func ExampleCheckWorkflows() {
 	rules, _ := cachetrust.LoadRules(cachetrust.ExampleRules)
 	rules.KeyPairs = nil

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -74,6 +75,11 @@ type ArchiveKey struct {
 
 // ErrSpec is matched by errors about a KeySpec.
 var ErrSpec = errors.New("cachetrust: invalid key spec")
+
+// ErrNotRegular is matched by Key's error for a covered path that is
+// neither a regular file nor a symlink (a FIFO, a socket, a device): its
+// content is not a file's, so no key can name it.
+var ErrNotRegular = errors.New("cachetrust: a covered path is not a regular file or a symlink")
 
 // ErrNoInputs is matched when a key would cover no file: every checkout
 // (another commit, another repository, the wrong directory) would get that
@@ -170,6 +176,27 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	if err != nil {
 		return ArchiveKey{}, err
 	}
+	return keyOf(spec, paths, records)
+}
+
+// KeyDir is Key(os.DirFS(dir), spec), the same key for the same tree,
+// computed faster on Linux: each directory is opened once and its files
+// relative to it, never through a symlink, and a file's mode comes from
+// the descriptor already open rather than from a second lookup of its
+// path. Use it for a checkout on local disk.
+func KeyDir(dir string, spec KeySpec) (ArchiveKey, error) {
+	if err := spec.validate(); err != nil {
+		return ArchiveKey{}, err
+	}
+	paths, records, err := walkAndHashDir(dir, spec)
+	if err != nil {
+		return ArchiveKey{}, err
+	}
+	return keyOf(spec, paths, records)
+}
+
+// keyOf is the key over the covered paths and their records.
+func keyOf(spec KeySpec, paths []string, records []Record) (ArchiveKey, error) {
 	if len(paths) == 0 {
 		return ArchiveKey{}, fmt.Errorf("%w: no file under the root matches the include globs %q: compute it at the checkout's root, or fix the globs", ErrNoInputs, spec.Include)
 	}
@@ -205,40 +232,15 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 		path string
 		mode fs.FileMode
 	}
-	var (
-		wg       sync.WaitGroup
-		jobs     = make(chan job, 256)
-		mu       sync.Mutex
-		records  []Record
-		firstErr error
-		paths    []string
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
+	var paths []string
+	pool := &hashPool[job]{}
+	pool.start(256, func(hr *hasher, j job, mine []Record) ([]Record, error) {
+		r, err := hr.hash(fsys, j.path, j.mode)
+		if err != nil {
+			return mine, err
 		}
-		mu.Unlock()
-	}
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hr := newHasher()
-			var mine []Record
-			for j := range jobs {
-				r, err := hr.hash(fsys, j.path, j.mode)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				mine = append(mine, r)
-			}
-			mu.Lock()
-			records = append(records, mine...)
-			mu.Unlock()
-		}()
-	}
+		return append(mine, r), nil
+	})
 	walkErr := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -263,18 +265,75 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 			mode = info.Mode()
 		}
 		paths = append(paths, path)
-		jobs <- job{path, mode}
+		pool.jobs <- job{path, mode}
 		return nil
 	})
-	close(jobs)
-	wg.Wait()
+	records, err := pool.wait()
 	if walkErr != nil {
 		return nil, nil, fmt.Errorf("cachetrust: walk: %w", walkErr)
 	}
-	if firstErr != nil {
-		return nil, nil, firstErr
+	if err != nil {
+		return nil, nil, err
 	}
 	return paths, records, nil
+}
+
+// hashPool is one hashing worker per CPU over the jobs a walk sends it:
+// reading directories and hashing overlap. It gathers the workers'
+// records and the first error.
+type hashPool[J any] struct {
+	jobs    chan J
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	records []Record
+	err     error
+	failed  atomic.Bool
+}
+
+// start starts the workers. work hashes one job, appending to a worker's
+// own records; it is given every job sent, after a failure too, so that
+// it can let go of what the job holds.
+func (p *hashPool[J]) start(buffer int, work func(hr *hasher, j J, mine []Record) ([]Record, error)) {
+	p.jobs = make(chan J, buffer)
+	for range runtime.GOMAXPROCS(0) {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			hr := newHasher()
+			var mine []Record
+			for j := range p.jobs {
+				var err error
+				if mine, err = work(hr, j, mine); err != nil {
+					p.fail(err)
+				}
+			}
+			p.mu.Lock()
+			p.records = append(p.records, mine...)
+			p.mu.Unlock()
+		}()
+	}
+}
+
+// fail keeps err if it is the first.
+func (p *hashPool[J]) fail(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	p.failed.Store(true)
+}
+
+// stopped reports whether a worker has failed: the rest of the work is
+// wasted.
+func (p *hashPool[J]) stopped() bool { return p.failed.Load() }
+
+// wait ends the jobs, waits for the workers and returns their records
+// (in no particular order) and the first error.
+func (p *hashPool[J]) wait() ([]Record, error) {
+	close(p.jobs)
+	p.wg.Wait()
+	return p.records, p.err
 }
 
 // hasher hashes one file at a time with its own SHA-256 state and buffer.
@@ -306,7 +365,7 @@ func (hr *hasher) hash(fsys fs.FS, path string, mode fs.FileMode) (Record, error
 		r.Mode = "120000"
 		h.Write([]byte(target))
 	case !mode.IsRegular():
-		return Record{}, fmt.Errorf("cachetrust: %s is not a regular file (mode %s)", path, mode)
+		return Record{}, fmt.Errorf("%w: %s (mode %s): remove it from the tree or exclude it in the key spec", ErrNotRegular, path, mode)
 	default:
 		if mode&0o111 != 0 {
 			r.Mode = "100755"

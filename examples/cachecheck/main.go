@@ -163,7 +163,7 @@ func checkEmbeds(dir string, spec cachetrust.KeySpec, asJSON bool, stdout io.Wri
 // printKey prints the content key (the step output key) and, with explain,
 // what makes it differ from an earlier one.
 func printKey(dir string, spec cachetrust.KeySpec, explain string, asJSON bool, gha ghaction.Env, stdout, stderr io.Writer, fail func(error) int) int {
-	k, err := cachetrust.Key(os.DirFS(dir), spec)
+	k, err := cachetrust.KeyDir(dir, spec)
 	if err != nil {
 		return fail(err)
 	}
