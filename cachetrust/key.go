@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -80,6 +81,16 @@ var ErrSpec = errors.New("cachetrust: invalid key spec")
 // neither a regular file nor a symlink (a FIFO, a socket, a device): its
 // content is not a file's, so no key can name it.
 var ErrNotRegular = errors.New("cachetrust: a covered path is not a regular file or a symlink")
+
+// ErrNotUTF8 is matched by Key's error for a covered path that is not
+// UTF-8: a key's records are JSON, which cannot hold it (two such names
+// would read back as the same record).
+var ErrNotUTF8 = errors.New("cachetrust: a path in the tree is not UTF-8")
+
+// ErrChanged is matched by Key's error for a file that was replaced
+// while the key was computed (a file by a link, a FIFO or a directory, a
+// link by a file): the key would name neither tree.
+var ErrChanged = errors.New("cachetrust: the tree changed while its key was computed")
 
 // ErrNoInputs is matched when a key would cover no file: every checkout
 // (another commit, another repository, the wrong directory) would get that
@@ -168,6 +179,10 @@ func (s KeySpec) Covers(path string) bool {
 // commit identity. Symlinks contribute their target text and are never
 // followed. Files are hashed in parallel and streamed. A key over no file
 // at all is refused (ErrNoInputs).
+//
+// Key cannot see, through fs.FS, a file swapped for a link or a FIFO
+// after the walk listed it: over os.DirFS it would follow the link or
+// wait on the FIFO. Key a local checkout with KeyDir, which does neither.
 func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	if err := spec.validate(); err != nil {
 		return ArchiveKey{}, err
@@ -179,14 +194,24 @@ func Key(fsys fs.FS, spec KeySpec) (ArchiveKey, error) {
 	return keyOf(spec, paths, records)
 }
 
-// KeyDir is Key(os.DirFS(dir), spec), the same key for the same tree,
-// computed faster on Linux: each directory is opened once and its files
-// relative to it, never through a symlink, and a file's mode comes from
-// the descriptor already open rather than from a second lookup of its
-// path. Use it for a checkout on local disk.
+// KeyDir is Key(os.DirFS(dir), spec) for a checkout on local disk: for
+// every tree Key keys, KeyDir gives the same key, and where the tree
+// makes Key fail, KeyDir fails with the same kind of error. On Linux it is faster and safer: each directory
+// is opened once and its files relative to it, never through a link, a
+// file's mode comes from the descriptor already open, and a file swapped
+// for a link, a FIFO or a directory while the key is computed is
+// ErrChanged, never followed or waited on. It also keys what os.DirFS
+// cannot walk: paths longer than the system's limit, and directories
+// whose names are not UTF-8 (a covered path must still be UTF-8).
+//
+// KeyDir holds a descriptor for each directory level of the path it is
+// in and for each batch of files queued to the workers (a few per core).
 func KeyDir(dir string, spec KeySpec) (ArchiveKey, error) {
 	if err := spec.validate(); err != nil {
 		return ArchiveKey{}, err
+	}
+	if dir == "" {
+		return ArchiveKey{}, fmt.Errorf("cachetrust: KeyDir needs a directory: pass \".\" for the working directory: %w", fs.ErrInvalid)
 	}
 	paths, records, err := walkAndHashDir(dir, spec)
 	if err != nil {
@@ -234,15 +259,22 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 	}
 	var paths []string
 	pool := &hashPool[job]{}
-	pool.start(256, func(hr *hasher, j job, mine []Record) ([]Record, error) {
+	pool.start(256, func(hr *hasher, j job, mine []Record) ([]Record, string, error) {
+		if pool.skip(j.path) {
+			return mine, "", nil
+		}
 		r, err := hr.hash(fsys, j.path, j.mode)
 		if err != nil {
-			return mine, err
+			return mine, j.path, err
 		}
-		return append(mine, r), nil
+		return append(mine, r), "", nil
 	})
 	walkErr := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if !utf8.ValidString(path) {
+				// os.DirFS opens only UTF-8 paths.
+				return fmt.Errorf("%w: %q cannot be walked through this file system: rename it, or key a local checkout with KeyDir (%w)", ErrNotUTF8, path, err)
+			}
 			return err
 		}
 		if path == "." || d.IsDir() {
@@ -253,6 +285,9 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 		}
 		if !spec.Covers(path) {
 			return nil
+		}
+		if !utf8.ValidString(path) {
+			return notUTF8(path)
 		}
 		mode := d.Type()
 		if mode.IsRegular() {
@@ -270,7 +305,7 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 	})
 	records, err := pool.wait()
 	if walkErr != nil {
-		return nil, nil, fmt.Errorf("cachetrust: walk: %w", walkErr)
+		return nil, nil, walkError(walkErr)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -278,22 +313,39 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 	return paths, records, nil
 }
 
+// walkError is the error of a walk that failed: the walk's, never a
+// worker's, so that the same tree always gives the same error.
+func walkError(err error) error {
+	if errors.Is(err, ErrNotUTF8) {
+		return err
+	}
+	return fmt.Errorf("cachetrust: walk: %w", err)
+}
+
+// notUTF8 is the error for a covered path that is not UTF-8.
+func notUTF8(path string) error {
+	return fmt.Errorf("%w: %q: a key's records are JSON, which holds only UTF-8 names; rename it, or exclude it in the key spec", ErrNotUTF8, path)
+}
+
 // hashPool is one hashing worker per CPU over the jobs a walk sends it:
 // reading directories and hashing overlap. It gathers the workers'
-// records and the first error.
+// records and, of their errors, the one for the path that sorts first,
+// so that the same tree always gives the same error.
 type hashPool[J any] struct {
 	jobs    chan J
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	records []Record
 	err     error
+	errPath string
 	failed  atomic.Bool
 }
 
 // start starts the workers. work hashes one job, appending to a worker's
-// own records; it is given every job sent, after a failure too, so that
-// it can let go of what the job holds.
-func (p *hashPool[J]) start(buffer int, work func(hr *hasher, j J, mine []Record) ([]Record, error)) {
+// own records, and on failure returns the path that failed; it is given
+// every job sent, after a failure too, so that it can let go of what the
+// job holds.
+func (p *hashPool[J]) start(buffer int, work func(hr *hasher, j J, mine []Record) ([]Record, string, error)) {
 	p.jobs = make(chan J, buffer)
 	for range runtime.GOMAXPROCS(0) {
 		p.wg.Add(1)
@@ -302,9 +354,12 @@ func (p *hashPool[J]) start(buffer int, work func(hr *hasher, j J, mine []Record
 			hr := newHasher()
 			var mine []Record
 			for j := range p.jobs {
-				var err error
-				if mine, err = work(hr, j, mine); err != nil {
-					p.fail(err)
+				var (
+					path string
+					err  error
+				)
+				if mine, path, err = work(hr, j, mine); err != nil {
+					p.fail(path, err)
 				}
 			}
 			p.mu.Lock()
@@ -314,19 +369,26 @@ func (p *hashPool[J]) start(buffer int, work func(hr *hasher, j J, mine []Record
 	}
 }
 
-// fail keeps err if it is the first.
-func (p *hashPool[J]) fail(err error) {
+// fail keeps path's err if no path before it has failed.
+func (p *hashPool[J]) fail(path string, err error) {
 	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
+	if p.err == nil || path < p.errPath {
+		p.err, p.errPath = err, path
 	}
 	p.mu.Unlock()
 	p.failed.Store(true)
 }
 
-// stopped reports whether a worker has failed: the rest of the work is
-// wasted.
-func (p *hashPool[J]) stopped() bool { return p.failed.Load() }
+// skip reports whether path need not be hashed: a path before it has
+// failed, so its error would not be the one reported.
+func (p *hashPool[J]) skip(path string) bool {
+	if !p.failed.Load() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return path > p.errPath
+}
 
 // wait ends the jobs, waits for the workers and returns their records
 // (in no particular order) and the first error.

@@ -5,10 +5,16 @@ package cachetrust
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,33 +64,46 @@ const (
 func walkAndHashDir(root string, spec KeySpec) ([]string, []Record, error) {
 	rootFD, err := openat(unix.AT_FDCWD, root, dirFlags&^unix.O_NOFOLLOW)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cachetrust: walk: %w", &fs.PathError{Op: "open", Path: root, Err: err})
+		return nil, nil, fmt.Errorf("cachetrust: walk: %w", openError("open", root, err))
 	}
 	pool := &hashPool[dirBatch]{}
-	pool.start(64, func(hr *hasher, b dirBatch, mine []Record) ([]Record, error) {
+	// A few batches per core keep the workers fed; each holds its
+	// directory open.
+	pool.start(4*runtime.GOMAXPROCS(0), func(hr *hasher, b dirBatch, mine []Record) ([]Record, string, error) {
 		defer b.dir.release()
 		for i, name := range b.names {
-			if pool.stopped() {
+			path := b.rel + name
+			if pool.skip(path) {
 				break
 			}
-			r, err := hr.hashAt(b.dir.fd, name, b.rel+name, b.types[i])
+			r, err := hr.hashAt(b.dir.fd, name, path, b.types[i])
 			if err != nil {
-				return mine, err
+				return mine, path, err
 			}
 			mine = append(mine, r)
 		}
-		return mine, nil
+		return mine, "", nil
 	})
-	w := dirWalker{spec: spec, batches: pool.jobs, stopped: pool.stopped}
-	walkErr := w.walk(newOpenDir(rootFD, root), root, "")
+	w := dirWalker{spec: spec, batches: pool.jobs}
+	walkErr := w.walk(newOpenDir(rootFD, root), root, ".", "")
 	records, err := pool.wait()
 	if walkErr != nil {
-		return nil, nil, fmt.Errorf("cachetrust: walk: %w", walkErr)
+		return nil, nil, walkError(walkErr)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return w.paths, records, nil
+}
+
+// openError is the error for a failed open or listing of path (under the
+// root), with what to do where the process ran out of descriptors.
+func openError(op, path string, err error) error {
+	pe := &fs.PathError{Op: op, Path: path, Err: err}
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		return fmt.Errorf("%w: KeyDir holds a descriptor per directory level and per batch queued to its workers; raise the limit (ulimit -n) or key with Key", pe)
+	}
+	return pe
 }
 
 func newOpenDir(fd int, path string) *openDir {
@@ -96,21 +115,28 @@ func newOpenDir(fd int, path string) *openDir {
 type dirWalker struct {
 	spec    KeySpec
 	batches chan<- dirBatch
-	stopped func() bool // whether a worker has failed
-	paths   []string    // the covered paths, in walk order
+	paths   []string // the covered paths, in walk order
 }
 
-// walk lists dir (at full, rel under the root), hands its covered files to
-// the workers and descends its directories but .git, as fs.WalkDir over
-// os.DirFS would. It lets go of dir's reference when done.
-func (w *dirWalker) walk(dir *openDir, full, rel string) error {
+// walk lists dir (at full; name under the root, "." for the root; rel is
+// name with a slash, "" for the root), hands its covered files to the workers
+// and descends its directories but .git, as fs.WalkDir over os.DirFS
+// would. It lets go of dir's reference when done. It walks on after a
+// worker fails, so that a listing's error is always the one reported.
+func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 	defer dir.release()
-	// ReadDir reads the types getdents gives, and lstats (through full)
-	// only where the file system gives none.
+	// ReadDir reads the types getdents gives, and stats an entry only
+	// where the file system gives none.
 	entries, err := dir.f.ReadDir(-1)
 	if err != nil {
-		return err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return openError("readdir", name, err)
 	}
+	// In fs.WalkDir's order, so that the first error is its first.
+	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b dirBatch
 	send := func() {
 		if len(b.names) == 0 {
@@ -134,6 +160,10 @@ func (w *dirWalker) walk(dir *openDir, full, rel string) error {
 		if !w.spec.Covers(path) {
 			continue
 		}
+		if !utf8.ValidString(path) {
+			send()
+			return notUTF8(path)
+		}
 		w.paths = append(w.paths, path)
 		b.names = append(b.names, name)
 		b.types = append(b.types, typ)
@@ -142,15 +172,18 @@ func (w *dirWalker) walk(dir *openDir, full, rel string) error {
 		}
 	}
 	send()
-	for _, name := range subdirs {
-		if w.stopped() {
-			return nil // the workers' error is the one to report
-		}
-		fd, err := openat(dir.fd, name, dirFlags)
+	for _, sub := range subdirs {
+		fd, err := openat(dir.fd, sub, dirFlags)
 		if err != nil {
-			return &fs.PathError{Op: "open", Path: rel + name, Err: err}
+			if err == unix.ELOOP || err == unix.ENOTDIR {
+				// Listed as a directory, now a link or a file.
+				return fmt.Errorf("%w: %s is no longer a directory: key a tree nothing writes to (%w)", ErrChanged, rel+sub, err)
+			}
+			return openError("open", rel+sub, err)
 		}
-		if err := w.walk(newOpenDir(fd, full+"/"+name), full+"/"+name, rel+name+"/"); err != nil {
+		// The full path names the directory for ReadDir, which stats
+		// through it where getdents gives no type.
+		if err := w.walk(newOpenDir(fd, full+"/"+sub), full+"/"+sub, rel+sub, rel+sub+"/"); err != nil {
 			return err
 		}
 	}
@@ -166,6 +199,9 @@ func (hr *hasher) hashAt(dirfd int, name, path string, typ fs.FileMode) (Record,
 	switch {
 	case typ&fs.ModeSymlink != 0:
 		target, err := readlinkat(dirfd, name, hr.buf)
+		if err == unix.EINVAL {
+			return Record{}, changed(path, "a link", err)
+		}
 		if err != nil {
 			return Record{}, fmt.Errorf("cachetrust: read link %s: %w", path, err)
 		}
@@ -174,9 +210,13 @@ func (hr *hasher) hashAt(dirfd int, name, path string, typ fs.FileMode) (Record,
 	case !typ.IsRegular():
 		return Record{}, fmt.Errorf("%w: %s (mode %s): remove it from the tree or exclude it in the key spec", ErrNotRegular, path, typ)
 	default:
-		fd, err := openat(dirfd, name, noFollow)
+		fd, err := openRegular(dirfd, name)
+		if err == unix.ELOOP || err == unix.ENXIO || err == errNotRegularNow {
+			// A link, a socket, or (seen under a lease) anything else.
+			return Record{}, changed(path, "a file", err)
+		}
 		if err != nil {
-			return Record{}, fmt.Errorf("cachetrust: %w", &fs.PathError{Op: "open", Path: path, Err: err})
+			return Record{}, fmt.Errorf("cachetrust: %w", openError("open", path, err))
 		}
 		err = hr.hashFD(fd, path, &r)
 		unix.Close(fd)
@@ -196,8 +236,8 @@ func (hr *hasher) hashFD(fd int, path string, r *Record) error {
 		return fmt.Errorf("cachetrust: %w", &fs.PathError{Op: "fstat", Path: path, Err: err})
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		// Replaced by something else since the walk listed it.
-		return fmt.Errorf("%w: %s changed type while the key was computed", ErrNotRegular, path)
+		// A FIFO, a device or a directory since the walk listed it.
+		return changed(path, "a file", errNotRegularNow)
 	}
 	if st.Mode&0o111 != 0 {
 		r.Mode = "100755"
@@ -222,6 +262,39 @@ func (hr *hasher) hashFD(fd int, path string, r *Record) error {
 			return nil
 		}
 	}
+}
+
+// changed is the error for path, listed as was, found otherwise.
+func changed(path, was string, err error) error {
+	return fmt.Errorf("%w: %s was %s when the tree was listed and is not now: key a tree nothing writes to (%w)", ErrChanged, path, was, err)
+}
+
+var errNotRegularNow = errors.New("not a regular file now")
+
+// openRegular opens the regular file name in dirfd for reading, never
+// through a link and never waiting on a FIFO put in its place. A file
+// under a lease another program holds (Samba's oplocks, an NFS server's
+// delegations) refuses such an open until the lease is broken; it is then
+// opened again through a descriptor that names its inode and nothing
+// else, which waits for the lease as a plain open would.
+func openRegular(dirfd int, name string) (int, error) {
+	fd, err := openat(dirfd, name, noFollow)
+	if err != unix.EAGAIN {
+		return fd, err
+	}
+	held, err := openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(held)
+	var st unix.Stat_t
+	if err := unix.Fstat(held, &st); err != nil {
+		return -1, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return -1, errNotRegularNow
+	}
+	return openat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(held), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY)
 }
 
 func openat(dirfd int, name string, flags int) (int, error) {

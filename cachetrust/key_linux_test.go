@@ -3,10 +3,17 @@
 package cachetrust
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -146,7 +153,7 @@ func TestKeyDir_GivesKeysKeyForAnyTree(t *testing.T) {
 		}
 		want, wantErr := Key(os.DirFS(dir), s)
 		got, gotErr := KeyDir(dir, s)
-		if (wantErr == nil) != (gotErr == nil) || errors.Is(wantErr, ErrNoInputs) != errors.Is(gotErr, ErrNoInputs) {
+		if !sameKind(wantErr, gotErr) {
 			t.Fatalf("seed %d: Key's error %v, KeyDir's %v", seed, wantErr, gotErr)
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -171,49 +178,263 @@ func TestKeyDir_ACoveredFIFOIsRefusedNotWaitedOn(t *testing.T) {
 	}
 }
 
-// What the walk listed as a regular file is opened as one or not at all:
-// swapped for a FIFO after the listing, it is refused without waiting for
-// a writer; swapped for a symlink, the link is not followed.
+// sameKind reports whether two errors are both nil or match the same of
+// the sentinels a caller tells apart.
+func sameKind(a, b error) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	for _, kind := range []error{ErrNoInputs, ErrNotRegular, ErrNotUTF8, ErrChanged, fs.ErrNotExist, fs.ErrPermission, fs.ErrInvalid} {
+		if errors.Is(a, kind) != errors.Is(b, kind) {
+			return false
+		}
+	}
+	return true
+}
+
+// What the walk listed is opened as that or not at all: a file swapped
+// for a FIFO, a socket or a directory after the listing is ErrChanged,
+// refused without waiting for a writer; swapped for a symlink, the link
+// is not followed; a link swapped for a file is not read as a link.
 func TestKeyDir_AFileSwappedAfterTheListingIsNeverFollowedOrWaitedOn(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(outside, []byte("secret"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("file"), 0o644)
+	os.Mkdir(filepath.Join(dir, "dir"), 0o755)
 	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
+	sock, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
 	hr := newHasher()
-	// The type is the one the walk saw before the swap: a regular file.
-	if _, err := hr.hashAt(fd, "fifo", "fifo", 0); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("FIFO in a file's place: %v, want ErrNotRegular", err)
+	// The type is the one the walk saw before the swap.
+	for _, name := range []string{"fifo", "link", "sock", "dir"} {
+		if r, err := hr.hashAt(fd, name, name, 0); !errors.Is(err, ErrChanged) {
+			t.Errorf("%s in a file's place: %+v, %v; want ErrChanged, nothing read", name, r, err)
+		}
 	}
-	if r, err := hr.hashAt(fd, "link", "link", 0); !errors.Is(err, unix.ELOOP) {
-		t.Errorf("symlink in a file's place: %+v, %v; want ELOOP, the link unfollowed", r, err)
+	if r, err := hr.hashAt(fd, "file", "file", fs.ModeSymlink); !errors.Is(err, ErrChanged) {
+		t.Errorf("a file in a link's place: %+v, %v; want ErrChanged", r, err)
 	}
 }
 
-// Git stores names as bytes, so a checkout may hold a name that is not
-// UTF-8. os.DirFS refuses such a name (fs.ValidPath), so Key over it fails
-// with "invalid argument"; KeyDir keys the file like any other.
-func TestKeyDir_KeysANameThatIsNotUTF8(t *testing.T) {
+// A record's path is JSON, which holds only UTF-8: two names that differ
+// only in bytes that are not UTF-8 would read back as one record. Both
+// walks refuse a covered path that is not UTF-8 with ErrNotUTF8, whether
+// the file's name or a directory's above it is the odd one.
+func TestKey_ACoveredPathThatIsNotUTF8IsRefused(t *testing.T) {
+	for _, odd := range []string{"crates/a/src/\xff.rs", "crates/a/src/\xfe/m.rs"} {
+		dir := t.TempDir()
+		tree(t, dir)
+		p := filepath.Join(dir, odd)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("one"), 0o644)
+		if _, err := KeyDir(dir, spec()); !errors.Is(err, ErrNotUTF8) {
+			t.Errorf("KeyDir with %q: %v, want ErrNotUTF8", odd, err)
+		}
+		if _, err := Key(os.DirFS(dir), spec()); !errors.Is(err, ErrNotUTF8) {
+			t.Errorf("Key with %q: %v, want ErrNotUTF8", odd, err)
+		}
+	}
+}
+
+// Git stores names as bytes. A name that is not UTF-8 and that no glob
+// covers is no input of the key: KeyDir keys the tree as if it were not
+// there. os.DirFS cannot walk into such a directory at all, so Key says
+// so (ErrNotUTF8) and names KeyDir.
+func TestKeyDir_KeysATreeWhoseUncoveredNamesAreNotUTF8(t *testing.T) {
 	dir := t.TempDir()
 	tree(t, dir)
-	odd := filepath.Join(dir, "crates/a/src/\xff.rs")
-	os.WriteFile(odd, []byte("one"), 0o644)
-	before := keyDirOnly(t, dir)
-	if !slices.ContainsFunc(before.Records, func(r Record) bool { return r.Path == "crates/a/src/\xff.rs" }) {
-		t.Fatalf("records %v lack the file", before.Records)
+	want := keyDirOnly(t, dir)
+	os.MkdirAll(filepath.Join(dir, "docs/\xff"), 0o755)
+	os.WriteFile(filepath.Join(dir, "docs/\xff/guide.md"), []byte("guide"), 0o644)
+	os.WriteFile(filepath.Join(dir, "docs/\xfe.md"), []byte("guide"), 0o644)
+	if got := keyDirOnly(t, dir); got.Key != want.Key {
+		t.Errorf("uncovered names changed the key: %s, want %s", got.Key, want.Key)
 	}
-	os.WriteFile(odd, []byte("two"), 0o644)
-	if after := keyDirOnly(t, dir); after.Key == before.Key {
-		t.Error("a change to the file kept the key")
+	if _, err := Key(os.DirFS(dir), spec()); !errors.Is(err, ErrNotUTF8) {
+		t.Errorf("Key: %v, want ErrNotUTF8", err)
+	}
+}
+
+// The same tree gives the same error, however the workers are scheduled:
+// a listing's error always wins over a hashing error, because the walk
+// goes on after a worker fails, as fs.WalkDir does for Key.
+func TestKeyDir_TheSameTreeGivesTheSameError(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	os.Remove(filepath.Join(dir, "Cargo.lock"))
+	if err := unix.Mkfifo(filepath.Join(dir, "Cargo.lock"), 0o644); err != nil { // a hashing error, found first
+		t.Fatal(err)
+	}
+	deep := filepath.Join(dir, "crates/z/src")
+	os.MkdirAll(deep, 0o755)
+	os.WriteFile(filepath.Join(deep, "\xff.rs"), []byte("x"), 0o644) // a listing's error, found last
+	for range 50 {
+		_, want := Key(os.DirFS(dir), spec())
+		_, got := KeyDir(dir, spec())
+		if !errors.Is(want, ErrNotUTF8) || !errors.Is(got, ErrNotUTF8) {
+			t.Fatalf("Key: %v; KeyDir: %v; want ErrNotUTF8 from both", want, got)
+		}
+	}
+}
+
+// Of several files that fail to hash, the error reported is that of the
+// path that sorts first, whichever worker got there first.
+func TestHashPool_ReportsThePathThatSortsFirst(t *testing.T) {
+	errs := map[string]error{}
+	for _, p := range []string{"z", "m", "b", "a/x", "c"} {
+		errs[p] = errors.New(p)
+	}
+	for range 20 {
+		pool := &hashPool[string]{}
+		pool.start(8, func(_ *hasher, p string, mine []Record) ([]Record, string, error) {
+			return mine, p, errs[p]
+		})
+		for _, p := range []string{"z", "m", "b", "a/x", "c"} {
+			pool.jobs <- p
+		}
+		if _, err := pool.wait(); !errors.Is(err, errs["a/x"]) {
+			t.Fatalf("error %v, want a/x's", err)
+		}
+	}
+}
+
+// KeyDir's open descriptors grow with the tree's depth and the cores, not
+// with its number of directories: a wide tree is keyed under a limit far
+// below its directory count, even where the walk lists directories much
+// faster than the workers hash their files.
+func TestKeyDir_DescriptorsStayBoundedByDepthAndCoresNotDirectories(t *testing.T) {
+	dir := t.TempDir()
+	data := make([]byte, 128<<10) // slow to hash next to listing a directory
+	for i := range 300 {
+		p := filepath.Join(dir, fmt.Sprintf("crates/c%03d/src/m.rs", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		data[0] = byte(i)
+		os.WriteFile(p, data, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "Cargo.lock"), nil, 0o644)
+	want, err := Key(os.DirFS(dir), spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count descriptors: %v", err)
+	}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// Depth 4, the batches queued and in hand, a file per worker.
+	limit := unix.Rlimit{Cur: uint64(len(entries) + 8 + 6*runtime.GOMAXPROCS(0)), Max: old.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &limit); err != nil {
+		t.Fatal(err)
+	}
+	got, err := KeyDir(dir, spec())
+	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	if err != nil {
+		t.Fatalf("300 directories under a limit of %d descriptors: %v", limit.Cur, err)
+	}
+	if got.Key != want.Key {
+		t.Errorf("key %s, want Key's %s", got.Key, want.Key)
+	}
+}
+
+// A file under a lease another program holds (a Samba oplock, an NFS
+// delegation) is waited for, as a plain open waits, not refused because
+// the open that guards against FIFOs does not block.
+func TestKeyDir_AFileUnderALeaseIsWaitedForNotRefused(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	want := keyDirOnly(t, dir)
+	f, err := os.OpenFile(filepath.Join(dir, "Cargo.lock"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	broken := make(chan os.Signal, 1)
+	signal.Notify(broken, unix.SIGIO)
+	defer signal.Stop(broken)
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		t.Skipf("this file system takes no leases: %v", err)
+	}
+	type result struct {
+		k   ArchiveKey
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		k, err := KeyDir(dir, spec())
+		done <- result{k, err}
+	}()
+	var r result
+	select {
+	case r = <-done: // not waited for
+	case <-broken: // the kernel asks the holder to let go
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
+			t.Fatal(err)
+		}
+		r = <-done
+	}
+	if r.err != nil || r.k.Key != want.Key {
+		t.Errorf("KeyDir under a lease: %v (key %s, want %s)", r.err, r.k.Key, want.Key)
+	}
+}
+
+// openat resolves each name relative to its directory, so a path longer
+// than the system's limit (PATH_MAX) is keyed like any other.
+func TestKeyDir_KeysPathsLongerThanTheSystemLimit(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	rel := "crates/a/src"
+	for range 20 {
+		rel += "/" + strings.Repeat("d", 250)
+	}
+	fd, err := unix.Open(filepath.Join(dir, "crates/a/src"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		unix.Mkdirat(fd, strings.Repeat("d", 250), 0o755)
+		next, err := unix.Openat(fd, strings.Repeat("d", 250), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	file, err := unix.Openat(fd, "m.rs", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Write(file, []byte("deep"))
+	unix.Close(file)
+	k := keyDirOnly(t, dir)
+	sum := sha256.Sum256([]byte("deep"))
+	if !slices.Contains(k.Records, Record{Path: rel + "/m.rs", Mode: "100644", Digest: hex.EncodeToString(sum[:])}) {
+		t.Errorf("the deep file is not among the records")
+	}
+}
+
+// An empty directory name is refused, not taken for the working directory
+// or for a missing one.
+func TestKeyDir_AnEmptyDirectoryNameIsRefused(t *testing.T) {
+	if _, err := KeyDir("", spec()); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("KeyDir(\"\"): %v, want fs.ErrInvalid", err)
 	}
 }
 
