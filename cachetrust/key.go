@@ -316,8 +316,8 @@ func walkAndHash(fsys fs.FS, spec KeySpec) ([]string, []Record, error) {
 // walkError is the error of a walk that failed: the walk's, never a
 // worker's, so that the same tree always gives the same error.
 func walkError(err error) error {
-	if errors.Is(err, ErrNotUTF8) {
-		return err
+	if errors.Is(err, ErrNotUTF8) || errors.Is(err, ErrChanged) {
+		return err // already says where and what to do
 	}
 	return fmt.Errorf("cachetrust: walk: %w", err)
 }

@@ -119,10 +119,11 @@ type dirWalker struct {
 }
 
 // walk lists dir (at full; name under the root, "." for the root; rel is
-// name with a slash, "" for the root), hands its covered files to the workers
-// and descends its directories but .git, as fs.WalkDir over os.DirFS
-// would. It lets go of dir's reference when done. It walks on after a
-// worker fails, so that a listing's error is always the one reported.
+// name with a slash, "" for the root), hands its covered files to the
+// workers and descends its directories but .git, in fs.WalkDir's order
+// over os.DirFS, so that a listing's first error is Key's. It lets go of
+// dir's reference when done. It walks on after a worker fails, so that a
+// listing's error is always the one reported.
 func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 	defer dir.release()
 	// ReadDir reads the types getdents gives, and stats an entry only
@@ -135,7 +136,6 @@ func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 		}
 		return openError("readdir", name, err)
 	}
-	// In fs.WalkDir's order, so that the first error is its first.
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b dirBatch
 	send := func() {
@@ -147,44 +147,49 @@ func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 		w.batches <- b
 		b = dirBatch{}
 	}
-	var subdirs []string
+	defer send()
+	searched := false
 	for _, e := range entries {
-		name, typ := e.Name(), e.Type()
+		entry, typ := e.Name(), e.Type()
+		path := rel + entry
 		if typ.IsDir() {
-			if name != ".git" {
-				subdirs = append(subdirs, name)
+			if entry == ".git" {
+				continue
+			}
+			send() // the files before it, before what is under it
+			fd, err := openat(dir.fd, entry, dirFlags)
+			if err == unix.ELOOP || err == unix.ENOTDIR {
+				return changed(path, "a directory", err)
+			}
+			if err != nil {
+				return openError("open", path, err)
+			}
+			// The full path names the directory for ReadDir, which stats
+			// through it where getdents gives no type.
+			if err := w.walk(newOpenDir(fd, full+"/"+entry), full+"/"+entry, path, path+"/"); err != nil {
+				return err
 			}
 			continue
 		}
-		path := rel + name
 		if !w.spec.Covers(path) {
 			continue
 		}
 		if !utf8.ValidString(path) {
-			send()
 			return notUTF8(path)
 		}
+		if typ.IsRegular() && !searched {
+			// Key stats each covered file as it lists it; in a directory
+			// it may list but not search, that fails the walk there.
+			if err := unix.Faccessat(dir.fd, ".", unix.X_OK, unix.AT_EACCESS); err == unix.EACCES {
+				return openError("lstat", path, err)
+			}
+			searched = true
+		}
 		w.paths = append(w.paths, path)
-		b.names = append(b.names, name)
+		b.names = append(b.names, entry)
 		b.types = append(b.types, typ)
 		if len(b.names) == batchFiles {
 			send()
-		}
-	}
-	send()
-	for _, sub := range subdirs {
-		fd, err := openat(dir.fd, sub, dirFlags)
-		if err != nil {
-			if err == unix.ELOOP || err == unix.ENOTDIR {
-				// Listed as a directory, now a link or a file.
-				return fmt.Errorf("%w: %s is no longer a directory: key a tree nothing writes to (%w)", ErrChanged, rel+sub, err)
-			}
-			return openError("open", rel+sub, err)
-		}
-		// The full path names the directory for ReadDir, which stats
-		// through it where getdents gives no type.
-		if err := w.walk(newOpenDir(fd, full+"/"+sub), full+"/"+sub, rel+sub, rel+sub+"/"); err != nil {
-			return err
 		}
 	}
 	return nil
@@ -275,8 +280,9 @@ var errNotRegularNow = errors.New("not a regular file now")
 // through a link and never waiting on a FIFO put in its place. A file
 // under a lease another program holds (Samba's oplocks, an NFS server's
 // delegations) refuses such an open until the lease is broken; it is then
-// opened again through a descriptor that names its inode and nothing
-// else, which waits for the lease as a plain open would.
+// opened again through procfs's name for a descriptor that holds its
+// inode and nothing else, which waits for the lease as a plain open
+// would, and what that opens must be the held inode.
 func openRegular(dirfd int, name string) (int, error) {
 	fd, err := openat(dirfd, name, noFollow)
 	if err != unix.EAGAIN {
@@ -287,15 +293,35 @@ func openRegular(dirfd int, name string) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(held)
-	var st unix.Stat_t
-	if err := unix.Fstat(held, &st); err != nil {
+	var want unix.Stat_t
+	if err := unix.Fstat(held, &want); err != nil {
 		return -1, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if want.Mode&unix.S_IFMT != unix.S_IFREG {
 		return -1, errNotRegularNow
 	}
-	return openat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(held), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY)
+	var proc unix.Statfs_t
+	if err := unix.Statfs(procFD, &proc); err != nil || proc.Type != unix.PROC_SUPER_MAGIC {
+		return -1, errLeaseNoProc
+	}
+	fd, err = openat(unix.AT_FDCWD, procFD+"/"+strconv.Itoa(held), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOCTTY)
+	if err != nil {
+		return -1, err
+	}
+	var got unix.Stat_t
+	if err := unix.Fstat(fd, &got); err != nil || got.Dev != want.Dev || got.Ino != want.Ino {
+		unix.Close(fd)
+		return -1, errNotRegularNow
+	}
+	return fd, nil
 }
+
+// procFD is procfs's directory of this process's descriptors.
+var procFD = "/proc/self/fd"
+
+// errLeaseNoProc is the error for a file under a lease where procfs is
+// not mounted at /proc: it cannot be waited for without risking a FIFO.
+var errLeaseNoProc = errors.New("another program holds a lease on it (Samba, NFS) and, with no procfs at /proc, it cannot be waited for safely: mount /proc, or key the tree when nothing holds it")
 
 func openat(dirfd int, name string, flags int) (int, error) {
 	for {

@@ -11,11 +11,13 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,7 +100,7 @@ func BenchmarkReadFloor(b *testing.B) {
 // any depth, a regular file named .git, executable bits, files around the
 // hasher's buffer size, symlinks to files, to directories, dangling and
 // absolute, and names with spaces and newlines.
-func randomTree(t *testing.T, rng *rand.Rand, dir string) {
+func randomTree(t *testing.T, rng *rand.Rand, dir string) []string {
 	t.Helper()
 	names := []string{"src", "crates", "a", "b c", "scripts", "ci", ".git", "benches", "x\ny", "Cargo.toml", "m.rs", "lib.rs", "build.rs", "run.sh", ".git"}
 	sizes := []int{0, 1, 100, 20 << 10, 256<<10 - 1, 256 << 10, 256<<10 + 1, 600 << 10}
@@ -134,17 +136,51 @@ func randomTree(t *testing.T, rng *rand.Rand, dir string) {
 			}
 		}
 	}
+	// What makes a walk fail: a FIFO, a covered name that is not UTF-8.
+	if rng.IntN(4) == 0 {
+		unix.Mkfifo(filepath.Join(dirs[rng.IntN(len(dirs))], "pipe.rs"), 0o644)
+	}
+	if rng.IntN(4) == 0 {
+		os.WriteFile(filepath.Join(dirs[rng.IntN(len(dirs))], "\xff.rs"), nil, 0o644)
+	}
+	return dirs
 }
 
 // The same tree keeps its key whichever way it is walked: KeyDir's key is
 // Key's over os.DirFS for any tree, any include and exclude globs, with
-// the same error where either fails.
+// the same kind of error where either fails.
 func TestKeyDir_GivesKeysKeyForAnyTree(t *testing.T) {
+	compareOnRandomTrees(t, 60, func(*rand.Rand, []string) {})
+}
+
+// As a user, whom modes stop, the same holds with directories that cannot
+// be listed, cannot be searched, or neither: the first error in the walk
+// is the same kind for both.
+func TestKeyDir_GivesKeysErrorForAnyTreeAsAUser(t *testing.T) {
+	if !unprivileged(t) {
+		return
+	}
+	compareOnRandomTrees(t, 200, func(rng *rand.Rand, dirs []string) {
+		for _, d := range dirs[1:] {
+			if rng.IntN(5) == 0 {
+				os.Chmod(d, []os.FileMode{0, 0o644, 0o311, 0o555}[rng.IntN(4)])
+			}
+		}
+		t.Cleanup(func() {
+			for _, d := range dirs {
+				os.Chmod(d, 0o755)
+			}
+		})
+	})
+}
+
+func compareOnRandomTrees(t *testing.T, seeds uint64, spoil func(*rand.Rand, []string)) {
+	t.Helper()
 	globs := []string{"**", "**/*.rs", "src/**", "**/Cargo.toml", "scripts/ci/**", "**/.git", "**/b c/**", "crates/*/src/*.rs", "**/run.sh"}
-	for seed := range uint64(60) {
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		dir := t.TempDir()
-		randomTree(t, rng, dir)
+		spoil(rng, randomTree(t, rng, dir))
 		s := spec()
 		s.Include = []string{globs[rng.IntN(len(globs))], globs[rng.IntN(len(globs))]}
 		s.Exclude = nil
@@ -353,6 +389,30 @@ func TestKeyDir_DescriptorsStayBoundedByDepthAndCoresNotDirectories(t *testing.T
 	}
 }
 
+// lease takes a write lease on path, as Samba or an NFS server would: an
+// open by anyone else waits until the holder lets go. broken receives when
+// the kernel asks it to; release lets go. It skips where the file system
+// takes no leases.
+func lease(t *testing.T, path string) (broken <-chan os.Signal, release func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, unix.SIGIO)
+	t.Cleanup(func() { signal.Stop(ch) })
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
+		t.Skipf("this file system takes no leases: %v", err)
+	}
+	return ch, func() {
+		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A file under a lease another program holds (a Samba oplock, an NFS
 // delegation) is waited for, as a plain open waits, not refused because
 // the open that guards against FIFOs does not block.
@@ -360,17 +420,7 @@ func TestKeyDir_AFileUnderALeaseIsWaitedForNotRefused(t *testing.T) {
 	dir := t.TempDir()
 	tree(t, dir)
 	want := keyDirOnly(t, dir)
-	f, err := os.OpenFile(filepath.Join(dir, "Cargo.lock"), os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	broken := make(chan os.Signal, 1)
-	signal.Notify(broken, unix.SIGIO)
-	defer signal.Stop(broken)
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK); err != nil {
-		t.Skipf("this file system takes no leases: %v", err)
-	}
+	broken, release := lease(t, filepath.Join(dir, "Cargo.lock"))
 	type result struct {
 		k   ArchiveKey
 		err error
@@ -384,13 +434,66 @@ func TestKeyDir_AFileUnderALeaseIsWaitedForNotRefused(t *testing.T) {
 	select {
 	case r = <-done: // not waited for
 	case <-broken: // the kernel asks the holder to let go
-		if _, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK); err != nil {
-			t.Fatal(err)
-		}
+		release()
 		r = <-done
 	}
 	if r.err != nil || r.k.Key != want.Key {
 		t.Errorf("KeyDir under a lease: %v (key %s, want %s)", r.err, r.k.Key, want.Key)
+	}
+}
+
+// A leased file is waited for only through procfs, whose name for a
+// descriptor opens that descriptor's inode. Where /proc is something else
+// (a directory of links to other files, FIFOs) the wait is refused rather
+// than read through it or blocked on it.
+func TestKeyDir_ALeasedFileIsNeverReadThroughAProcThatIsNotProcfs(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("secret"), 0o644)
+	fake := t.TempDir()
+	for i := range 1024 {
+		os.Symlink(secret, filepath.Join(fake, fmt.Sprint(i)))
+	}
+	defer func(old string) { procFD = old }(procFD)
+	procFD = fake
+	_, release := lease(t, filepath.Join(dir, "Cargo.lock"))
+	defer release()
+	k, err := KeyDir(dir, spec())
+	if !errors.Is(err, errLeaseNoProc) {
+		t.Errorf("KeyDir through a fake /proc: %v (key %s), want the wait refused", err, k.Key)
+	}
+}
+
+// What the reopen of a leased file opens must be the inode the walk held:
+// anything else (here another process's descriptor of another file under
+// the same number) is ErrChanged, never hashed.
+func TestKeyDir_ALeasedFileIsReadOnlyAsTheInodeItHeld(t *testing.T) {
+	dir := t.TempDir()
+	tree(t, dir)
+	secret, err := os.Open(os.Args[0]) // any other file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secret.Close()
+	other := exec.Command("cat") // holds the other file under every low number
+	for range 1000 {
+		other.ExtraFiles = append(other.ExtraFiles, secret)
+	}
+	stdin, err := other.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Skipf("no process to hold the other file: %v", err)
+	}
+	defer func() { stdin.Close(); other.Wait() }()
+	defer func(old string) { procFD = old }(procFD)
+	procFD = fmt.Sprintf("/proc/%d/fd", other.Process.Pid)
+	_, release := lease(t, filepath.Join(dir, "Cargo.lock"))
+	defer release()
+	if k, err := KeyDir(dir, spec()); !errors.Is(err, ErrChanged) {
+		t.Errorf("KeyDir reopening through another process's descriptor: %v (key %s), want ErrChanged", err, k.Key)
 	}
 }
 
@@ -436,6 +539,82 @@ func TestKeyDir_AnEmptyDirectoryNameIsRefused(t *testing.T) {
 	if _, err := KeyDir("", spec()); !errors.Is(err, fs.ErrInvalid) {
 		t.Errorf("KeyDir(\"\"): %v, want fs.ErrInvalid", err)
 	}
+}
+
+// Listable but not searchable, a directory fails Key's walk at the first
+// covered file it stats there, before any later listing and whatever a
+// worker found: KeyDir fails there too, with the same kind.
+func TestKeyDir_ADirectoryListedButNotSearchedFailsTheWalkAsForKey(t *testing.T) {
+	if !unprivileged(t) {
+		return
+	}
+	dir := t.TempDir()
+	tree(t, dir)
+	os.Remove(filepath.Join(dir, "Cargo.lock"))
+	unix.Mkfifo(filepath.Join(dir, "Cargo.lock"), 0o644)      // a worker's error, earlier
+	os.WriteFile(filepath.Join(dir, "zz\xff.rs"), nil, 0o644) // a listing's error, later
+	src := filepath.Join(dir, "crates/a/src")
+	os.Chmod(src, 0o644)
+	defer os.Chmod(src, 0o755)
+	for range 20 {
+		_, want := Key(os.DirFS(dir), spec())
+		_, got := KeyDir(dir, spec())
+		if !errors.Is(want, fs.ErrPermission) || !errors.Is(got, fs.ErrPermission) {
+			t.Fatalf("Key: %v; KeyDir: %v; want ErrPermission from both", want, got)
+		}
+	}
+}
+
+// The walk's first error is fs.WalkDir's first: a directory is listed
+// when its name comes, before the files whose names sort after it.
+func TestKeyDir_TheFirstErrorIsTheFirstInNameOrder(t *testing.T) {
+	if !unprivileged(t) {
+		return
+	}
+	dir := t.TempDir()
+	tree(t, dir)
+	os.MkdirAll(filepath.Join(dir, "src/a"), 0o755)
+	os.WriteFile(filepath.Join(dir, "src/a/m.rs"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "src/b\xff.rs"), nil, 0o644) // after a/
+	os.Chmod(filepath.Join(dir, "src/a"), 0)
+	defer os.Chmod(filepath.Join(dir, "src/a"), 0o755)
+	_, want := Key(os.DirFS(dir), spec())
+	_, got := KeyDir(dir, spec())
+	if !errors.Is(want, fs.ErrPermission) || !errors.Is(got, fs.ErrPermission) {
+		t.Errorf("Key: %v; KeyDir: %v; want ErrPermission from both", want, got)
+	}
+}
+
+// unprivileged reports whether the calling test is to run here: as root,
+// whom no mode stops, it runs the test again in a child as uid 65534
+// (from a copy of this binary that user can run) and reports false.
+func unprivileged(t *testing.T) bool {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return true
+	}
+	bin, err := os.MkdirTemp("", "keydir-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(bin)
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(bin, "cachetrust.test")
+	if err := os.WriteFile(exe, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(bin, 0o755)
+	cmd := exec.Command(exe, "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Dir = bin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Fatalf("as uid 65534: %v\n%s", err, out)
+	}
+	return false
 }
 
 func keyDirOnly(t *testing.T, dir string) ArchiveKey {
