@@ -92,7 +92,7 @@ func BenchmarkRestoreCheckpointVsTar(b *testing.B) {
 				first = false
 				b.StartTimer()
 			}
-			per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+			per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
 			b.ReportMetric(per(ours), "restore-ms")
 			b.ReportMetric(per(oursCPU), "restore-cpu-ms")
 			if tarPath != "" {
