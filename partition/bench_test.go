@@ -201,8 +201,10 @@ func benchHuge(b *testing.B) {
 	}
 }
 
-// BenchmarkParseAndCheck reads a listing and a partition file, both in
-// memory, and checks one against the other, as `partition check` does,
+// BenchmarkParseAndCheck parses a listing and a partition file, both in
+// memory, and checks one against the other (the parse and Check that
+// `partition check` runs; BenchmarkParseAndCheckPeak runs the whole
+// command's path from files),
 // for a realistic inventory (2,000 tests) and 100x that: nextest's listing
 // and go test -json's run events, each with a handful of new and stale
 // tests. ns/test is the time per op over the number of tests.
@@ -228,11 +230,11 @@ func BenchmarkParseAndCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkParseAndCheckPeak is BenchmarkParseAndCheck in a child process
-// (this test binary, running TestPeakHelper) that reads the listing and
-// the partition from files on disk, streaming them (from=file) or reading
-// the listing into memory first as examples/partition's check command does
-// (from=memory), so that its memory is its own: it reports its peak
+// BenchmarkParseAndCheckPeak is examples/partition's check in a child
+// process (this test binary, running TestPeakHelper): Config.AuditFiles
+// over the listing and the partition on disk, the listing streamed through
+// the command's buffered reader (from=file) or, for comparison, read into
+// memory first (from=memory), so that its memory is its own: it reports its peak
 // resident memory (VmHWM in /proc/self/status, "peak-RSS-MiB"), the heap it
 // obtained from the OS ("heap-sys-MiB", runtime.MemStats.HeapSys at the
 // end: the heap does not give back address space) and all it allocated
@@ -292,8 +294,8 @@ func benchParseAndCheckChild(b *testing.B, format string, n int) {
 		b.Fatal(err)
 	}
 	b.Logf("%s listing of %d tests: %d MB", format, n, fi.Size()>>20)
-	// from=file streams the files; from=memory reads the listing into
-	// memory first, as examples/partition's check command does.
+	// from=file streams the listing, as examples/partition's check command
+	// does; from=memory reads it into memory first.
 	for _, from := range []string{"file", "memory"} {
 		b.Run("from="+from, func(b *testing.B) {
 			b.SetBytes(fi.Size())
@@ -340,40 +342,29 @@ func TestPeakHelper(t *testing.T) {
 	if len(f) != 6 {
 		t.Fatalf("%s=%q", peakHelperEnv, spec)
 	}
-	parse := ParseNextestList
-	if f[0] == "go" {
-		parse = ParseGoTestJSON
-	}
 	start, cpu0 := time.Now(), testsys.CPUTime()
-	r, n, err := func() (Report, int, error) {
+	a, err := func() (Audit, error) {
 		var listing io.Reader
 		if f[1] == "memory" {
 			data, err := os.ReadFile(f[2])
 			if err != nil {
-				return Report{}, 0, err
+				return Audit{}, err
 			}
 			listing = bytes.NewReader(data)
 		} else {
 			file, err := os.Open(f[2])
 			if err != nil {
-				return Report{}, 0, err
+				return Audit{}, err
 			}
 			defer file.Close()
-			listing = file
+			listing = bufio.NewReaderSize(file, 1<<20) // as examples/partition reads it
 		}
-		p, err := ParseTSVFile(f[3])
-		if err != nil {
-			return Report{}, 0, err
-		}
-		inv, err := parse(listing)
-		if err != nil {
-			return Report{}, 0, err
-		}
-		return Check(inv, p), len(inv), nil
+		return DefaultConfig().AuditFiles(listing, f[0], f[3])
 	}()
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, n := a.Report, a.Tests
 	elapsed, cpu := time.Since(start), testsys.CPUTime()-cpu0
 	if fmt.Sprint(len(r.New)) != f[4] || fmt.Sprint(len(r.Stale)) != f[5] {
 		t.Fatalf("%d tests: %d new and %d stale, want %s and %s", n, len(r.New), len(r.Stale), f[4], f[5])

@@ -443,21 +443,42 @@ func goTop(id TestID) TestID {
 // parent with every subtest, so such a test cannot be run in one lane
 // without running its other category's subtests there too.
 func GoSplits(p Partition) []SplitTest {
-	byTop := map[TestID]*SplitTest{}
+	// One pass finds the split tests and one more collects their entries:
+	// a test in one category, nearly every test, costs a map entry and
+	// nothing more.
+	type group struct {
+		category string
+		split    *SplitTest
+	}
+	index := make(map[TestID]int, len(p.Entries))
+	groups := make([]group, 0, len(p.Entries))
+	var splits []*SplitTest
 	for _, e := range p.Entries {
 		k := goTop(e.ID)
-		if byTop[k] == nil {
-			byTop[k] = &SplitTest{Package: k.Binary, Test: k.Name, In: map[string][]string{}}
+		i, ok := index[k]
+		switch {
+		case !ok:
+			index[k] = len(groups)
+			groups = append(groups, group{category: e.Category})
+		case groups[i].split == nil && groups[i].category != e.Category:
+			groups[i].split = &SplitTest{Package: k.Binary, Test: k.Name, In: map[string][]string{}}
+			splits = append(splits, groups[i].split)
 		}
-		byTop[k].In[e.Category] = append(byTop[k].In[e.Category], e.ID.Name)
 	}
-	var out []SplitTest
-	for _, k := range slices.SortedFunc(maps.Keys(byTop), func(a, b TestID) int {
-		return cmp.Or(strings.Compare(a.Binary, b.Binary), strings.Compare(a.Name, b.Name))
-	}) {
-		if len(byTop[k].In) > 1 {
-			out = append(out, *byTop[k])
+	if len(splits) == 0 {
+		return nil
+	}
+	for _, e := range p.Entries {
+		if s := groups[index[goTop(e.ID)]].split; s != nil {
+			s.In[e.Category] = append(s.In[e.Category], e.ID.Name)
 		}
+	}
+	slices.SortFunc(splits, func(a, b *SplitTest) int {
+		return cmp.Or(strings.Compare(a.Package, b.Package), strings.Compare(a.Test, b.Test))
+	})
+	out := make([]SplitTest, len(splits))
+	for i, s := range splits {
+		out[i] = *s
 	}
 	return out
 }

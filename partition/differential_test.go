@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -370,4 +373,120 @@ func FuzzParseTSV_SameAsBefore(f *testing.F) {
 		f.Add([]byte(doc))
 	}
 	f.Fuzz(checkTSVSame)
+}
+
+// goSplitsInput is a partition of Go tests and subtests from data: two
+// bytes an entry (package and name, category).
+func goSplitsInput(data []byte) Partition {
+	pkgs := []string{"p", "q", "p/x"}
+	names := []string{"TestA", "TestA/x", "TestA/y", "TestA/x/z", "TestA-b", "TestA_b", "TestA_b/x", "TestB", "TestB/", "Test/A"}
+	cats := []string{"host", "single-gpu", "two-device"}
+	var p Partition
+	for i := 0; i+1 < len(data); i += 2 {
+		id := TestID{pkgs[int(data[i]>>4)%len(pkgs)], names[int(data[i]&15)%len(names)]}
+		p.Entries = append(p.Entries, Entry{ID: id, Category: cats[int(data[i+1])%len(cats)], Line: i/2 + 1})
+	}
+	return p
+}
+
+func checkGoSplitsSame(t *testing.T, p Partition) {
+	t.Helper()
+	if diff := cmp.Diff(refGoSplits(p), GoSplits(p)); diff != "" {
+		t.Fatalf("partition %v (-before +got):\n%s", p.Entries, diff)
+	}
+}
+
+func TestGoSplits_SplitsWhatItSplitBefore(t *testing.T) {
+	checkGoSplitsSame(t, Partition{})
+	checkGoSplitsSame(t, seedPartition(t))
+	_, p := goBenchIDs(20_000)
+	checkGoSplitsSame(t, p)
+	// 5,000 tests with three subtests each, every fifth split, listed
+	// out of order.
+	p = Partition{}
+	for i := range 20_000 {
+		k := (i * 7919) % 5000
+		name, cat := fmt.Sprintf("TestT%d", k), "host"
+		if j := i / 5000; j > 0 {
+			name += fmt.Sprintf("/s%d", j)
+			if k%5 == 0 && j == 2 {
+				cat = "single-gpu"
+			}
+		}
+		p.Entries = append(p.Entries, Entry{ID: TestID{fmt.Sprintf("pkg%d", k%3), name}, Category: cat, Line: i + 1})
+	}
+	if len(GoSplits(p)) == 0 {
+		t.Fatal("the subtest partition splits no test: the comparison would prove nothing")
+	}
+	checkGoSplitsSame(t, p)
+	rng := rand.New(rand.NewPCG(33, 1))
+	for range 500 {
+		data := make([]byte, 2*rng.IntN(40))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		checkGoSplitsSame(t, goSplitsInput(data))
+	}
+}
+
+func FuzzGoSplits_SameAsBefore(f *testing.F) {
+	f.Add([]byte{0x00, 0, 0x01, 1, 0x02, 0, 0x14, 2, 0x15, 0, 0x27, 1, 0x28, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkGoSplitsSame(t, goSplitsInput(data))
+	})
+}
+
+// allocated is the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func TestGoSplits_ATestInOneCategoryCostsNoSplitRecord(t *testing.T) {
+	const n = 20_000
+	_, p := goBenchIDs(n)
+	var splits []SplitTest
+	per := float64(allocated(func() { splits = GoSplits(p) })) / n
+	if len(splits) != 0 {
+		t.Fatalf("%d split tests in a partition with every test in one category", len(splits))
+	}
+	// A map slot and a group's category for each test; a split record (a
+	// map of categories and a list of names) for every test would be
+	// hundreds of bytes more, and two million tests would not fit in 1 GiB.
+	if per > 160 {
+		t.Errorf("GoSplits allocated %.0f bytes per test of a partition with no split test; want at most 160", per)
+	}
+}
+
+func TestParseTSVFiles_OneFileIsKeptNotCopied(t *testing.T) {
+	const n = 20_000
+	_, p := benchIDs(n)
+	path := filepath.Join(t.TempDir(), "p.tsv")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(writeTSV(f, p), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var one, all Partition
+	alone := allocated(func() { one, err = ParseTSVFile(path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := allocated(func() { all, err = DefaultConfig().ParseTSVFiles(path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(one, all); diff != "" {
+		t.Fatalf("ParseTSVFiles of one file read other entries than ParseTSVFile (-file +files):\n%s", diff)
+	}
+	// Half the entries' size: a copy of them all is more, Validate's
+	// bookkeeping much less.
+	if extra, entries := int64(merged)-int64(alone), n*int64(unsafe.Sizeof(Entry{})); extra > entries/2 {
+		t.Errorf("ParseTSVFiles allocated %d bytes more than ParseTSVFile for one file of %d entries (%d bytes): the entries were copied", extra, n, entries)
+	}
 }

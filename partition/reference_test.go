@@ -1,7 +1,8 @@
 package partition
 
 // The parsers and Check as they were before they streamed and merged
-// (commit aef5374), kept as the reference the fuzz targets compare the new
+// (commit aef5374), and GoSplits as it was before it grouped in two passes
+// (commit 68fd9d4), kept as the reference the fuzz targets compare the new
 // ones with: same inventory, same report, an error for the same inputs.
 
 import (
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -225,4 +227,24 @@ func refParseTSV(r io.Reader, file string) (Partition, error) {
 		return Partition{}, fmt.Errorf("%w: %s: %v", ErrTSV, file, err)
 	}
 	return p, nil
+}
+
+func refGoSplits(p Partition) []SplitTest {
+	byTop := map[TestID]*SplitTest{}
+	for _, e := range p.Entries {
+		k := goTop(e.ID)
+		if byTop[k] == nil {
+			byTop[k] = &SplitTest{Package: k.Binary, Test: k.Name, In: map[string][]string{}}
+		}
+		byTop[k].In[e.Category] = append(byTop[k].In[e.Category], e.ID.Name)
+	}
+	var out []SplitTest
+	for _, k := range slices.SortedFunc(maps.Keys(byTop), func(a, b TestID) int {
+		return cmp.Or(strings.Compare(a.Binary, b.Binary), strings.Compare(a.Name, b.Name))
+	}) {
+		if len(byTop[k].In) > 1 {
+			out = append(out, *byTop[k])
+		}
+	}
+	return out
 }

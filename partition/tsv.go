@@ -44,7 +44,11 @@ type Partition struct {
 
 // Merge combines partitions (the files of one archive set).
 func Merge(ps ...Partition) Partition {
-	var out Partition
+	n := 0
+	for _, p := range ps {
+		n += len(p.Entries)
+	}
+	out := Partition{Entries: make([]Entry, 0, n)}
 	for _, p := range ps {
 		out.Entries = append(out.Entries, p.Entries...)
 	}
@@ -104,7 +108,10 @@ func (c Config) ParseTSVFiles(paths ...string) (Partition, error) {
 		}
 		ps = append(ps, p)
 	}
-	p := Merge(ps...)
+	p := ps[0]
+	if len(ps) > 1 {
+		p = Merge(ps...) // one file's entries are kept as they are, not copied
+	}
 	return p, c.Validate(p)
 }
 
