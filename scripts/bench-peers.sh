@@ -76,7 +76,7 @@ JS
 read -r peer_per _ < <(cd "$tmp" && node match.js)
 echo "Classify ${ours_per} ns/path   picomatch ${peer_per} ns/path   picomatch/Classify $(ratio "$peer_per" "$ours_per")"
 
-echo "== partition check vs jq (200,000 tests)"
+echo "== partition check vs jq (200,000 tests), and the command from files (200,000 and 2,000,000)"
 GPUGATE_PEER_CORPUS="$tmp" go test ./partition -run '^TestWritePeerListing$' -count=1 >/dev/null
 out=$(go test ./partition -run '^$' -bench '^BenchmarkParseAndCheck$/^format=nextest$/^tests=200000$' -benchtime 3x 2>&1)
 ours=$(awk -v t="$(metric ns/op <<<"$out")" 'BEGIN { printf "%.0f", t / 1e6 }')
@@ -88,6 +88,18 @@ grep -v '^#' "$tmp/partition.tsv" | cut -f1,2 | LC_ALL=C sort >"$tmp/partitioned
 LC_ALL=C comm -3 "$tmp/listed" "$tmp/partitioned" >/dev/null
 peer=$((($(date +%s%N) - start) / 1000000))
 echo "partition parse+check ${ours} ms   jq+sort+comm ${peer} ms   jq/partition $(ratio "$peer" "$ours")"
+# The check command's whole path (Config.AuditFiles: the partition file
+# read and validated, the listing streamed from its file, Check, and for
+# go test -json the split-test scan), each in a fresh process, so that its
+# peak memory is its own; two million tests write 1.5 GB of listings.
+out=$(go test ./partition -run '^$' -bench '^BenchmarkParseAndCheckPeak$/^format=(nextest|go)$/^tests=(200000|2000000)$/^from=file$' -benchtime 1x -timeout 30m 2>&1)
+for format in nextest go; do
+	for n in 200000 2000000; do
+		line=$(grep "^BenchmarkParseAndCheckPeak/format=$format/tests=$n/from=file" <<<"$out" || true)
+		ms=$(awk -v t="$(metric check-ns <<<"$line")" 'BEGIN { printf "%.0f", t / 1e6 }')
+		printf 'partition check from files, %-7s %7d tests: %6s ms   peak RSS %s MiB\n' "$format" "$n" "$ms" "$(metric peak-RSS-MiB <<<"$line")"
+	done
+done
 
 echo "== checkpoint restore vs GNU tar -x (100,000 files of 4 KiB, on tmpfs where there is one)"
 dir=/dev/shm
