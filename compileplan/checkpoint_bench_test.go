@@ -105,19 +105,21 @@ func BenchmarkRestoreCheckpointVsTar(b *testing.B) {
 	}
 }
 
-// sameMtimes checks a sample of restored files against the tree they were
-// checkpointed from, to the nanosecond.
+// sameMtimes checks a sample of restored files and their directories
+// against the tree they were checkpointed from, to the nanosecond.
 func sameMtimes(b *testing.B, src, dst string, n int) {
 	b.Helper()
 	for i := 0; i < n; i += max(1, n/50) {
-		rel := filepath.Join(fmt.Sprintf("d%04d", i/100), fmt.Sprintf("f%d.o", i))
-		want, err1 := os.Lstat(filepath.Join(src, rel))
-		got, err2 := os.Lstat(filepath.Join(dst, rel))
-		if err := errors.Join(err1, err2); err != nil {
-			b.Fatal(err)
-		}
-		if !got.ModTime().Equal(want.ModTime()) || got.Mode() != want.Mode() {
-			b.Fatalf("%s: restored %v %v, want %v %v", rel, got.ModTime(), got.Mode(), want.ModTime(), want.Mode())
+		file := filepath.Join(fmt.Sprintf("d%04d", i/100), fmt.Sprintf("f%d.o", i))
+		for _, rel := range []string{file, filepath.Dir(file)} { // and its directory, whose children changed it
+			want, err1 := os.Lstat(filepath.Join(src, rel))
+			got, err2 := os.Lstat(filepath.Join(dst, rel))
+			if err := errors.Join(err1, err2); err != nil {
+				b.Fatal(err)
+			}
+			if !got.ModTime().Equal(want.ModTime()) || got.Mode() != want.Mode() {
+				b.Fatalf("%s: restored %v %v, want %v %v", rel, got.ModTime(), got.Mode(), want.ModTime(), want.Mode())
+			}
 		}
 	}
 }
