@@ -46,8 +46,8 @@ func (d *openDir) release() {
 // dirBatch is up to batchFiles covered files of one directory.
 type dirBatch struct {
 	dir   *openDir
-	rel   string // the directory's path under the root, "" for the root
-	names []string
+	rel   string   // the directory's path under the root with a slash, "" for the root
+	paths []string // the files' paths under the root: rel and a name
 	types []fs.FileMode
 }
 
@@ -71,8 +71,8 @@ func walkAndHashDir(root string, spec KeySpec) ([]string, []Record, error) {
 	// directory open.
 	pool.start(4*runtime.GOMAXPROCS(0), func(hr *hasher, b dirBatch, mine []Record) ([]Record, string, error) {
 		defer b.dir.release()
-		for i, name := range b.names {
-			path := b.rel + name
+		for i, path := range b.paths {
+			name := path[len(b.rel):]
 			if pool.skip(path) {
 				break
 			}
@@ -139,7 +139,7 @@ func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 	slices.SortFunc(entries, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b dirBatch
 	send := func() {
-		if len(b.names) == 0 {
+		if len(b.paths) == 0 {
 			return
 		}
 		dir.refs.Add(1)
@@ -186,9 +186,9 @@ func (w *dirWalker) walk(dir *openDir, full, name, rel string) error {
 			searched = true
 		}
 		w.paths = append(w.paths, path)
-		b.names = append(b.names, entry)
+		b.paths = append(b.paths, path)
 		b.types = append(b.types, typ)
-		if len(b.names) == batchFiles {
+		if len(b.paths) == batchFiles {
 			send()
 		}
 	}
