@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -75,9 +77,11 @@ func TestParseNextestList_AFilteredListingIsAnErrorSayingListWithNoFilters(t *te
 	}
 }
 
-// TestParseGoTestJSON_RealOutputIncludesSubtests runs go test -json and go
-// test -list on a small module and parses what the go command printed.
-func TestParseGoTestJSON_RealOutputIncludesSubtests(t *testing.T) {
+// goModule writes a small module with a test, its two subtests and a
+// skipped test, and returns a function that runs the go command there and
+// returns what it printed. It skips where there is no go command.
+func goModule(t *testing.T) func(args ...string) []byte {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")
@@ -95,15 +99,25 @@ func TestAdd(t *testing.T) {
 
 func TestSkipped(t *testing.T) { t.Skip("needs a GPU") }
 `), 0o644)
-	want := Inventory{{"example.com/m", "TestAdd"}, {"example.com/m", "TestAdd/big_numbers"}, {"example.com/m", "TestAdd/small"}, {"example.com/m", "TestSkipped"}}
-	for name, args := range map[string][]string{"json": {"test", "-json", "./..."}, "list": {"test", "-list", ".", "./..."}, "list json": {"test", "-json", "-list", ".", "./..."}} {
+	return func(args ...string) []byte {
 		cmd := exec.Command(gobin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("%s: go %v: %v\n%s", name, args, err, out)
+			t.Fatalf("go %v: %v\n%s", args, err, out)
 		}
+		return out
+	}
+}
+
+// TestParseGoTestJSON_RealOutputIncludesSubtests runs go test -json and go
+// test -list on a small module and parses what the go command printed.
+func TestParseGoTestJSON_RealOutputIncludesSubtests(t *testing.T) {
+	goCmd := goModule(t)
+	want := Inventory{{"example.com/m", "TestAdd"}, {"example.com/m", "TestAdd/big_numbers"}, {"example.com/m", "TestAdd/small"}, {"example.com/m", "TestSkipped"}}
+	for name, args := range map[string][]string{"json": {"test", "-json", "./..."}, "list": {"test", "-list", ".", "./..."}, "list json": {"test", "-json", "-list", ".", "./..."}} {
+		out := goCmd(args...)
 		got, err := ParseGoTestJSON(strings.NewReader(string(out)))
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", name, err, out)
@@ -115,6 +129,25 @@ func TestSkipped(t *testing.T) { t.Skip("needs a GPU") }
 		if diff := cmp.Diff(w, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// The check command's path over what go test -json really prints: a test
+// whose subtests are in two categories cannot be run in one lane without
+// the other's, so the audit names it and is not OK, though every test is
+// classified exactly once.
+func TestAuditFiles_RealGoOutputNamesATestSplitAcrossCategories(t *testing.T) {
+	out := goModule(t)("test", "-json", "./...")
+	tsv := filepath.Join(t.TempDir(), "go_test_partition.tsv")
+	os.WriteFile(tsv, []byte("example.com/m\tTestAdd\thost\nexample.com/m\tTestAdd/small\thost\n"+
+		"example.com/m\tTestAdd/big_numbers\tsingle-gpu\nexample.com/m\tTestSkipped\tsingle-gpu\n"), 0o644)
+	a, err := DefaultConfig().AuditFiles(bytes.NewReader(out), FormatGo, tsv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SplitTest{{Package: "example.com/m", Test: "TestAdd", In: map[string][]string{"host": {"TestAdd", "TestAdd/small"}, "single-gpu": {"TestAdd/big_numbers"}}}}
+	if diff := cmp.Diff(want, a.Splits); diff != "" || !a.Report.OK() || a.OK() || a.Tests != 4 {
+		t.Errorf("audit %+v: want every test classified once, TestAdd split and not OK (-want +got splits):\n%s", a, diff)
 	}
 }
 
@@ -655,5 +688,49 @@ func TestNextestFilterWithin_SelectsExactlyTheLane(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// nextest's own published listings, as nextest writes them (see
+// testdata/SOURCES.md): the documentation's example is read whole; nextest's
+// expected output has a binary a filterset skipped, which leaves its tests
+// unlisted, so it is refused, and read whole once that binary is left out.
+// Both are read as encoding/json reads them.
+func TestParseNextestList_ReadsNextestsOwnListings(t *testing.T) {
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join("testdata/nextest", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNextestSame(t, data)
+		return data
+	}
+	inv, err := ParseNextestList(bytes.NewReader(read("docs-camino.json")))
+	camino := Inventory{{"camino", "serde_impls::tests::invalid_utf8"}, {"camino", "serde_impls::tests::valid_utf8"},
+		{"camino", "tests::test_borrowed_into"}, {"camino", "tests::test_deref_mut"}, {"camino", "tests::test_owned_into"}}
+	if diff := cmp.Diff(camino, inv); err != nil || diff != "" {
+		t.Errorf("camino: %v (-want +got):\n%s", err, diff)
+	}
+	runner := read("runner-test-list-expected.json")
+	if _, err := ParseNextestList(bytes.NewReader(runner)); !errors.Is(err, ErrInventory) {
+		t.Errorf("a listing with a skipped binary: %v, want ErrInventory", err)
+	}
+	var listing map[string]any
+	if err := json.Unmarshal(runner, &listing); err != nil {
+		t.Fatal(err)
+	}
+	delete(listing["rust-suites"].(map[string]any), "fake-package::skipped-binary")
+	unskipped, err := json.Marshal(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNextestSame(t, unskipped)
+	inv, err = ParseNextestList(bytes.NewReader(unskipped))
+	var want Inventory
+	for _, name := range []string{"benches::bench_foo", "benches::ignored_bench_foo", "tests::baz::test_ignored", "tests::baz::test_quux", "tests::foo::test_bar", "tests::ignored::test_bar"} {
+		want = append(want, TestID{"fake-package::fake-binary", name})
+	}
+	if diff := cmp.Diff(want, inv); err != nil || diff != "" {
+		t.Errorf("nextest's listing, ignored tests and benchmarks included: %v (-want +got):\n%s", err, diff)
 	}
 }
