@@ -3,7 +3,8 @@
 # on the same input in one run, and prints each pair's figures and ratio:
 #   cachetrust.Key, KeyDir    vs  find | xargs sha256sum
 #   changepolicy.Classify     vs  picomatch (npm; dorny/paths-filter's matcher)
-#   partition check           vs  jq over the same nextest listing
+#   partition check           vs  jq over the same nextest listing, and
+#                                 the check command from files at 200k and 2M
 #   partition checkpoint      vs  GNU tar -x of the same checkpoint
 # Needs Go, node and npm (picomatch is installed into a temporary
 # directory from the npm registry), jq and GNU tar. Takes a few minutes.
@@ -40,17 +41,17 @@ for procs in 1 2; do
 	done
 	echo "GOMAXPROCS=$procs  sha256sum (find | xargs -P 2) ${peer} MB/s"
 done
-read=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric cpu-MB/s || true)
-open=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric open+close-cpu-ns/file || true)
+readfloor=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric cpu-MB/s || true)
+openfloor=$(grep '^BenchmarkReadFloor' <<<"$floors" | metric open+close-cpu-ns/file || true)
 [ -z "$floor" ] || echo "SHA-256 floor on one core: ${floor} cpu-MB/s"
-if [ -n "$floor" ] && [ -n "$read" ]; then
+if [ -n "$floor" ] && [ -n "$readfloor" ]; then
 	# Hashing and reading on one core add up: no hasher of these files (20
 	# KiB each) can reach more than this on one core.
-	bound=$(awk -v f="$floor" -v r="$read" 'BEGIN { printf "%.2f", 1 / (1 / f + 1 / r) }')
-	echo "openat+read+close alone: ${read} cpu-MB/s ($(awk -v r="$read" 'BEGIN { printf "%.0f", 20480 / r * 1000 }') CPU-ns/file)   bound on one core ${bound} cpu-MB/s = $(ratio "$bound" "$floor") of the SHA-256 floor"
+	bound=$(awk -v f="$floor" -v r="$readfloor" 'BEGIN { printf "%.2f", 1 / (1 / f + 1 / r) }')
+	echo "openat+read+close alone: ${readfloor} cpu-MB/s ($(awk -v r="$readfloor" 'BEGIN { printf "%.0f", 20480 / r * 1000 }') CPU-ns/file)   bound on one core ${bound} cpu-MB/s = $(ratio "$bound" "$floor") of the SHA-256 floor"
 	# Opening alone, before a byte is read: the bound even for a reader
 	# whose reads cost nothing.
-	[ -z "$open" ] || echo "openat+close alone: ${open} CPU-ns/file   bound even with free reads $(awk -v f="$floor" -v o="$open" 'BEGIN { b = 20480 / (20480 / f + o / 1000); printf "%.2f cpu-MB/s = %.2f", b, b / f }') of the SHA-256 floor"
+	[ -z "$openfloor" ] || echo "openat+close alone: ${openfloor} CPU-ns/file   bound even with free reads $(awk -v f="$floor" -v o="$openfloor" 'BEGIN { b = 20480 / (20480 / f + o / 1000); printf "%.2f cpu-MB/s = %.2f", b, b / f }') of the SHA-256 floor"
 fi
 
 echo "== changepolicy.Classify vs picomatch 2 (100,000 paths x 204 globs)"
