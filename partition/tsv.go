@@ -42,8 +42,12 @@ type Partition struct {
 	Entries []Entry
 }
 
-// Merge combines partitions (the files of one archive set).
+// Merge combines partitions (the files of one archive set). A single
+// partition is returned as it is, its entries not copied.
 func Merge(ps ...Partition) Partition {
+	if len(ps) == 1 {
+		return ps[0]
+	}
 	n := 0
 	for _, p := range ps {
 		n += len(p.Entries)
@@ -108,10 +112,7 @@ func (c Config) ParseTSVFiles(paths ...string) (Partition, error) {
 		}
 		ps = append(ps, p)
 	}
-	p := ps[0]
-	if len(ps) > 1 {
-		p = Merge(ps...) // one file's entries are kept as they are, not copied
-	}
+	p := Merge(ps...)
 	return p, c.Validate(p)
 }
 
