@@ -131,8 +131,13 @@ func FuzzParseNextestList_SameAsEncodingJSON(f *testing.F) {
 	for _, doc := range nextestCorners {
 		f.Add([]byte(doc))
 	}
-	seed, _ := os.ReadFile("testdata/nextest-list.json")
-	f.Add(seed)
+	for _, path := range []string{"testdata/nextest-list.json", "testdata/nextest/docs-camino.json", "testdata/nextest/runner-test-list-expected.json"} {
+		seed, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
+	}
 	f.Fuzz(checkNextestSame)
 }
 

@@ -29,9 +29,11 @@ var ErrInventory = errors.New("partition: invalid inventory")
 
 // ParseNextestList reads `cargo nextest list --message-format json`. Every
 // test case is in the inventory, ignored ones included. A binary listed as
-// skipped has no test cases, and tests filtered out by string, expression or
-// partition filters were not enumerated faithfully: both are errors, since
-// the inventory must be listed with no filters.
+// skipped has no test cases, and tests filtered out by string, expression,
+// partition or default filters (a profile's default-filter applies to
+// list unless --ignore-default-filter is given) were not enumerated
+// faithfully: both are errors, since the inventory must be listed with no
+// filters.
 //
 // The listing is read as a stream, never held whole: only the inventory
 // is kept (its names share a few strings, each holding many). It is read as encoding/json would decode it into its fields
@@ -54,7 +56,7 @@ func ParseNextestList(r io.Reader) (Inventory, error) {
 		}
 		for i := s.start; i < s.end; i++ {
 			if reason := p.filtered[i]; reason != notFiltered {
-				return nil, fmt.Errorf("%w: %s %s was filtered out (%s): list with no filters so every test is enumerated", ErrInventory, s.binary(), p.inv[i].Name, filterReasons[reason])
+				return nil, fmt.Errorf("%w: %s %s was filtered out (%s): list with no filters (no -E, no test-name arguments, and --ignore-default-filter where the profile sets default-filter) so every test is enumerated", ErrInventory, s.binary(), p.inv[i].Name, filterReasons[reason])
 			}
 		}
 	}
@@ -204,9 +206,10 @@ const (
 	filteredByString
 	filteredByExpression
 	filteredByPartition
+	filteredByDefault // the profile's default-filter, which list applies unless told not to
 )
 
-var filterReasons = [...]string{"", "string", "expression", "partition"}
+var filterReasons = [...]string{"", "string", "expression", "partition", "default-filter"}
 
 // testcase reads one test case, a key of testcases: its "ignored" (which
 // never matters, but must be a bool) and its filter-match.
@@ -267,7 +270,7 @@ func (p *nextestParser) filterMatch(fm *filterMatch) error {
 			v, ok, err := p.d.stringOrNull("reason")
 			if ok {
 				fm.reason = notFiltered
-				for r := filteredByString; r <= filteredByPartition; r++ {
+				for r := filteredByString; r <= filteredByDefault; r++ {
 					if string(v) == filterReasons[r] {
 						fm.reason = r
 					}

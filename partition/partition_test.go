@@ -77,6 +77,27 @@ func TestParseNextestList_AFilteredListingIsAnErrorSayingListWithNoFilters(t *te
 	}
 }
 
+// A profile's default-filter applies to cargo nextest list unless
+// --ignore-default-filter is given, and marks each test it leaves out
+// (nextest-metadata's MismatchReason::DefaultFilter): such a listing lacks
+// those tests as surely as one filtered with -E, and is refused the same.
+func TestParseNextestList_ATestTheDefaultFilterLeftOutIsRefusedAsForE(t *testing.T) {
+	for _, reason := range []string{"expression", "default-filter"} {
+		doc := `{"rust-suites": {"a": {"binary-id": "a", "status": "listed", "testcases": {"gpu": {"kind": "test", "ignored": false, "filter-match": {"status": "mismatch", "reason": "` + reason + `"}}}}}}`
+		checkNextestSame(t, []byte(doc))
+		if _, err := ParseNextestList(strings.NewReader(doc)); !errors.Is(err, ErrInventory) {
+			t.Errorf("a test filtered out by %s: %v, want ErrInventory", reason, err)
+		}
+	}
+	// Reasons that leave the test listed are not filters.
+	for _, reason := range []string{"ignored", "not-benchmark", "rerun-already-passed"} {
+		doc := `{"rust-suites": {"a": {"binary-id": "a", "status": "listed", "testcases": {"gpu": {"ignored": true, "filter-match": {"status": "mismatch", "reason": "` + reason + `"}}}}}}`
+		if inv, err := ParseNextestList(strings.NewReader(doc)); err != nil || len(inv) != 1 {
+			t.Errorf("a test marked %s: %v, %v; want it listed", reason, inv, err)
+		}
+	}
+}
+
 // goModule writes a small module with a test, its two subtests and a
 // skipped test, and returns a function that runs the go command there and
 // returns what it printed. It skips where there is no go command.
