@@ -78,6 +78,32 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 	}
 }
 
+// A nextest profile's default-filter applies to cargo nextest list and
+// run unless --ignore-default-filter is given, and a command-line filter
+// is read within it: with one set, the listing would lack the tests it
+// leaves out (which partition-check refuses) and a lane's -E would not run
+// them though the partition put them there. Every nextest command of the
+// adoption workflows ignores it: the partition decides what runs.
+func TestTheAdoptionWorkflowsListAndRunEveryTestWhateverTheDefaultFilter(t *testing.T) {
+	commands := 0
+	for _, name := range []string{"runpod-gpu-test.yml", "runpod-gpu-execute.yml"} {
+		for job, j := range workflowtest.Read(t, name).Jobs {
+			for _, s := range j.Steps {
+				if !regexp.MustCompile(`nextest (list|run)\b`).MatchString(s.Run) {
+					continue
+				}
+				commands++
+				if !strings.Contains(s.Run, "--ignore-default-filter") {
+					t.Errorf("%s %s: %q lists or runs within the profile's default-filter", name, job, s.Run)
+				}
+			}
+		}
+	}
+	if commands < 3 {
+		t.Errorf("found %d nextest list or run commands, want the listing and both lanes", commands)
+	}
+}
+
 // checkExtractedOnce enforces the change-aware seed's "The archive is
 // extracted once and its build metadata reused without compilation": one
 // step of the archive job opens the archive, extracting it, and the host
