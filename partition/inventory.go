@@ -29,10 +29,11 @@ var ErrInventory = errors.New("partition: invalid inventory")
 
 // ParseNextestList reads `cargo nextest list --message-format json`. Every
 // test case is in the inventory, ignored ones included. A binary listed as
-// skipped has no test cases, and tests filtered out by string, expression,
-// partition or default filters (a profile's default-filter applies to
-// list unless --ignore-default-filter is given) were not enumerated
-// faithfully: both are errors, since the inventory must be listed with no
+// skipped has no test cases, and a test marked as filtered out by a
+// string, expression, partition or default filter (a profile's
+// default-filter applies to list unless --ignore-default-filter is given)
+// shows that the listing was made within a filter, which may skip whole
+// binaries: both are errors, since the inventory must be listed with no
 // filters.
 //
 // The listing is read as a stream, never held whole: only the inventory
@@ -52,11 +53,11 @@ func ParseNextestList(r io.Reader) (Inventory, error) {
 	p.dedupe()
 	for _, s := range p.suites {
 		if strings.HasPrefix(s.status, "skipped") {
-			return nil, fmt.Errorf("%w: binary %s was %s (not listed): list with no filters (no -E, no test-name arguments, no default-filter) so every test is enumerated", ErrInventory, s.binary(), s.status)
+			return nil, fmt.Errorf("%w: binary %s was %s (not listed): %s", ErrInventory, s.binary(), s.status, listUnfiltered)
 		}
 		for i := s.start; i < s.end; i++ {
 			if reason := p.filtered[i]; reason != notFiltered {
-				return nil, fmt.Errorf("%w: %s %s was filtered out (%s): list with no filters (no -E, no test-name arguments, and --ignore-default-filter where the profile sets default-filter) so every test is enumerated", ErrInventory, s.binary(), p.inv[i].Name, filterReasons[reason])
+				return nil, fmt.Errorf("%w: %s %s was filtered out (%s): %s", ErrInventory, s.binary(), p.inv[i].Name, filterReasons[reason], listUnfiltered)
 			}
 		}
 	}
@@ -69,6 +70,9 @@ func ParseNextestList(r io.Reader) (Inventory, error) {
 	}
 	return inv, nil
 }
+
+// listUnfiltered is what to do about a listing made within a filter.
+const listUnfiltered = "list with no filters (no -E, no test-name arguments, and --ignore-default-filter, since a profile's default-filter applies to list too) so every test is enumerated"
 
 // nextestSuite is one binary of a nextest listing: its test cases are
 // inv[start:end].

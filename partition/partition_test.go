@@ -79,8 +79,10 @@ func TestParseNextestList_AFilteredListingIsAnErrorSayingListWithNoFilters(t *te
 
 // A profile's default-filter applies to cargo nextest list unless
 // --ignore-default-filter is given, and marks each test it leaves out
-// (nextest-metadata's MismatchReason::DefaultFilter): such a listing lacks
-// those tests as surely as one filtered with -E, and is refused the same.
+// (nextest-metadata's MismatchReason::DefaultFilter), or skips a binary
+// it leaves out whole (skipped-default-filter), whose tests are then
+// unlisted: a listing made within it is refused, as one made within -E
+// is, so that the inventory is always listed with no filter at all.
 func TestParseNextestList_ATestTheDefaultFilterLeftOutIsRefusedAsForE(t *testing.T) {
 	for _, reason := range []string{"expression", "default-filter"} {
 		doc := `{"rust-suites": {"a": {"binary-id": "a", "status": "listed", "testcases": {"gpu": {"kind": "test", "ignored": false, "filter-match": {"status": "mismatch", "reason": "` + reason + `"}}}}}}`
@@ -88,6 +90,10 @@ func TestParseNextestList_ATestTheDefaultFilterLeftOutIsRefusedAsForE(t *testing
 		if _, err := ParseNextestList(strings.NewReader(doc)); !errors.Is(err, ErrInventory) {
 			t.Errorf("a test filtered out by %s: %v, want ErrInventory", reason, err)
 		}
+	}
+	skipped := `{"rust-suites": {"a": {"binary-id": "a", "status": "skipped-default-filter", "testcases": {}}}}`
+	if _, err := ParseNextestList(strings.NewReader(skipped)); !errors.Is(err, ErrInventory) {
+		t.Errorf("a binary the default filter skipped: %v, want ErrInventory", err)
 	}
 	// Reasons that leave the test listed are not filters.
 	for _, reason := range []string{"ignored", "not-benchmark", "rerun-already-passed"} {
