@@ -1,9 +1,13 @@
 package partition
 
 import (
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpugate/gpugate/internal/workflowtest"
 )
@@ -80,21 +84,26 @@ func TestTheAdoptionWorkflowsRunTheAuditedLanesAndReportNotRun(t *testing.T) {
 
 // A nextest profile's default-filter applies to cargo nextest list and
 // run unless --ignore-default-filter is given, and a command-line filter
-// is read within it: with one set, the listing would lack the tests it
-// leaves out (which partition-check refuses) and a lane's -E would not run
-// them though the partition put them there. Every nextest command of the
-// adoption workflows ignores it: the partition decides what runs.
+// is read within it: with one set, a lane's -E would not run tests the
+// partition put in it, and the listing could skip whole binaries (which
+// partition-check refuses). Every nextest list or run of the adoption
+// workflows ignores it, before any "--" that hands the rest to the test
+// binaries: the partition decides what runs.
 func TestTheAdoptionWorkflowsListAndRunEveryTestWhateverTheDefaultFilter(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(workflowtest.Dir(), "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no adoption workflows: %v", err)
+	}
 	commands := 0
-	for _, name := range []string{"runpod-gpu-test.yml", "runpod-gpu-execute.yml"} {
+	for _, file := range files {
+		name := filepath.Base(file)
 		for job, j := range workflowtest.Read(t, name).Jobs {
 			for _, s := range j.Steps {
-				if !regexp.MustCompile(`nextest (list|run)\b`).MatchString(s.Run) {
-					continue
-				}
-				commands++
-				if !strings.Contains(s.Run, "--ignore-default-filter") {
-					t.Errorf("%s %s: %q lists or runs within the profile's default-filter", name, job, s.Run)
+				for _, args := range nextestCommands(s.Run) {
+					commands++
+					if !slices.Contains(args, "--ignore-default-filter") {
+						t.Errorf("%s %s: nextest %s lists or runs within the profile's default-filter", name, job, strings.Join(args, " "))
+					}
 				}
 			}
 		}
@@ -102,6 +111,35 @@ func TestTheAdoptionWorkflowsListAndRunEveryTestWhateverTheDefaultFilter(t *test
 	if commands < 3 {
 		t.Errorf("found %d nextest list or run commands, want the listing and both lanes", commands)
 	}
+}
+
+// nextestCommands returns the arguments of each nextest list or run (or
+// its alias r) in a step's script: after the nextest subcommand, up to a
+// "--" or the end of the shell command.
+func nextestCommands(script string) [][]string {
+	var out [][]string
+	words := strings.Fields(script)
+	for i := 0; i < len(words); i++ {
+		if words[i] != "nextest" {
+			continue
+		}
+		j := i + 1 // past options before the subcommand, with their values
+		for j < len(words) && j <= i+4 && !slices.Contains([]string{"list", "run", "r"}, words[j]) {
+			j++
+		}
+		if j == len(words) || j > i+4 {
+			continue
+		}
+		var args []string
+		for _, w := range words[j:] {
+			if slices.Contains([]string{"--", "|", "||", "&&", ";", ">", "2>"}, w) || strings.HasPrefix(w, "#") {
+				break
+			}
+			args = append(args, w)
+		}
+		out = append(out, args)
+	}
+	return out
 }
 
 // checkExtractedOnce enforces the change-aware seed's "The archive is
@@ -172,5 +210,24 @@ func TestCargoNextestIsInstalledOnEveryPathBeforeItsFirstUse(t *testing.T) {
 	}
 	if len(versions) != 2 || versions[0] != versions[1] || strings.Count(versions[0], ".") != 2 {
 		t.Errorf("cargo-nextest versions %q: want one exact version in both", versions)
+	}
+}
+
+// nextestCommands finds nextest's list and run however a script spells
+// them, and stops each at "--", after which nextest hands the rest to the
+// test binaries.
+func TestNextestCommands_FindsEveryFormOfListAndRun(t *testing.T) {
+	for script, want := range map[string][][]string{
+		"cargo nextest run -E x":                                         {{"run", "-E", "x"}},
+		"./cargo-nextest nextest run --archive-file a.tar.zst":           {{"run", "--archive-file", "a.tar.zst"}},
+		"cargo nextest --profile ci run -E x -- --ignore-default-filter": {{"run", "-E", "x"}},
+		"cargo nextest r --no-fail-fast | tee out":                       {{"r", "--no-fail-fast"}},
+		"cargo nextest list --message-format json > inv.json":            {{"list", "--message-format", "json"}},
+		"cargo nextest --version && ls target/nextest/run":               nil,
+		"cargo nextest archive --archive-file a.tar.zst":                 nil,
+	} {
+		if diff := cmp.Diff(want, nextestCommands(script)); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", script, diff)
+		}
 	}
 }
